@@ -1,0 +1,45 @@
+"""The small error tree every layer speaks.
+
+Vendor errors (botocore, redis, HTTP clients, protobuf) stop at the adapter that
+met them and come out as one of these, so tasks and the CLI decide what to do
+from the type alone: a `TransientError` is worth retrying, everything else is
+final. Messages are one line a person can act on.
+"""
+
+from __future__ import annotations
+
+
+class TfcompatError(Exception):
+    """Base of every error tfcompat raises on purpose."""
+
+
+class InvalidArtifact(TfcompatError):
+    """The bytes are not a readable TensorFlow artifact (truncated, wrong magic,
+    hostile archive, ...). Permanent: retrying reads the same bytes."""
+
+
+class UnsupportedArtifact(InvalidArtifact):
+    """A path or object that is not a format tfcompat reads."""
+
+
+class LimitExceeded(InvalidArtifact):
+    """The artifact exceeds a safety cap (archive members, expansion ratio,
+    nesting, declared lengths). Permanent."""
+
+
+class ConfigError(TfcompatError):
+    """Fleet, owners, manifest or settings are wrong; the message points at
+    the file and the entry."""
+
+
+class UnknownRelease(ConfigError):
+    """A TensorFlow release the catalog does not know."""
+
+
+class TransientError(TfcompatError):
+    """A failure that may pass: throttling, 5xx, connection reset, broker
+    hiccup. Tasks retry these with backoff."""
+
+
+class NotFound(TfcompatError):
+    """The object or file named does not exist (or no longer exists)."""

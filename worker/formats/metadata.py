@@ -1,0 +1,229 @@
+"""What a TensorFlow artifact says about itself, as plain data.
+
+Every reader returns an `Artifact`. Nothing here holds a protobuf object: attr
+values are kept in protobuf's canonical JSON shape (`{"type": "DT_FLOAT"}`,
+`{"list": {"i": [1, 2]}}`, tensor contents replaced by their size and digest),
+so metadata round-trips through JSON exactly. That is what lets a fleet change
+re-check every stored model without downloading it again.
+
+A graph is summarised as *node kinds*: nodes sharing op, attrs and number of
+data inputs collapse into one kind with a count, and edges into the distinct
+(kind, output) -> (kind, input) pairs. TensorFlow's load-time checks depend on
+exactly these, so the summary loses nothing the rules need, while a graph of
+100,000 nodes shrinks to a few hundred kinds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+AttrJSON = dict[str, Any]
+"""An AttrValue in protobuf's JSON shape, e.g. {"type": "DT_INT32"}."""
+
+
+@dataclass(frozen=True)
+class VersionDef:
+    producer: int
+    min_consumer: int = 0
+    bad_consumers: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        text = f"producer {self.producer} min-consumer {self.min_consumer}"
+        if self.bad_consumers:
+            text += " bad-consumers " + ",".join(str(v) for v in self.bad_consumers)
+        return text
+
+
+@dataclass(frozen=True)
+class ArgDef:
+    name: str
+    type: str = ""  # DataType name when fixed, e.g. "DT_FLOAT"
+    type_attr: str = ""
+    number_attr: str = ""
+    type_list_attr: str = ""
+    is_ref: bool = False
+
+
+@dataclass(frozen=True)
+class AttrDef:
+    name: str
+    type: str
+    default: AttrJSON | None = None
+    allowed_values: AttrJSON | None = None
+    has_minimum: bool = False
+    minimum: int = 0
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """The parts of TensorFlow's OpDef that decide whether a node loads."""
+
+    name: str
+    inputs: tuple[ArgDef, ...] = ()
+    outputs: tuple[ArgDef, ...] = ()
+    attrs: tuple[AttrDef, ...] = ()
+    deprecation_version: int | None = None
+    deprecation_explanation: str = ""
+
+    def attr(self, name: str) -> AttrDef | None:
+        for attr in self.attrs:
+            if attr.name == name:
+                return attr
+        return None
+
+
+@dataclass(frozen=True)
+class NodeKind:
+    """Nodes that share op, attrs and data-input count, wherever they stand."""
+
+    op: str
+    attrs: dict[str, AttrJSON]
+    inputs: int  # data inputs (control inputs "^x" excluded)
+    count: int
+    example: str  # one node's name, for messages
+    function: str | None = None  # the library function holding it; None: top-level graph
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Kind `src` output `output` feeds kind `dst` input `input`."""
+
+    src: int
+    output: int
+    dst: int
+    input: int
+
+
+@dataclass(frozen=True)
+class Graph:
+    versions: VersionDef | None
+    node_count: int
+    kinds: tuple[NodeKind, ...]
+    edges: tuple[Edge, ...]
+    functions: tuple[str, ...] = ()  # names defined in the function library
+    library_node_count: int = 0
+
+    def ops(self) -> list[str]:
+        return sorted({k.op for k in self.kinds if k.op not in self.functions})
+
+
+@dataclass(frozen=True)
+class MetaGraph:
+    """One MetaGraphDef (a SavedModel holds one per tag set)."""
+
+    tags: tuple[str, ...]
+    graph: Graph
+    tensorflow_version: str = ""
+    tensorflow_git_version: str = ""
+    stripped_default_attrs: bool = False
+    producer_ops: dict[str, OpDef] = field(default_factory=dict)  # stripped_op_list
+    signatures: tuple[str, ...] = ()
+    has_object_graph: bool = False  # written by tf.saved_model.save (TF2)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A tensor bundle's `.index`: header versions and the tensors it lists."""
+
+    versions: VersionDef
+    num_shards: int
+    endianness: str  # "LITTLE" or "BIG"
+    tensors: int
+    tensor_bytes: int
+    entries: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)
+    # key -> (dtype name, shape); capped, see formats.checkpoint.MAX_LISTED_ENTRIES
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """What one artifact (file, directory or archive member set) says."""
+
+    path: str
+    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint"
+    size: int
+    sha256: str
+    meta_graphs: tuple[MetaGraph, ...] = ()
+    graph: Graph | None = None  # frozen GraphDef
+    checkpoint: Checkpoint | None = None  # standalone, or a SavedModel's variables
+    saved_model_schema_version: int | None = None
+    notes: tuple[str, ...] = ()
+
+    def graphs(self) -> list[Graph]:
+        found = [m.graph for m in self.meta_graphs]
+        if self.graph is not None:
+            found.append(self.graph)
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def artifact_from_json(data: dict[str, Any]) -> Artifact:
+    """Inverse of `Artifact.to_json`; raises KeyError/TypeError on foreign data."""
+
+    def versions(d: dict[str, Any] | None) -> VersionDef | None:
+        if d is None:
+            return None
+        return VersionDef(d["producer"], d["min_consumer"], tuple(d["bad_consumers"]))
+
+    def graph(d: dict[str, Any] | None) -> Graph | None:
+        if d is None:
+            return None
+        return Graph(
+            versions=versions(d["versions"]),
+            node_count=d["node_count"],
+            kinds=tuple(NodeKind(**k) for k in d["kinds"]),
+            edges=tuple(Edge(**e) for e in d["edges"]),
+            functions=tuple(d["functions"]),
+            library_node_count=d["library_node_count"],
+        )
+
+    def op_def(d: dict[str, Any]) -> OpDef:
+        return OpDef(
+            name=d["name"],
+            inputs=tuple(ArgDef(**a) for a in d["inputs"]),
+            outputs=tuple(ArgDef(**a) for a in d["outputs"]),
+            attrs=tuple(AttrDef(**a) for a in d["attrs"]),
+            deprecation_version=d["deprecation_version"],
+            deprecation_explanation=d["deprecation_explanation"],
+        )
+
+    def meta_graph(d: dict[str, Any]) -> MetaGraph:
+        g = graph(d["graph"])
+        assert g is not None
+        return MetaGraph(
+            tags=tuple(d["tags"]),
+            graph=g,
+            tensorflow_version=d["tensorflow_version"],
+            tensorflow_git_version=d["tensorflow_git_version"],
+            stripped_default_attrs=d["stripped_default_attrs"],
+            producer_ops={k: op_def(v) for k, v in d["producer_ops"].items()},
+            signatures=tuple(d["signatures"]),
+            has_object_graph=d["has_object_graph"],
+        )
+
+    ckpt = data.get("checkpoint")
+    checkpoint = None
+    if ckpt is not None:
+        bundle_versions = versions(ckpt["versions"])
+        assert bundle_versions is not None
+        checkpoint = Checkpoint(
+            versions=bundle_versions,
+            num_shards=ckpt["num_shards"],
+            endianness=ckpt["endianness"],
+            tensors=ckpt["tensors"],
+            tensor_bytes=ckpt["tensor_bytes"],
+            entries={k: (v[0], tuple(v[1])) for k, v in ckpt["entries"].items()},
+        )
+    return Artifact(
+        path=data["path"],
+        format=data["format"],
+        size=data["size"],
+        sha256=data["sha256"],
+        meta_graphs=tuple(meta_graph(m) for m in data["meta_graphs"]),
+        graph=graph(data.get("graph")),
+        checkpoint=checkpoint,
+        saved_model_schema_version=data.get("saved_model_schema_version"),
+        notes=tuple(data.get("notes", ())),
+    )
