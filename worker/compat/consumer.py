@@ -1,0 +1,40 @@
+"""A consumer: one TensorFlow binary that loads models, and how it loads them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+from worker.formats.metadata import OpDef
+
+
+class Loader(StrEnum):
+    """How a consumer loads a model; TensorFlow's outcome differs by loader."""
+
+    SAVED_MODEL_V1 = "saved-model-v1"  # tf.compat.v1 SavedModel loader; TF Serving
+    SAVED_MODEL_V2 = "saved-model-v2"  # tf.saved_model.load
+    GRAPH_IMPORT = "graph-import"  # tf.import_graph_def of the bare GraphDef
+
+
+@dataclass(frozen=True)
+class Registry:
+    """The ops a consumer's binary registers."""
+
+    ops: Mapping[str, OpDef]
+    source: str  # "catalog 2.12.1", a manifest path, ...
+
+
+@dataclass(frozen=True)
+class Consumer:
+    name: str
+    tensorflow: str | None  # release, e.g. "2.12.1"; None when unknown (custom build)
+    graph_def_version: int  # TF_GRAPH_DEF_VERSION the binary was built with
+    graph_def_min_producer: int = 0
+    checkpoint_version: int = 1
+    checkpoint_min_producer: int = 0
+    registry: Registry | None = None
+    loader: Loader = Loader.SAVED_MODEL_V1
+    rejects_unknown_attrs: bool = False  # releases before 2.x reject, later ones ignore
+    environment: str = ""
+    owners: tuple[str, ...] = ()
