@@ -50,6 +50,7 @@ DEFAULT_BUILD_DIR = Path("/work/catalog-build")
 FORMAT = "tfcompat-releases/1"
 MIN_VERSION = Version("1.0.0")
 MAX_JOBS = 2
+INDEX_MAX_AGE_H = 24  # list releases again when the cached listing is older
 
 # GraphDef versions became date based on this day (version 30); from then on
 # automation bumps TF_GRAPH_DEF_VERSION by one every day (see version.h).
@@ -336,6 +337,10 @@ def keep(v: str) -> Version | None:
 def discover(cache: dict, refresh: bool) -> dict[str, dict]:
     """{version: {"pythons": [...], "listed": bool}} for every candidate."""
     disc = cache.get("discovery")
+    if disc:
+        age = dt.datetime.now(dt.timezone.utc) - \
+            dt.datetime.fromisoformat(disc["when"])
+        refresh = refresh or age > dt.timedelta(hours=INDEX_MAX_AGE_H)
     if disc and not refresh:
         log(f"discovery: using cached listing ({len(disc['versions'])} "
             f"releases, made {disc['when']})")
@@ -596,7 +601,8 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"parallel downloads (at most {MAX_JOBS})")
     ap.add_argument("--only", nargs="*", help="scan just these versions")
     ap.add_argument("--refresh-index", action="store_true",
-                    help="list releases again instead of the cached listing")
+                    help="list releases again even if the cached listing "
+                         f"is younger than {INDEX_MAX_AGE_H} h")
     ap.add_argument("--rescan", action="store_true",
                     help="ignore cached results for the selected releases")
     ap.add_argument("--retry-not-found", action="store_true",
