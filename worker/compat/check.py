@@ -29,6 +29,7 @@ from worker.compat.nodes import (
     check_node_kind,
     effective_attrs,
 )
+from worker.compat.policy import Policy, policy_findings
 from worker.compat.versions import check_versions
 from worker.formats.metadata import Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.formats.plain import short_dtype
@@ -52,6 +53,10 @@ class History(Protocol):
 
     def producer_date(self, graph_def_version: int) -> dt.date | None: ...
 
+    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
+        """The oldest known release newer than `current` that accepts `versions`."""
+        ...
+
 
 class NoHistory:
     def op_introduced(self, op: str) -> str | None:
@@ -64,6 +69,9 @@ class NoHistory:
         return None
 
     def producer_date(self, graph_def_version: int) -> dt.date | None:
+        return None
+
+    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return None
 
 
@@ -98,6 +106,7 @@ class Subject:
     kinds: list[NodeKind] = field(default_factory=list)
     check_graph_versions: bool = True
     drops_producer_defaults: bool = False
+    policy: Policy = field(default_factory=Policy)
 
     @property
     def label(self) -> str:
@@ -140,11 +149,13 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
 def check_graph_versions(s: Subject) -> Iterable[Finding]:
     if s.graph is None or s.graph.versions is None or not s.check_graph_versions:
         return []
+    target = s.history.upgrade_target(s.graph.versions, s.consumer.graph_def_version)
     findings = check_versions(
         s.graph.versions,
         s.consumer.graph_def_version,
         s.consumer.graph_def_min_producer,
         consumer_label=s.label,
+        upgrade_hint=f"Upgrade {s.consumer.name} to TensorFlow >= {target}." if target else "",
     )
     return findings + _forward_window(s, s.graph.versions)
 
@@ -340,6 +351,11 @@ def check_edges(s: Subject) -> Iterable[Finding]:
     return findings
 
 
+def check_policy(s: Subject) -> Iterable[Finding]:
+    versions = s.graph.versions if s.graph is not None else None
+    return policy_findings(s.consumer, versions, s.policy)
+
+
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "graph-versions": check_graph_versions,
     "checkpoint": check_checkpoint,
@@ -347,13 +363,16 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "ops": check_ops,
     "nodes": check_nodes,
     "edges": check_edges,
+    "policy": check_policy,
 }
 
 
 def check_artifact(artifact: Artifact, consumer: Consumer,
-                   history: History | None = None) -> Verdict:
+                   history: History | None = None, policy: Policy | None = None) -> Verdict:
     """The consumer's verdict: every check's findings, errors first."""
     subject = subject_for(artifact, consumer, history or NoHistory())
+    if policy is not None:
+        subject.policy = policy
     findings: list[Finding] = []
     for check in CHECKS.values():
         findings.extend(check(subject))

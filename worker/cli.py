@@ -1,0 +1,263 @@
+"""The `tfcompat` command: a thin layer over the readers, rules, catalog and fleet.
+
+Exit statuses (DESIGN.md): 0 every consumer loads every artifact, 1 some
+consumer cannot, 2 invalid input or usage. Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from worker.errors import TfcompatError
+
+LOADERS = ("saved-model-v1", "saved-model-v2", "graph-import")
+
+
+class UsageError(TfcompatError):
+    """Bad command-line arguments."""
+
+
+def _fail(message: str) -> int:
+    print(f"tfcompat: error: {message}", file=sys.stderr)
+    return 2
+
+
+# --- reading paths ----------------------------------------------------------------------------
+
+def read_any(target: str) -> list[Any]:
+    """Artifacts at a local path or s3:// URL."""
+    if target.startswith("s3://"):
+        from worker.settings import load_settings
+        from worker.sinks.s3 import read_s3_artifacts
+
+        return read_s3_artifacts(target, load_settings())
+    from worker.formats.read import read_path
+
+    return read_path(target)
+
+
+# --- consumers --------------------------------------------------------------------------------
+
+def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
+    """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
+    from worker.compat.consumer import Loader
+    from worker.fleet.manifest import consumer_from_manifest
+
+    loader = Loader.SAVED_MODEL_V1
+    body = spec
+    if "@" in spec:
+        head, _, tail = spec.rpartition("@")
+        if tail in LOADERS:
+            body, loader = head, Loader(tail)
+        elif "==" in spec:
+            raise UsageError(f"--consumer {spec}: unknown loader '{tail}' "
+                             f"(one of: {', '.join(LOADERS)})")
+    for prefix in ("tf==", "tensorflow==", "serving=="):
+        if body.startswith(prefix):
+            return catalog.consumer(body[len(prefix):], loader)
+    name, sep, path = body.partition("=")
+    if not sep or not name or not path:
+        raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
+    return consumer_from_manifest(name, path, loader, cache)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from worker.formats.summary import inspect_json
+    from worker.render import render_inspect
+
+    documents: list[dict[str, Any]] = []
+    failed = False
+    for target in args.paths:
+        try:
+            for artifact in read_any(target):
+                documents.append(inspect_json(artifact))
+        except TfcompatError as exc:
+            failed = True
+            documents.append({"path": target, "error": str(exc)})
+            if not args.json:
+                print(f"tfcompat: error: {exc}", file=sys.stderr)
+    if args.json:
+        json.dump({"artifacts": documents}, sys.stdout, indent=1, sort_keys=True)
+        print()
+    else:
+        print(render_inspect([d for d in documents if "error" not in d]), end="")
+    return 2 if failed else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.catalog.opdefs import OpDefCache
+    from worker.compat.policy import Policy
+    from worker.compat.report import artifact_report, exit_status, invalid_report
+    from worker.fleet.fleet import load_fleet
+    from worker.render import render_check
+
+    catalog = load_catalog()
+    cache = OpDefCache()
+    consumers = [parse_consumer_spec(spec, catalog, cache) for spec in args.consumer]
+    policy = Policy()
+    if args.fleet:
+        fleet = load_fleet(args.fleet, catalog)
+        consumers += list(fleet.consumers)
+        policy = fleet.policy
+    names = [c.name for c in consumers]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"consumer named twice: {', '.join(duplicates)}")
+    releases = catalog.range_consumers()
+    reports: list[dict[str, Any]] = []
+    for target in args.paths:
+        try:
+            artifacts = read_any(target)
+        except TfcompatError as exc:
+            reports.append(invalid_report(target, str(exc)))
+            continue
+        for artifact in artifacts:
+            reports.append(artifact_report(artifact, consumers, releases, catalog, policy))
+    if args.json:
+        json.dump({"artifacts": reports}, sys.stdout, indent=1)
+        print()
+    else:
+        print(render_check(reports), end="")
+    return exit_status(reports)
+
+
+def cmd_fleet_list(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.fleet import load_fleet
+    from worker.render import render_fleet
+
+    fleet = load_fleet(args.fleet, load_catalog())
+    if args.json:
+        rows = [{
+            "name": c.name, "environment": c.environment, "owners": list(c.owners),
+            "tensorflow": c.tensorflow, "graph_def_version": c.graph_def_version,
+            "loader": str(c.loader),
+            "registry": c.registry.source if c.registry else None,
+            "banned": (ban.reason if (ban := fleet.policy.banned(c.graph_def_version)) else None),
+        } for c in fleet.consumers]
+        json.dump({"consumers": rows}, sys.stdout, indent=1)
+        print()
+    else:
+        print(render_fleet(fleet), end="")
+    return 0
+
+
+def cmd_dump_manifest(args: argparse.Namespace) -> int:
+    from worker.fleet.manifest import run_dumper
+
+    forwarded = ["-o", args.output]
+    for module in args.imports:
+        forwarded += ["--import", module]
+    for library in args.op_libraries:
+        forwarded += ["--load-op-library", library]
+    return run_dumper(args.python, forwarded)
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+
+    catalog = load_catalog()
+    rows = [{
+        "version": r.version, "graph_def_version": r.graph_def_version,
+        "graph_def_min_consumer": r.graph_def_min_consumer,
+        "graph_def_min_producer": r.graph_def_min_producer,
+        "checkpoint_version": r.checkpoint_version,
+        "registry": r.registry_version,
+    } for r in catalog.releases]
+    if args.json:
+        json.dump({"releases": rows}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{'release':<10} {'graph-def':>9} {'min-cons':>8} {'min-prod':>8}  registry")
+    for row in rows:
+        print(f"{row['version']:<10} {row['graph_def_version']:>9} "
+              f"{row['graph_def_min_consumer']:>8} {row['graph_def_min_producer']:>8}  "
+              f"{row['registry'] or '-'}")
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    from worker.settings import load_settings, masked
+
+    for key, value in masked(load_settings()).items():
+        print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfcompat",
+        description="Check TensorFlow models against the TensorFlow releases that load them, "
+        "without TensorFlow.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("inspect", help="print what a model says about itself")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser(
+        "check", help="predict which consumers can load a model",
+        description="Without --consumer or --fleet, only the catalog ranges are reported "
+        "(exit 1 if no known release loads the model).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--consumer", action="append", default=[], metavar="SPEC",
+                   help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
+                   "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import")
+    p.add_argument("--fleet", metavar="FLEET.yaml", help="check every consumer of a fleet file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check)
+
+    fleet = sub.add_parser("fleet", help="the consumer fleet").add_subparsers(
+        dest="fleet_command", required=True, metavar="SUBCOMMAND")
+    p = fleet.add_parser("list", help="show the fleet's consumers")
+    p.add_argument("--fleet", default="config/fleet.yaml", metavar="FLEET.yaml")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fleet_list)
+    p = fleet.add_parser(
+        "dump-manifest", help="record a TensorFlow environment's versions and op registry",
+        description="Runs inside any Python that has TensorFlow (use --python to point at it).",
+    )
+    p.add_argument("--python", help="interpreter of the environment to record (default: this one)")
+    p.add_argument("-o", "--output", default="-", help="manifest file (default: stdout)")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                   help="import MODULE first so its ops are recorded (repeatable)")
+    p.add_argument("--load-op-library", dest="op_libraries", action="append", default=[],
+                   metavar="SO", help="tf.load_op_library(SO) first (repeatable)")
+    p.set_defaults(func=cmd_dump_manifest)
+
+    p = sub.add_parser("catalog", help="list the TensorFlow releases tfcompat knows")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_catalog)
+
+    p = sub.add_parser("settings", help="print the effective settings, secrets masked")
+    p.set_defaults(func=cmd_settings)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.func(args)
+    except TfcompatError as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

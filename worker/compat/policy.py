@@ -1,0 +1,59 @@
+"""The organisation's own bad_consumers policy, applied like TensorFlow's.
+
+TensorFlow lets a producer ban consumer versions known to be buggy
+(`VersionDef.bad_consumers`). A fleet can do the same for releases it knows
+are bad: consumers running one are flagged in every check (their owners are
+told to upgrade), and with `require_models_to_ban` a model that does not list
+those versions in its own bad_consumers is at risk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from worker.compat.consumer import Consumer
+from worker.compat.findings import Code, Finding, warning
+from worker.formats.metadata import VersionDef
+
+
+@dataclass(frozen=True)
+class BannedRelease:
+    graph_def_version: int
+    label: str  # "TensorFlow 2.4.4" or "GraphDef version 561"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Policy:
+    bad_consumers: tuple[BannedRelease, ...] = ()
+    require_models_to_ban: bool = False
+
+    def banned(self, graph_def_version: int) -> BannedRelease | None:
+        for ban in self.bad_consumers:
+            if ban.graph_def_version == graph_def_version:
+                return ban
+        return None
+
+
+def policy_findings(consumer: Consumer, versions: VersionDef | None,
+                    policy: Policy) -> list[Finding]:
+    findings = []
+    ban = policy.banned(consumer.graph_def_version)
+    if ban is not None:
+        findings.append(warning(
+            Code.POLICY_BAD_CONSUMER,
+            f"{consumer.name} runs {ban.label}, which this fleet bans: {ban.reason}. "
+            "Upgrade it as soon as possible.",
+        ))
+    if policy.require_models_to_ban and versions is not None:
+        missing = [b for b in policy.bad_consumers
+                   if b.graph_def_version not in versions.bad_consumers]
+        if missing:
+            listed = ", ".join(f"{b.graph_def_version} ({b.label})" for b in missing)
+            findings.append(warning(
+                Code.POLICY_NOT_BANNED,
+                f"The model's VersionDef does not list the fleet's banned versions in "
+                f"bad_consumers: {listed}. Add them at export (graph_def.versions."
+                "bad_consumers) so those binaries refuse it.",
+            ))
+    return findings

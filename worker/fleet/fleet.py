@@ -1,0 +1,171 @@
+"""The fleet: the consumers an organisation runs, read from `fleet.yaml`.
+
+```yaml
+consumers:
+  - name: ranking-serving          # unique
+    environment: prod
+    owners: [ranking]              # owner names from owners.yaml
+    tensorflow: "2.15.1"           # a catalog release ("2.15" = newest 2.15.x) ...
+    # serving: "2.15.1"            # ... or a TF Serving release (same numbers as TF)
+    # manifest: manifests/edge.json  ... or a manifest from dump-manifest
+    loader: saved-model-v1         # saved-model-v1 (default) | saved-model-v2 | graph-import
+policy:
+  bad_consumers:                   # releases the organisation bans, as TF bans consumers
+    - tensorflow: "2.4.4"          # or graph_def_version: 561
+      reason: "..."
+  require_models_to_ban: false     # models must list those versions in bad_consumers
+```
+Every error names the file and line of the entry at fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from worker.catalog.catalog import Catalog, consumer_for_release
+from worker.catalog.opdefs import OpDefCache
+from worker.compat.consumer import Consumer, Loader
+from worker.compat.policy import BannedRelease, Policy
+from worker.errors import ConfigError, UnknownRelease
+from worker.fleet.manifest import consumer_from_manifest
+
+_LINE = "__line__"
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that records each mapping's line, for errors that point at it."""
+
+
+def _mapping_with_line(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
+    mapping: dict[str, Any] = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    mapping[_LINE] = node.start_mark.line + 1
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_with_line)
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    try:
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if data is None:
+        return {_LINE: 1}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}:1: expected a mapping at the top level")
+    return data
+
+
+@dataclass(frozen=True)
+class Fleet:
+    consumers: tuple[Consumer, ...]
+    policy: Policy = field(default_factory=Policy)
+    source: str = ""
+
+    def names(self) -> list[str]:
+        return [c.name for c in self.consumers]
+
+
+def _where(path: Path, entry: dict[str, Any]) -> str:
+    return f"{path}:{entry.get(_LINE, '?')}"
+
+
+def _loader(value: Any, where: str) -> Loader:
+    try:
+        return Loader(value or Loader.SAVED_MODEL_V1)
+    except ValueError:
+        options = ", ".join(loader.value for loader in Loader)
+        raise ConfigError(f"{where}: unknown loader {value!r} (one of: {options})") from None
+
+
+def parse_consumer(path: Path, entry: dict[str, Any], catalog: Catalog,
+                   cache: OpDefCache) -> Consumer:
+    where = _where(path, entry)
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: consumer needs a name")
+    loader = _loader(entry.get("loader"), where)
+    sources = [k for k in ("tensorflow", "serving", "manifest") if entry.get(k) is not None]
+    if len(sources) != 1:
+        raise ConfigError(
+            f"{where}: consumer {name} needs exactly one of tensorflow, serving or manifest"
+        )
+    owners = entry.get("owners") or []
+    if isinstance(owners, str):
+        owners = [owners]
+    if sources[0] == "manifest":
+        manifest = Path(str(entry["manifest"]))
+        if not manifest.is_absolute():
+            manifest = path.parent / manifest
+        try:
+            consumer = consumer_from_manifest(name, manifest, loader, cache)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: consumer {name}: {exc}") from None
+    else:
+        try:
+            release = catalog.resolve(str(entry[sources[0]]))
+        except UnknownRelease as exc:
+            raise UnknownRelease(f"{where}: consumer {name}: {exc}") from None
+        consumer = consumer_for_release(catalog, release, loader, name)
+    return replace(consumer, environment=str(entry.get("environment") or ""),
+                   owners=tuple(str(o) for o in owners))
+
+
+def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
+    bans = []
+    for entry in data.get("bad_consumers") or []:
+        where = _where(path, entry) if isinstance(entry, dict) else str(path)
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: bad_consumers entries are mappings")
+        reason = str(entry.get("reason") or "").strip()
+        if not reason:
+            raise ConfigError(f"{where}: a banned release needs a reason")
+        if entry.get("tensorflow") is not None:
+            try:
+                release = catalog.resolve(str(entry["tensorflow"]))
+            except UnknownRelease as exc:
+                raise UnknownRelease(f"{where}: {exc}") from None
+            bans.append(BannedRelease(release.graph_def_version,
+                                      f"TensorFlow {release.version}", reason))
+        elif isinstance(entry.get("graph_def_version"), int):
+            version = entry["graph_def_version"]
+            bans.append(BannedRelease(version, f"GraphDef version {version}", reason))
+        else:
+            raise ConfigError(f"{where}: a banned release needs tensorflow or graph_def_version")
+    return Policy(tuple(bans), bool(data.get("require_models_to_ban", False)))
+
+
+def load_fleet(path: str | Path, catalog: Catalog) -> Fleet:
+    """The fleet in a YAML file; ConfigError/UnknownRelease name the line at fault."""
+    p = Path(path)
+    data = load_yaml(p)
+    entries = data.get("consumers")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(f"{p}:{data.get(_LINE, 1)}: no consumers listed")
+    cache = OpDefCache()
+    consumers: list[Consumer] = []
+    seen: dict[str, str] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{p}: each consumer is a mapping (got {entry!r})")
+        consumer = parse_consumer(p, entry, catalog, cache)
+        if consumer.name in seen:
+            raise ConfigError(
+                f"{_where(p, entry)}: duplicate consumer name {consumer.name} "
+                f"(first at {seen[consumer.name]})"
+            )
+        seen[consumer.name] = _where(p, entry)
+        consumers.append(consumer)
+    policy_data = data.get("policy") or {}
+    if not isinstance(policy_data, dict):
+        raise ConfigError(f"{p}: policy must be a mapping")
+    return Fleet(tuple(consumers), _parse_policy(p, policy_data, catalog), str(p))

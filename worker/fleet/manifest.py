@@ -1,0 +1,72 @@
+"""Consumer manifests: what `tfcompat fleet dump-manifest` recorded about one binary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from worker.catalog.behaviour import rejects_unknown_attrs
+from worker.catalog.opdefs import OpDefCache
+from worker.compat.consumer import Consumer, Loader, Registry
+from worker.errors import ConfigError
+
+MANIFEST_FORMAT = "tfcompat-manifest/1"
+DUMPER = Path(__file__).with_name("dump_manifest.py")
+
+
+def load_manifest_doc(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: manifest not found") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{p}: not a readable JSON manifest ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
+        raise ConfigError(
+            f"{p}: not a tfcompat manifest (expected \"format\": \"{MANIFEST_FORMAT}\"); "
+            "write one with `tfcompat fleet dump-manifest`"
+        )
+    if not isinstance(doc.get("ops"), list):
+        raise ConfigError(f"{p}: manifest has no op list")
+    return doc
+
+
+def consumer_from_manifest(name: str, path: str | Path, loader: Loader = Loader.SAVED_MODEL_V1,
+                           cache: OpDefCache | None = None) -> Consumer:
+    doc = load_manifest_doc(path)
+    cache = cache or OpDefCache()
+    where = str(path)
+    ops = {op["name"]: cache.get(op, where) for op in doc["ops"]}
+    version = (doc.get("tensorflow") or {}).get("version")
+    graph = doc.get("graph_def_version") or {}
+    ckpt = doc.get("checkpoint_version") or {}
+    if graph.get("producer") is None:
+        raise ConfigError(f"{path}: manifest lacks graph_def_version.producer")
+    try:
+        rejects = rejects_unknown_attrs(version) if version else False
+    except ValueError:
+        rejects = False
+    return Consumer(
+        name=name,
+        tensorflow=version,
+        graph_def_version=int(graph["producer"]),
+        graph_def_min_producer=int(graph.get("min_producer") or 0),
+        checkpoint_version=int(ckpt.get("producer") or 1),
+        checkpoint_min_producer=int(ckpt.get("min_producer") or 0),
+        registry=Registry(ops, f"manifest {path}"),
+        loader=loader,
+        rejects_unknown_attrs=rejects,
+    )
+
+
+def run_dumper(python: str | None, args: list[str]) -> int:
+    """Run dump_manifest.py with another interpreter (the consumer's environment)."""
+    command = [python or sys.executable, str(DUMPER), *args]
+    try:
+        return subprocess.call(command)
+    except FileNotFoundError:
+        raise ConfigError(f"{python}: no such Python interpreter") from None

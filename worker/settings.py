@@ -1,0 +1,79 @@
+"""One Settings object, built once by each entry point and passed down.
+
+Read from `TFCOMPAT_*` environment variables, or from a dotenv-style settings
+file named by `TFCOMPAT_SETTINGS_FILE` (environment variables win). Nothing in
+the package reads the environment anywhere else, and nothing at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL_PATTERNS = (
+    "*saved_model.pb",
+    "*saved_model.pbtxt",
+    "*variables/variables.index",
+    "*.pb",
+    "*.pbtxt",
+    "*.meta",
+    "*.index",
+    "*.tar.gz",
+    "*.tgz",
+    "*.tar",
+    "*.zip",
+)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TFCOMPAT_", extra="ignore")
+
+    broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (Redis)")
+    result_backend: str | None = Field(None, description="Celery result backend; none by default")
+    s3_endpoint_url: str | None = Field(None, description="S3-compatible endpoint; AWS if unset")
+    aws_region: str = Field("us-east-1", description="Region for S3/SQS clients")
+    fleet: str = Field("config/fleet.yaml", description="Path of the fleet YAML file")
+    owners: str = Field("config/owners.yaml", description="Path of the owners YAML file")
+    report_bucket: str | None = Field(
+        None, description="Bucket for JSON reports; the model's own bucket if unset"
+    )
+    report_prefix: str = Field("tfcompat-reports/", description="Key prefix of JSON reports")
+    model_patterns: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_MODEL_PATTERNS),
+        description="Key globs that start a check (JSON list in the environment)",
+    )
+    sqs_queue_url: str | None = Field(None, description="Queue the SQS bridge polls")
+    github_api_url: str = Field("https://api.github.com", description="GitHub REST API root")
+    github_webhook_secret: SecretStr | None = Field(None, description="Webhook HMAC secret")
+    github_app_id: str | None = Field(None, description="GitHub App id")
+    github_app_private_key: SecretStr | None = Field(None, description="GitHub App key (PEM)")
+    github_token: SecretStr | None = Field(None, description="Token mode instead of an App")
+    slack_webhook_url: SecretStr | None = Field(
+        None, description="Incoming webhook of the default owners route"
+    )
+    slack_bot_token: SecretStr | None = Field(None, description="Bot token for chat.postMessage")
+    slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API root")
+    log_level: str = Field("INFO", description="Log level")
+    log_format: str = Field("json", description="'json' or 'console'")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings; a settings file named by TFCOMPAT_SETTINGS_FILE is read too."""
+    settings_file = os.environ.get("TFCOMPAT_SETTINGS_FILE")
+    if settings_file:
+        return Settings(_env_file=settings_file, **overrides)  # type: ignore[call-arg]
+    return Settings(**overrides)
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """Every setting with secrets masked, for `tfcompat settings` and logs."""
+    shown: dict[str, Any] = {}
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        if isinstance(value, SecretStr):
+            value = "********" if value.get_secret_value() else ""
+        shown[f"TFCOMPAT_{name.upper()}"] = value
+    return shown
