@@ -7,9 +7,11 @@ hides another. `loads` is true iff no finding is an error.
 Which graph a consumer reads, and what its loader does first, follows
 TensorFlow's loaders (the shared fixtures show each case):
 - SavedModel loaders use the MetaGraph tagged `serve` and drop unknown attrs
-  whose value is the producer's default (from `stripped_op_list`);
-- `tf.saved_model.load` on a TF2 SavedModel (one with an object graph) ignores
-  the VersionDef and instantiates only the function library;
+  whose value is the producer's default (from `stripped_op_list`) from the
+  graph's nodes; only the tf.compat.v1 loader drops them inside functions too;
+- `tf.saved_model.load` judges deprecations at the running binary's GraphDef
+  version, and on a TF2 SavedModel (one with an object graph) ignores the
+  VersionDef and instantiates only the function library;
 - a graph import takes the GraphDef as it is.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from worker.compat.consumer import Consumer, Loader
@@ -105,7 +107,8 @@ class Subject:
     meta_graph: MetaGraph | None = None
     kinds: list[NodeKind] = field(default_factory=list)
     check_graph_versions: bool = True
-    drops_producer_defaults: bool = False
+    drops_graph_defaults: bool = False
+    drops_library_defaults: bool = False
     policy: Policy = field(default_factory=Policy)
 
     @property
@@ -131,7 +134,10 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
     if artifact.format in ("savedmodel", "metagraph"):
         subject.meta_graph = select_meta_graph(artifact.meta_graphs)
         subject.graph = subject.meta_graph.graph if subject.meta_graph else None
-        subject.drops_producer_defaults = consumer.loader != Loader.GRAPH_IMPORT
+        # Both SavedModel loaders drop them in the graph; only the tf.compat.v1 loader
+        # (and import_meta_graph) also drops them inside library functions.
+        subject.drops_graph_defaults = consumer.loader != Loader.GRAPH_IMPORT
+        subject.drops_library_defaults = consumer.loader == Loader.SAVED_MODEL_V1
         tf2_load = (consumer.loader == Loader.SAVED_MODEL_V2 and subject.meta_graph is not None
                     and subject.meta_graph.has_object_graph)
         if tf2_load:
@@ -257,22 +263,35 @@ def _older(a: str, b: str) -> bool:
     return Version(a) < Version(b)
 
 
+def _deprecation_version(s: Subject) -> int | None:
+    """The GraphDef version deprecations are judged at.
+
+    tf.saved_model.load imports the graph into a graph of the running binary, so
+    its own GraphDef version counts, not the producer's (seen with 2.4 loading a
+    producer-12 graph using an op deprecated at 13)."""
+    if s.consumer.loader == Loader.SAVED_MODEL_V2 and s.artifact.format == "savedmodel":
+        return s.consumer.graph_def_version
+    return s.graph.versions.producer if s.graph and s.graph.versions else None
+
+
 def check_nodes(s: Subject) -> Iterable[Finding]:
     if s.graph is None or s.consumer.registry is None:
         return []
-    ctx = NodeContext(
+    graph_ctx = NodeContext(
         consumer_label=s.label,
-        drops_producer_defaults=s.drops_producer_defaults,
+        drops_producer_defaults=s.drops_graph_defaults,
         rejects_unknown_attrs=s.consumer.rejects_unknown_attrs,
-        producer_version=s.graph.versions.producer if s.graph.versions else None,
+        producer_version=_deprecation_version(s),
         stripped_default_attrs=bool(s.meta_graph and s.meta_graph.stripped_default_attrs),
     )
+    library_ctx = replace(graph_ctx, drops_producer_defaults=s.drops_library_defaults)
     findings: list[Finding] = []
     reported: set[tuple[str, str | None, str]] = set()
     for kind in s.kinds:
         op = s.consumer.registry.ops.get(kind.op)
         if op is None:
             continue
+        ctx = graph_ctx if kind.function is None else library_ctx
         for finding in check_node_kind(kind, op, s.producer_ops.get(kind.op), ctx):
             key = (str(finding.code), finding.op, finding.attr or "")
             if key in reported:

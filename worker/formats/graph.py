@@ -109,6 +109,7 @@ class GraphBuilder:
                 self._pending.add((source[0], source[1], index, position))
 
     def build(self, versions: VersionDef | None) -> Graph:
+        """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
         edges = set()
         for src_name, output, dst, position in self._pending:
             src = self._kind_of_node.get(src_name)
@@ -119,7 +120,7 @@ class GraphBuilder:
             for k, count in zip(self._kind_list, self._counts, strict=True)
         )
         return Graph(
-            versions=versions,
+            versions=versions if versions is not None else VersionDef(producer=0),
             node_count=self.node_count,
             kinds=kinds,
             edges=tuple(sorted(edges, key=lambda e: (e.dst, e.input, e.src, e.output))),

@@ -45,8 +45,8 @@ def read_graph_source(source: Source) -> Graph:
         graph = read_graph_def_text(source)
     else:
         graph = read_graph_def(Cursor(source))
-    if graph.node_count == 0 and graph.versions is None and not graph.functions:
-        raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes, no versions)")
+    if graph.node_count == 0 and not graph.functions:
+        raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes)")
     return graph
 
 
