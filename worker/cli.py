@@ -28,6 +28,7 @@ def _fail(message: str) -> int:
 
 # --- reading paths ----------------------------------------------------------------------------
 
+
 def read_any(target: str) -> list[Any]:
     """Artifacts at a local path or s3:// URL."""
     if target.startswith("s3://"):
@@ -42,6 +43,7 @@ def read_any(target: str) -> list[Any]:
 
 # --- consumers --------------------------------------------------------------------------------
 
+
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
     """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
     from worker.compat.consumer import Loader
@@ -54,11 +56,12 @@ def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
         if tail in LOADERS:
             body, loader = head, Loader(tail)
         elif "==" in spec:
-            raise UsageError(f"--consumer {spec}: unknown loader '{tail}' "
-                             f"(one of: {', '.join(LOADERS)})")
+            raise UsageError(
+                f"--consumer {spec}: unknown loader '{tail}' (one of: {', '.join(LOADERS)})"
+            )
     for prefix in ("tf==", "tensorflow==", "serving=="):
         if body.startswith(prefix):
-            return catalog.consumer(body[len(prefix):], loader)
+            return catalog.consumer(body[len(prefix) :], loader)
     name, sep, path = body.partition("=")
     if not sep or not name or not path:
         raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
@@ -66,6 +69,7 @@ def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
 
 
 # --- commands ---------------------------------------------------------------------------------
+
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     from worker.formats.summary import inspect_json
@@ -135,13 +139,21 @@ def cmd_fleet_list(args: argparse.Namespace) -> int:
 
     fleet = load_fleet(args.fleet, load_catalog())
     if args.json:
-        rows = [{
-            "name": c.name, "environment": c.environment, "owners": list(c.owners),
-            "tensorflow": c.tensorflow, "graph_def_version": c.graph_def_version,
-            "loader": str(c.loader),
-            "registry": c.registry.source if c.registry else None,
-            "banned": (ban.reason if (ban := fleet.policy.banned(c.graph_def_version)) else None),
-        } for c in fleet.consumers]
+        rows = [
+            {
+                "name": c.name,
+                "environment": c.environment,
+                "owners": list(c.owners),
+                "tensorflow": c.tensorflow,
+                "graph_def_version": c.graph_def_version,
+                "loader": str(c.loader),
+                "registry": c.registry.source if c.registry else None,
+                "banned": (
+                    ban.reason if (ban := fleet.policy.banned(c.graph_def_version)) else None
+                ),
+            }
+            for c in fleet.consumers
+        ]
         json.dump({"consumers": rows}, sys.stdout, indent=1)
         print()
     else:
@@ -164,22 +176,28 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
 
     catalog = load_catalog()
-    rows = [{
-        "version": r.version, "graph_def_version": r.graph_def_version,
-        "graph_def_min_consumer": r.graph_def_min_consumer,
-        "graph_def_min_producer": r.graph_def_min_producer,
-        "checkpoint_version": r.checkpoint_version,
-        "registry": r.registry_version,
-    } for r in catalog.releases]
+    rows = [
+        {
+            "version": r.version,
+            "graph_def_version": r.graph_def_version,
+            "graph_def_min_consumer": r.graph_def_min_consumer,
+            "graph_def_min_producer": r.graph_def_min_producer,
+            "checkpoint_version": r.checkpoint_version,
+            "registry": r.registry_version,
+        }
+        for r in catalog.releases
+    ]
     if args.json:
         json.dump({"releases": rows}, sys.stdout, indent=1)
         print()
         return 0
     print(f"{'release':<10} {'graph-def':>9} {'min-cons':>8} {'min-prod':>8}  registry")
     for row in rows:
-        print(f"{row['version']:<10} {row['graph_def_version']:>9} "
-              f"{row['graph_def_min_consumer']:>8} {row['graph_def_min_producer']:>8}  "
-              f"{row['registry'] or '-'}")
+        print(
+            f"{row['version']:<10} {row['graph_def_version']:>9} "
+            f"{row['graph_def_min_consumer']:>8} {row['graph_def_min_producer']:>8}  "
+            f"{row['registry'] or '-'}"
+        )
     return 0
 
 
@@ -200,40 +218,64 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("inspect", help="print what a model says about itself")
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser(
-        "check", help="predict which consumers can load a model",
+        "check",
+        help="predict which consumers can load a model",
         description="Without --consumer or --fleet, only the catalog ranges are reported "
         "(exit 1 if no known release loads the model).",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--consumer", action="append", default=[], metavar="SPEC",
-                   help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
-                   "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import")
+    p.add_argument(
+        "--consumer",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
+        "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import",
+    )
     p.add_argument("--fleet", metavar="FLEET.yaml", help="check every consumer of a fleet file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_check)
 
     fleet = sub.add_parser("fleet", help="the consumer fleet").add_subparsers(
-        dest="fleet_command", required=True, metavar="SUBCOMMAND")
+        dest="fleet_command", required=True, metavar="SUBCOMMAND"
+    )
     p = fleet.add_parser("list", help="show the fleet's consumers")
     p.add_argument("--fleet", default="config/fleet.yaml", metavar="FLEET.yaml")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fleet_list)
     p = fleet.add_parser(
-        "dump-manifest", help="record a TensorFlow environment's versions and op registry",
+        "dump-manifest",
+        help="record a TensorFlow environment's versions and op registry",
         description="Runs inside any Python that has TensorFlow (use --python to point at it).",
     )
     p.add_argument("--python", help="interpreter of the environment to record (default: this one)")
     p.add_argument("-o", "--output", default="-", help="manifest file (default: stdout)")
-    p.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first so its ops are recorded (repeatable)")
-    p.add_argument("--load-op-library", dest="op_libraries", action="append", default=[],
-                   metavar="SO", help="tf.load_op_library(SO) first (repeatable)")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first so its ops are recorded (repeatable)",
+    )
+    p.add_argument(
+        "--load-op-library",
+        dest="op_libraries",
+        action="append",
+        default=[],
+        metavar="SO",
+        help="tf.load_op_library(SO) first (repeatable)",
+    )
     p.set_defaults(func=cmd_dump_manifest)
 
     p = sub.add_parser("catalog", help="list the TensorFlow releases tfcompat knows")

@@ -30,14 +30,21 @@ def _versions(v: dict[str, Any] | None) -> str:
 
 
 def _graph_lines(graph: dict[str, Any], usage: dict[str, Any], indent: str) -> list[str]:
-    lines = [f"{indent}GraphDef: {_versions(graph['versions'])}; {graph['node_count']} nodes"
-             + (f", {len(graph['functions'])} functions ({graph['library_node_count']} nodes)"
-                if graph["functions"] else "")]
+    lines = [
+        f"{indent}GraphDef: {_versions(graph['versions'])}; {graph['node_count']} nodes"
+        + (
+            f", {len(graph['functions'])} functions ({graph['library_node_count']} nodes)"
+            if graph["functions"]
+            else ""
+        )
+    ]
     ops = [op for op, u in usage.items() if not u["is_function"]]
     lines.append(f"{indent}ops ({len(ops)}):")
     for op in ops:
         u = usage[op]
-        count = f"{u['nodes']}" + (f"+{u['library_nodes']} in functions" if u["library_nodes"] else "")
+        count = str(u["nodes"])
+        if u["library_nodes"]:
+            count += f"+{u['library_nodes']} in functions"
         attrs = []
         for name, state in u.get("attrs", {}).items():
             flag = {True: "=default", False: "", None: ""}[state["equals_default"]]
@@ -49,16 +56,19 @@ def _graph_lines(graph: dict[str, Any], usage: dict[str, Any], indent: str) -> l
 def render_inspect(documents: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for doc in documents:
-        out.append(f"{doc['path']}  ({doc['format']}, {_size(doc['size'])}, "
-                   f"sha256 {doc['sha256'][:12]})")
+        out.append(
+            f"{doc['path']}  ({doc['format']}, {_size(doc['size'])}, sha256 {doc['sha256'][:12]})"
+        )
         usage_by_tags = {tuple(u["tags"]): u["ops"] for u in doc.get("op_usage", [])}
         if doc.get("saved_model_schema_version") is not None:
             out.append(f"  SavedModel schema version {doc['saved_model_schema_version']}")
         for mg in doc["meta_graphs"]:
-            out.append(f"  MetaGraph [{', '.join(mg['tags'])}]: written by TensorFlow "
-                       f"{mg['tensorflow_version'] or '?'} ({mg['tensorflow_git_version'] or '?'})"
-                       f", stripped_default_attrs={str(mg['stripped_default_attrs']).lower()}"
-                       f"{', TF2 object graph' if mg['has_object_graph'] else ''}")
+            out.append(
+                f"  MetaGraph [{', '.join(mg['tags'])}]: written by TensorFlow "
+                f"{mg['tensorflow_version'] or '?'} ({mg['tensorflow_git_version'] or '?'})"
+                f", stripped_default_attrs={str(mg['stripped_default_attrs']).lower()}"
+                f"{', TF2 object graph' if mg['has_object_graph'] else ''}"
+            )
             if mg["signatures"]:
                 out.append(f"    signatures: {', '.join(mg['signatures'])}")
             out += _graph_lines(mg["graph"], usage_by_tags.get(tuple(mg["tags"]), {}), "    ")
@@ -67,8 +77,10 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
         ckpt = doc.get("checkpoint")
         if ckpt:
             label = "variables" if doc["format"] == "savedmodel" else "checkpoint"
-            out.append(f"  {label}: bundle {_versions(ckpt['versions'])}, {ckpt['tensors']} "
-                       f"tensors, {_size(ckpt['tensor_bytes'])} in {ckpt['num_shards']} shard(s)")
+            out.append(
+                f"  {label}: bundle {_versions(ckpt['versions'])}, {ckpt['tensors']} "
+                f"tensors, {_size(ckpt['tensor_bytes'])} in {ckpt['num_shards']} shard(s)"
+            )
         for note in doc.get("notes", []):
             out.append(f"  note: {note}")
         out.append("")
@@ -79,15 +91,23 @@ def render_check(reports: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for r in reports:
         ranges = tag_value(r["compatible_releases"])
-        out.append(f"{r['path']}  [{r['format']}]  {r['status'].upper()}"
-                   + ("" if r["error"] else f"  releases: {ranges}"
-                      + (f" (min {r['min_release']})" if r["min_release"] else "")))
+        out.append(
+            f"{r['path']}  [{r['format']}]  {r['status'].upper()}"
+            + (
+                ""
+                if r["error"]
+                else f"  releases: {ranges}"
+                + (f" (min {r['min_release']})" if r["min_release"] else "")
+            )
+        )
         if r["error"]:
             out.append(f"  error: {r['error']}")
         for c in r["consumers"]:
             mark = "loads" if c["loads"] else "FAILS"
-            out.append(f"  {mark:5}  {c['name']} (TensorFlow {c['tensorflow'] or 'custom'}, "
-                       f"GraphDef {c['graph_def_version']}, {c['loader']})")
+            out.append(
+                f"  {mark:5}  {c['name']} (TensorFlow {c['tensorflow'] or 'custom'}, "
+                f"GraphDef {c['graph_def_version']}, {c['loader']})"
+            )
             for f in c["findings"]:
                 out.append(f"         {f['severity']} {f['code']}: {f['message']}")
         out.append("")
@@ -98,15 +118,25 @@ def render_fleet(fleet: Any) -> str:
     rows = [("NAME", "ENV", "TENSORFLOW", "GRAPH-DEF", "LOADER", "REGISTRY", "OWNERS")]
     notes = []
     for c in fleet.consumers:
-        rows.append((c.name, c.environment or "-", c.tensorflow or "custom",
-                     str(c.graph_def_version), str(c.loader),
-                     c.registry.source if c.registry else "none (versions only)",
-                     ",".join(c.owners) or "-"))
+        rows.append(
+            (
+                c.name,
+                c.environment or "-",
+                c.tensorflow or "custom",
+                str(c.graph_def_version),
+                str(c.loader),
+                c.registry.source if c.registry else "none (versions only)",
+                ",".join(c.owners) or "-",
+            )
+        )
         ban = fleet.policy.banned(c.graph_def_version)
         if ban:
-            notes.append(f"! {c.name} runs {ban.label}, banned by policy: {ban.reason} "
-                         f"-> owners {','.join(c.owners) or '-'}: upgrade as soon as possible")
+            notes.append(
+                f"! {c.name} runs {ban.label}, banned by policy: {ban.reason} "
+                f"-> owners {','.join(c.owners) or '-'}: upgrade as soon as possible"
+            )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-             for r in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
     return "\n".join(lines + notes) + "\n"

@@ -64,8 +64,9 @@ def _read_data(name: str) -> bytes | None:
 class Catalog:
     """Releases, their registries (parsed lazily) and the history of every op."""
 
-    def __init__(self, releases_doc: dict[str, Any] | None,
-                 registries_doc: dict[str, Any] | None) -> None:
+    def __init__(
+        self, releases_doc: dict[str, Any] | None, registries_doc: dict[str, Any] | None
+    ) -> None:
         self._deltas: list[dict[str, Any]] = list((registries_doc or {}).get("releases", []))
         self._deltas.sort(key=lambda r: Version(r["version"]))
         self._cache = OpDefCache()
@@ -79,17 +80,28 @@ class Catalog:
             if gd.get("producer") is None:
                 continue  # a wheel without version.h: nothing to go on
             by_version[row["version"]] = Release(
-                row["version"], gd["producer"], gd.get("min_consumer") or 0,
-                gd.get("min_producer") or 0, ck.get("producer") or 1,
-                ck.get("min_consumer") or 0, ck.get("min_producer") or 0,
+                row["version"],
+                gd["producer"],
+                gd.get("min_consumer") or 0,
+                gd.get("min_producer") or 0,
+                ck.get("producer") or 1,
+                ck.get("min_consumer") or 0,
+                ck.get("min_producer") or 0,
             )
         for row in self._deltas:
             gd, ck = row["graph_def_version"], row.get("checkpoint_version") or {}
-            by_version.setdefault(row["version"], Release(
-                row["version"], gd["producer"], gd.get("min_consumer") or 0,
-                gd.get("min_producer") or 0, ck.get("producer") or 1,
-                ck.get("min_consumer") or 0, ck.get("min_producer") or 0,
-            ))
+            by_version.setdefault(
+                row["version"],
+                Release(
+                    row["version"],
+                    gd["producer"],
+                    gd.get("min_consumer") or 0,
+                    gd.get("min_producer") or 0,
+                    ck.get("producer") or 1,
+                    ck.get("min_consumer") or 0,
+                    ck.get("min_producer") or 0,
+                ),
+            )
         anchor = (releases_doc or {}).get("graph_def_daily_anchor")
         if anchor:
             self._anchor = (dt.date.fromisoformat(anchor["date"]), int(anchor["graph_def_version"]))
@@ -115,8 +127,11 @@ class Catalog:
                 if release.key == wanted:
                     return release
         elif len(parts) == 2:
-            matching = [r for r in self.releases
-                        if (r.key.major, r.key.minor) == (wanted.major, wanted.minor)]
+            matching = [
+                r
+                for r in self.releases
+                if (r.key.major, r.key.minor) == (wanted.major, wanted.minor)
+            ]
             if matching:
                 return matching[-1]
         known = ", ".join(sorted({r.minor for r in self.releases}, key=Version))
@@ -147,8 +162,9 @@ class Catalog:
                 break
         return {name: self._cache.get(op) for name, op in current.items()}
 
-    def consumer(self, spec: str, loader: Loader = Loader.SAVED_MODEL_V1,
-                 name: str | None = None) -> Consumer:
+    def consumer(
+        self, spec: str, loader: Loader = Loader.SAVED_MODEL_V1, name: str | None = None
+    ) -> Consumer:
         release = self.resolve(spec)
         return consumer_for_release(self, release, loader, name)
 
@@ -209,7 +225,8 @@ class Catalog:
         if self._range_consumers is None:
             self._range_consumers = [
                 consumer_for_release(self, r, Loader.SAVED_MODEL_V1)
-                for r in self.releases if r.registry_version is not None
+                for r in self.releases
+                if r.registry_version is not None
             ]
         return list(self._range_consumers)
 
@@ -217,8 +234,9 @@ class Catalog:
         return [d["version"] for d in self._deltas]
 
 
-def consumer_for_release(catalog: Catalog, release: Release, loader: Loader,
-                         name: str | None = None) -> Consumer:
+def consumer_for_release(
+    catalog: Catalog, release: Release, loader: Loader, name: str | None = None
+) -> Consumer:
     return Consumer(
         name=name or f"tf-{release.version}",
         tensorflow=release.version,
@@ -234,8 +252,11 @@ def consumer_for_release(catalog: Catalog, release: Release, loader: Loader,
 
 def _closest_same_minor(version: str, candidates: Iterable[str]) -> str | None:
     target = Version(version)
-    same = [Version(c) for c in candidates
-            if (Version(c).major, Version(c).minor) == (target.major, target.minor)]
+    same = [
+        Version(c)
+        for c in candidates
+        if (Version(c).major, Version(c).minor) == (target.major, target.minor)
+    ]
     if not same:
         return None
     best = min(same, key=lambda v: (abs(v.micro - target.micro), -v.micro))

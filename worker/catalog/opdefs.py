@@ -49,7 +49,7 @@ def attr_from_json(data: dict[str, Any]) -> AttrJSON:
         return {}
     if len(data) != 1:
         return _via_protobuf(data)
-    (key, value), = data.items()
+    ((key, value),) = data.items()
     if key == "i":
         return {"i": int(value)}
     if key == "f":

@@ -138,8 +138,11 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
         # (and import_meta_graph) also drops them inside library functions.
         subject.drops_graph_defaults = consumer.loader != Loader.GRAPH_IMPORT
         subject.drops_library_defaults = consumer.loader == Loader.SAVED_MODEL_V1
-        tf2_load = (consumer.loader == Loader.SAVED_MODEL_V2 and subject.meta_graph is not None
-                    and subject.meta_graph.has_object_graph)
+        tf2_load = (
+            consumer.loader == Loader.SAVED_MODEL_V2
+            and subject.meta_graph is not None
+            and subject.meta_graph.has_object_graph
+        )
         if tf2_load:
             subject.check_graph_versions = False
     else:
@@ -151,6 +154,7 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
 
 
 # --- the checks -----------------------------------------------------------------------------
+
 
 def check_graph_versions(s: Subject) -> Iterable[Finding]:
     if s.graph is None or s.graph.versions is None or not s.check_graph_versions:
@@ -172,12 +176,14 @@ def _forward_window(s: Subject, versions: VersionDef) -> list[Finding]:
         return []
     written = s.history.producer_date(versions.producer)
     when = f", written around {written.isoformat()}" if written else ""
-    return [warning(
-        Code.FORWARD_WINDOW,
-        f"Producer GraphDef version {versions.producer}{when} is {gap} versions (days) newer "
-        f"than {s.label}; TensorFlow promises forward compatibility for "
-        f"{FORWARD_WINDOW_DAYS} days only. Export with the consumer's release, or upgrade it.",
-    )]
+    return [
+        warning(
+            Code.FORWARD_WINDOW,
+            f"Producer GraphDef version {versions.producer}{when} is {gap} versions (days) newer "
+            f"than {s.label}; TensorFlow promises forward compatibility for "
+            f"{FORWARD_WINDOW_DAYS} days only. Export with the consumer's release, or upgrade it.",
+        )
+    ]
 
 
 def check_checkpoint(s: Subject) -> Iterable[Finding]:
@@ -192,11 +198,13 @@ def check_checkpoint(s: Subject) -> Iterable[Finding]:
         consumer_label=s.label,
     )
     if ckpt.endianness != "LITTLE":
-        findings.append(error(
-            Code.CHECKPOINT_ENDIANNESS,
-            f"Checkpoint was written on a {ckpt.endianness.lower()}-endian machine; "
-            "TensorFlow reads bundles only on a platform of the same endianness.",
-        ))
+        findings.append(
+            error(
+                Code.CHECKPOINT_ENDIANNESS,
+                f"Checkpoint was written on a {ckpt.endianness.lower()}-endian machine; "
+                "TensorFlow reads bundles only on a platform of the same endianness.",
+            )
+        )
     return findings
 
 
@@ -207,11 +215,13 @@ def _registry_missing(s: Subject) -> bool:
 def check_registry_available(s: Subject) -> Iterable[Finding]:
     if s.graph is None or not _registry_missing(s):
         return []
-    return [warning(
-        Code.REGISTRY_UNAVAILABLE,
-        f"No op registry is known for {s.label}: only version numbers were checked. "
-        "Record one with `tfcompat fleet dump-manifest` in that environment.",
-    )]
+    return [
+        warning(
+            Code.REGISTRY_UNAVAILABLE,
+            f"No op registry is known for {s.label}: only version numbers were checked. "
+            "Record one with `tfcompat fleet dump-manifest` in that environment.",
+        )
+    ]
 
 
 def check_ops(s: Subject) -> Iterable[Finding]:
@@ -230,30 +240,36 @@ def check_ops(s: Subject) -> Iterable[Finding]:
         introduced = s.history.op_introduced(op)
         last = s.history.op_last_release(op)
         if introduced is None:
-            findings.append(error(
-                Code.OP_CUSTOM,
-                f"Op type not registered '{op}' ({where}) in {s.label}, nor in any known "
-                "TensorFlow release: it is a custom op. Load its op library in the consumer "
-                "(tf.load_op_library or the package that registers it) and record a manifest "
-                "of that build.",
-                op=op,
-            ))
+            findings.append(
+                error(
+                    Code.OP_CUSTOM,
+                    f"Op type not registered '{op}' ({where}) in {s.label}, nor in any known "
+                    "TensorFlow release: it is a custom op. Load its op library in the consumer "
+                    "(tf.load_op_library or the package that registers it) and record a manifest "
+                    "of that build.",
+                    op=op,
+                )
+            )
         elif s.consumer.tensorflow and last and _older(last, s.consumer.tensorflow):
-            findings.append(error(
-                Code.OP_REMOVED,
-                f"Op type not registered '{op}' ({where}) in {s.label}: TensorFlow {last} was "
-                f"the last release to register it. Re-export the model without {op}, or keep "
-                f"the consumer at {last} or older.",
-                op=op,
-            ))
+            findings.append(
+                error(
+                    Code.OP_REMOVED,
+                    f"Op type not registered '{op}' ({where}) in {s.label}: TensorFlow {last} was "
+                    f"the last release to register it. Re-export the model without {op}, or keep "
+                    f"the consumer at {last} or older.",
+                    op=op,
+                )
+            )
         else:
             fix = f"op {op} is registered from TensorFlow {introduced}: upgrade the consumer "
             fix += f"to >= {introduced}, or re-export without {op}."
-            findings.append(error(
-                Code.OP_NOT_REGISTERED,
-                f"Op type not registered '{op}' ({where}) in {s.label}; {fix}",
-                op=op,
-            ))
+            findings.append(
+                error(
+                    Code.OP_NOT_REGISTERED,
+                    f"Op type not registered '{op}' ({where}) in {s.label}; {fix}",
+                    op=op,
+                )
+            )
     return findings
 
 
@@ -309,9 +325,14 @@ def _with_attr_history(s: Subject, finding: Finding) -> Finding:
     introduced = s.history.attr_introduced(finding.op, finding.attr)
     if introduced is None or finding.code == Code.ATTR_NOT_ALLOWED:
         return finding
-    return Finding(finding.code, finding.severity,
-                   f"{finding.message} (attr '{finding.attr}' of {finding.op} exists from "
-                   f"TensorFlow {introduced})", finding.op, finding.attr)
+    return Finding(
+        finding.code,
+        finding.severity,
+        f"{finding.message} (attr '{finding.attr}' of {finding.op} exists from "
+        f"TensorFlow {introduced})",
+        finding.op,
+        finding.attr,
+    )
 
 
 def check_edges(s: Subject) -> Iterable[Finding]:
@@ -346,12 +367,14 @@ def check_edges(s: Subject) -> Iterable[Finding]:
         if edge.output >= len(produced):
             if (edge.src, edge.output) not in reported:
                 reported.add((edge.src, edge.output))
-                findings.append(error(
-                    Code.EDGE_OUTPUT,
-                    f"Node {dst.example} connects to output {edge.output} of {src.example}, "
-                    f"but {src.op} has {len(produced)} outputs in {s.label}",
-                    op=src.op,
-                ))
+                findings.append(
+                    error(
+                        Code.EDGE_OUTPUT,
+                        f"Node {dst.example} connects to output {edge.output} of {src.example}, "
+                        f"but {src.op} has {len(produced)} outputs in {s.label}",
+                        op=src.op,
+                    )
+                )
             continue
         actual, want = produced[edge.output], expected[edge.input]
         if actual == want or want == base_type(actual):
@@ -359,14 +382,16 @@ def check_edges(s: Subject) -> Iterable[Finding]:
         if (edge.dst, edge.input) in reported:
             continue
         reported.add((edge.dst, edge.input))
-        findings.append(error(
-            Code.EDGE_TYPE,
-            f"Input {edge.input} of node {dst.example} was passed {short_dtype(actual)} from "
-            f"{src.example}:{edge.output} incompatible with expected {short_dtype(want)} in "
-            f"{s.label}. An attr this consumer does not know changes a type here: re-export "
-            "with attrs this release understands, or upgrade the consumer.",
-            op=dst.op,
-        ))
+        findings.append(
+            error(
+                Code.EDGE_TYPE,
+                f"Input {edge.input} of node {dst.example} was passed {short_dtype(actual)} from "
+                f"{src.example}:{edge.output} incompatible with expected {short_dtype(want)} in "
+                f"{s.label}. An attr this consumer does not know changes a type here: re-export "
+                "with attrs this release understands, or upgrade the consumer.",
+                op=dst.op,
+            )
+        )
     return findings
 
 
@@ -386,8 +411,12 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
 }
 
 
-def check_artifact(artifact: Artifact, consumer: Consumer,
-                   history: History | None = None, policy: Policy | None = None) -> Verdict:
+def check_artifact(
+    artifact: Artifact,
+    consumer: Consumer,
+    history: History | None = None,
+    policy: Policy | None = None,
+) -> Verdict:
     """The consumer's verdict: every check's findings, errors first."""
     subject = subject_for(artifact, consumer, history or NoHistory())
     if policy is not None:

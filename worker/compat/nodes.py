@@ -102,10 +102,12 @@ def arg_types(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> list[s
 
 def signature(op: OpDef) -> str:
     """TensorFlow's short OpDef rendering used in its error messages."""
-    inputs = ", ".join(f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}"
-                       for a in op.inputs)
-    outputs = ", ".join(f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}"
-                        for a in op.outputs)
+    inputs = ", ".join(
+        f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}" for a in op.inputs
+    )
+    outputs = ", ".join(
+        f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}" for a in op.outputs
+    )
     return f"Op<name={op.name}; signature={inputs} -> {outputs}>"
 
 
@@ -139,8 +141,7 @@ def _minimum(attr: AttrDef, value: AttrJSON) -> Finding | None:
     if attr.type == "int" and "i" in value and int(value["i"]) < attr.minimum:
         return error(
             Code.ATTR_BELOW_MINIMUM,
-            f"Value for attr '{attr.name}' of {value['i']} must be at least minimum "
-            f"{attr.minimum}",
+            f"Value for attr '{attr.name}' of {value['i']} must be at least minimum {attr.minimum}",
             attr=attr.name,
         )
     if attr.type.startswith("list(") and "list" in value:
@@ -155,8 +156,14 @@ def _minimum(attr: AttrDef, value: AttrJSON) -> Finding | None:
     return None
 
 
-def _unknown_attr(kind: NodeKind, name: str, value: AttrJSON, op: OpDef,
-                  producer_op: OpDef | None, ctx: NodeContext) -> Finding | None:
+def _unknown_attr(
+    kind: NodeKind,
+    name: str,
+    value: AttrJSON,
+    op: OpDef,
+    producer_op: OpDef | None,
+    ctx: NodeContext,
+) -> Finding | None:
     producer_attr = producer_op.attr(name) if producer_op else None
     is_default = producer_attr is not None and producer_attr.default == value
     where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
@@ -172,8 +179,10 @@ def _unknown_attr(kind: NodeKind, name: str, value: AttrJSON, op: OpDef,
             attr=name,
         )
     if ctx.rejects_unknown_attrs:
-        fix = STRIP_FIX if is_default else (
-            f"Set '{name}' back to its default or upgrade the consumer."
+        fix = (
+            STRIP_FIX
+            if is_default
+            else (f"Set '{name}' back to its default or upgrade the consumer.")
         )
         return error(
             Code.ATTR_UNKNOWN,
@@ -192,20 +201,27 @@ def _unknown_attr(kind: NodeKind, name: str, value: AttrJSON, op: OpDef,
     )
 
 
-def check_node_kind(kind: NodeKind, op: OpDef, producer_op: OpDef | None,
-                    ctx: NodeContext) -> list[Finding]:
+def check_node_kind(
+    kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
+) -> list[Finding]:
     """Every validation finding for one node kind against the consumer's OpDef."""
     findings: list[Finding] = []
     where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
-    if (op.deprecation_version is not None and ctx.producer_version is not None
-            and ctx.producer_version >= op.deprecation_version):
-        findings.append(error(
-            Code.OP_DEPRECATED,
-            f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
-            f"It has been removed in version {op.deprecation_version}. "
-            f"{op.deprecation_explanation}".strip() + f" ({where})",
-            op=op.name,
-        ))
+    if (
+        op.deprecation_version is not None
+        and ctx.producer_version is not None
+        and ctx.producer_version >= op.deprecation_version
+    ):
+        findings.append(
+            error(
+                Code.OP_DEPRECATED,
+                f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
+                f"It has been removed in version {op.deprecation_version}. "
+                f"{op.deprecation_explanation}".strip()
+                + f" ({where})",
+                op=op.name,
+            )
+        )
     known = {a.name: a for a in op.attrs}
     for name, value in kind.attrs.items():
         attr = known.get(name)
@@ -217,37 +233,53 @@ def check_node_kind(kind: NodeKind, op: OpDef, producer_op: OpDef | None,
         if "placeholder" in value:
             continue  # bound when the function is instantiated
         kind_name = attr_kind(value)
-        if kind_name and kind_name != attr.type and not (
-            kind_name == "list" and attr.type.startswith("list(")
+        if (
+            kind_name
+            and kind_name != attr.type
+            and not (kind_name == "list" and attr.type.startswith("list("))
         ):
-            findings.append(error(
-                Code.ATTR_TYPE,
-                f"AttrValue had value with type '{kind_name}' when '{attr.type}' expected for "
-                f"attr '{name}' of {op.name} ({where})",
-                op=op.name, attr=name,
-            ))
+            findings.append(
+                error(
+                    Code.ATTR_TYPE,
+                    f"AttrValue had value with type '{kind_name}' when '{attr.type}' expected for "
+                    f"attr '{name}' of {op.name} ({where})",
+                    op=op.name,
+                    attr=name,
+                )
+            )
             continue
         for check in (_allowed, _minimum):
             found = check(attr, value)
             if found is not None:
-                findings.append(Finding(found.code, found.severity,
-                                        f"{found.message}; {where}; {signature(op)}",
-                                        op.name, name))
+                findings.append(
+                    Finding(
+                        found.code,
+                        found.severity,
+                        f"{found.message}; {where}; {signature(op)}",
+                        op.name,
+                        name,
+                    )
+                )
     for attr in op.attrs:
         if attr.name not in kind.attrs and attr.default is None:
-            findings.append(error(
-                Code.ATTR_MISSING,
-                f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where}): "
-                f"{ctx.consumer_label} requires it and has no default for it",
-                op=op.name, attr=attr.name,
-            ))
+            findings.append(
+                error(
+                    Code.ATTR_MISSING,
+                    f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where}): "
+                    f"{ctx.consumer_label} requires it and has no default for it",
+                    op=op.name,
+                    attr=attr.name,
+                )
+            )
     if kind.function is None:
         expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
         if expected is not None and expected != kind.inputs:
-            findings.append(error(
-                Code.INPUTS_MISMATCH,
-                f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
-                f"({where}); {signature(op)} in {ctx.consumer_label}",
-                op=op.name,
-            ))
+            findings.append(
+                error(
+                    Code.INPUTS_MISMATCH,
+                    f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
+                    f"({where}); {signature(op)} in {ctx.consumer_label}",
+                    op=op.name,
+                )
+            )
     return findings

@@ -35,25 +35,31 @@ class Policy:
         return None
 
 
-def policy_findings(consumer: Consumer, versions: VersionDef | None,
-                    policy: Policy) -> list[Finding]:
+def policy_findings(
+    consumer: Consumer, versions: VersionDef | None, policy: Policy
+) -> list[Finding]:
     findings = []
     ban = policy.banned(consumer.graph_def_version)
     if ban is not None:
-        findings.append(warning(
-            Code.POLICY_BAD_CONSUMER,
-            f"{consumer.name} runs {ban.label}, which this fleet bans: {ban.reason}. "
-            "Upgrade it as soon as possible.",
-        ))
+        findings.append(
+            warning(
+                Code.POLICY_BAD_CONSUMER,
+                f"{consumer.name} runs {ban.label}, which this fleet bans: {ban.reason}. "
+                "Upgrade it as soon as possible.",
+            )
+        )
     if policy.require_models_to_ban and versions is not None:
-        missing = [b for b in policy.bad_consumers
-                   if b.graph_def_version not in versions.bad_consumers]
+        missing = [
+            b for b in policy.bad_consumers if b.graph_def_version not in versions.bad_consumers
+        ]
         if missing:
             listed = ", ".join(f"{b.graph_def_version} ({b.label})" for b in missing)
-            findings.append(warning(
-                Code.POLICY_NOT_BANNED,
-                f"The model's VersionDef does not list the fleet's banned versions in "
-                f"bad_consumers: {listed}. Add them at export (graph_def.versions."
-                "bad_consumers) so those binaries refuse it.",
-            ))
+            findings.append(
+                warning(
+                    Code.POLICY_NOT_BANNED,
+                    f"The model's VersionDef does not list the fleet's banned versions in "
+                    f"bad_consumers: {listed}. Add them at export (graph_def.versions."
+                    "bad_consumers) so those binaries refuse it.",
+                )
+            )
     return findings

@@ -18,8 +18,9 @@ from worker.formats.metadata import Artifact
 INVALID = "invalid"
 
 
-def release_outcomes(artifact: Artifact, releases: Sequence[Consumer],
-                     history: History | None) -> list[tuple[str, bool]]:
+def release_outcomes(
+    artifact: Artifact, releases: Sequence[Consumer], history: History | None
+) -> list[tuple[str, bool]]:
     """(release, loads) for every catalog release, ascending."""
     outcomes = []
     for consumer in releases:
@@ -29,9 +30,13 @@ def release_outcomes(artifact: Artifact, releases: Sequence[Consumer],
     return outcomes
 
 
-def artifact_report(artifact: Artifact, consumers: Sequence[Consumer],
-                    releases: Sequence[Consumer], history: History | None = None,
-                    policy: Policy | None = None) -> dict[str, Any]:
+def artifact_report(
+    artifact: Artifact,
+    consumers: Sequence[Consumer],
+    releases: Sequence[Consumer],
+    history: History | None = None,
+    policy: Policy | None = None,
+) -> dict[str, Any]:
     verdicts: list[Verdict] = [check_artifact(artifact, c, history, policy) for c in consumers]
     outcomes = release_outcomes(artifact, releases, history)
     loading = [version for version, loads in outcomes if loads]

@@ -49,9 +49,9 @@ def _op_list_bytes():
     """
     c_api = None
     try:
-        from tensorflow.python.client import pywrap_tf_session as c_api  # noqa
+        from tensorflow.python.client import pywrap_tf_session as c_api
     except ImportError:
-        from tensorflow.python import pywrap_tensorflow as c_api  # noqa
+        from tensorflow.python import pywrap_tensorflow as c_api
     buf = c_api.TF_GetAllOpList()
     try:
         return c_api.TF_GetBuffer(buf)
@@ -64,7 +64,7 @@ def _read_version_header(tf):
     found = {}
     try:
         include = tf.sysconfig.get_include()
-    except Exception:  # noqa: BLE001 - very old or stripped builds
+    except Exception:
         return found
     path = os.path.join(include, "tensorflow", "core", "public", "version.h")
     if not os.path.exists(path):
@@ -111,7 +111,9 @@ def build_manifest(import_modules, op_libraries):
         "created_at": datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z",
         "tensorflow": {
             "version": getattr(version, "VERSION", None) or tf.__version__,
-            "git_version": getattr(version, "GIT_VERSION", None) or getattr(tf, "GIT_VERSION", None),
+            "git_version": (
+                getattr(version, "GIT_VERSION", None) or getattr(tf, "GIT_VERSION", None)
+            ),
             "compiler_version": getattr(version, "COMPILER_VERSION", None),
         },
         "graph_def_version": {
@@ -145,11 +147,19 @@ def main(argv=None):
     )
     parser.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
     parser.add_argument(
-        "--import", dest="imports", action="append", default=[], metavar="MODULE",
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
         help="import MODULE first so the ops it registers are recorded (repeatable)",
     )
     parser.add_argument(
-        "--load-op-library", dest="op_libraries", action="append", default=[], metavar="SO",
+        "--load-op-library",
+        dest="op_libraries",
+        action="append",
+        default=[],
+        metavar="SO",
         help="tf.load_op_library(SO) first (repeatable)",
     )
     args = parser.parse_args(argv)
@@ -167,8 +177,12 @@ def main(argv=None):
             handle.write(text + "\n")
         sys.stderr.write(
             "dump-manifest: TensorFlow %s, GraphDef version %s, %d ops -> %s\n"
-            % (manifest["tensorflow"]["version"], manifest["graph_def_version"]["producer"],
-               len(manifest["ops"]), args.output)
+            % (
+                manifest["tensorflow"]["version"],
+                manifest["graph_def_version"]["producer"],
+                len(manifest["ops"]),
+                args.output,
+            )
         )
     return 0
 

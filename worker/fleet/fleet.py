@@ -41,7 +41,7 @@ class _LineLoader(yaml.SafeLoader):
 
 
 def _mapping_with_line(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
-    mapping: dict[str, Any] = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    mapping = {str(k): v for k, v in loader.construct_mapping(node, deep=True).items()}
     mapping[_LINE] = node.start_mark.line + 1
     return mapping
 
@@ -55,7 +55,7 @@ def load_yaml(path: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
     try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        data = yaml.load(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if data is None:
@@ -87,8 +87,9 @@ def _loader(value: Any, where: str) -> Loader:
         raise ConfigError(f"{where}: unknown loader {value!r} (one of: {options})") from None
 
 
-def parse_consumer(path: Path, entry: dict[str, Any], catalog: Catalog,
-                   cache: OpDefCache) -> Consumer:
+def parse_consumer(
+    path: Path, entry: dict[str, Any], catalog: Catalog, cache: OpDefCache
+) -> Consumer:
     where = _where(path, entry)
     name = entry.get("name")
     if not isinstance(name, str) or not name:
@@ -116,8 +117,11 @@ def parse_consumer(path: Path, entry: dict[str, Any], catalog: Catalog,
         except UnknownRelease as exc:
             raise UnknownRelease(f"{where}: consumer {name}: {exc}") from None
         consumer = consumer_for_release(catalog, release, loader, name)
-    return replace(consumer, environment=str(entry.get("environment") or ""),
-                   owners=tuple(str(o) for o in owners))
+    return replace(
+        consumer,
+        environment=str(entry.get("environment") or ""),
+        owners=tuple(str(o) for o in owners),
+    )
 
 
 def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
@@ -134,8 +138,9 @@ def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
                 release = catalog.resolve(str(entry["tensorflow"]))
             except UnknownRelease as exc:
                 raise UnknownRelease(f"{where}: {exc}") from None
-            bans.append(BannedRelease(release.graph_def_version,
-                                      f"TensorFlow {release.version}", reason))
+            bans.append(
+                BannedRelease(release.graph_def_version, f"TensorFlow {release.version}", reason)
+            )
         elif isinstance(entry.get("graph_def_version"), int):
             version = entry["graph_def_version"]
             bans.append(BannedRelease(version, f"GraphDef version {version}", reason))

@@ -27,7 +27,7 @@ def load_manifest_doc(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{p}: not a readable JSON manifest ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise ConfigError(
-            f"{p}: not a tfcompat manifest (expected \"format\": \"{MANIFEST_FORMAT}\"); "
+            f'{p}: not a tfcompat manifest (expected "format": "{MANIFEST_FORMAT}"); '
             "write one with `tfcompat fleet dump-manifest`"
         )
     if not isinstance(doc.get("ops"), list):
@@ -35,8 +35,12 @@ def load_manifest_doc(path: str | Path) -> dict[str, Any]:
     return doc
 
 
-def consumer_from_manifest(name: str, path: str | Path, loader: Loader = Loader.SAVED_MODEL_V1,
-                           cache: OpDefCache | None = None) -> Consumer:
+def consumer_from_manifest(
+    name: str,
+    path: str | Path,
+    loader: Loader = Loader.SAVED_MODEL_V1,
+    cache: OpDefCache | None = None,
+) -> Consumer:
     doc = load_manifest_doc(path)
     cache = cache or OpDefCache()
     where = str(path)

@@ -91,9 +91,7 @@ class GraphBuilder:
         if index is None:
             index = len(self._kind_list)
             self._kinds[key] = index
-            self._kind_list.append(
-                NodeKind(node.op, attrs, len(inputs), 0, node.name, function)
-            )
+            self._kind_list.append(NodeKind(node.op, attrs, len(inputs), 0, node.name, function))
             self._counts.append(0)
         self._counts[index] += 1
         if function is not None:
@@ -129,11 +127,12 @@ class GraphBuilder:
         )
 
 
-def _parse(message: pb.NodeDef | pb.FunctionDef | pb.OpDef, data: bytes, what: str,
-           source: str) -> None:
+def _parse(
+    message: pb.NodeDef | pb.FunctionDef | pb.OpDef, data: bytes, what: str, source: str
+) -> None:
     try:
         message.ParseFromString(data)
-    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError or RuntimeError
+    except Exception as exc:
         raise InvalidArtifact(f"{source}: {what} is not valid protobuf ({exc})") from None
 
 
@@ -247,7 +246,7 @@ def read_graph_def(cursor: Cursor) -> Graph:
             message = pb.VersionDef()
             try:
                 message.ParseFromString(cursor.payload(f))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 raise InvalidArtifact(f"{cursor.source.name}: VersionDef is not valid") from None
             versions = version_def(message)
         elif f.number == _GRAPH_VERSION and f.wire_type == wire.VARINT:
@@ -270,4 +269,3 @@ def graph_from_message(graph_def: pb.GraphDef) -> Graph:
     elif graph_def.version:
         versions = VersionDef(producer=graph_def.version)
     return builder.build(versions)
-

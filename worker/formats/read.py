@@ -81,13 +81,20 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
     if kind == "checkpoint":
-        return Artifact(display, "checkpoint", source.size, sha256_of(source),
-                        checkpoint=_checkpoint(source))
+        return Artifact(
+            display, "checkpoint", source.size, sha256_of(source), checkpoint=_checkpoint(source)
+        )
     if kind == "metagraph":
-        return Artifact(display, "metagraph", source.size, sha256_of(source),
-                        meta_graphs=(read_meta_graph_file(source),))
-    return Artifact(display, "graphdef", source.size, sha256_of(source),
-                    graph=read_graph_source(source))
+        return Artifact(
+            display,
+            "metagraph",
+            source.size,
+            sha256_of(source),
+            meta_graphs=(read_meta_graph_file(source),),
+        )
+    return Artifact(
+        display, "graphdef", source.size, sha256_of(source), graph=read_graph_source(source)
+    )
 
 
 def discover(names: list[str]) -> list[tuple[str, str]]:

@@ -24,8 +24,9 @@ _MG_META_INFO, _MG_GRAPH_DEF, _MG_SIGNATURE_DEF, _MG_OBJECT_GRAPH = 1, 2, 5, 7
 MAX_META_INFO_BYTES = 256 << 20
 
 
-def _meta_graph(info: pb.MetaGraphDef.MetaInfoDef, graph: Graph, signatures: list[str],
-                has_object_graph: bool) -> MetaGraph:
+def _meta_graph(
+    info: pb.MetaGraphDef.MetaInfoDef, graph: Graph, signatures: list[str], has_object_graph: bool
+) -> MetaGraph:
     return MetaGraph(
         tags=tuple(info.tags),
         graph=graph,
@@ -53,7 +54,7 @@ def read_meta_graph(cursor: Cursor) -> MetaGraph:
                 raise LimitExceeded(f"{name}: meta_info_def of {f.value} bytes")
             try:
                 info.ParseFromString(cursor.payload(f))
-            except Exception:  # noqa: BLE001 - DecodeError or RuntimeError
+            except Exception:
                 raise InvalidArtifact(f"{name}: meta_info_def is not valid protobuf") from None
         elif f.number == _MG_GRAPH_DEF:
             graph = read_graph_def(cursor.sub(f))
@@ -61,7 +62,7 @@ def read_meta_graph(cursor: Cursor) -> MetaGraph:
             entry = pb.MetaGraphDef.SignatureDefEntry()
             try:
                 entry.ParseFromString(cursor.payload(f))
-            except Exception:  # noqa: BLE001
+            except Exception:
                 raise InvalidArtifact(f"{name}: a signature_def is not valid protobuf") from None
             signatures.append(entry.key)
         elif f.number == _MG_OBJECT_GRAPH:

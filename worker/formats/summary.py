@@ -18,8 +18,9 @@ def op_usage(graph: Graph, producer_ops: dict[str, OpDef]) -> dict[str, dict[str
     attr_state: dict[str, dict[str, set[bool | None]]] = defaultdict(lambda: defaultdict(set))
     functions = set(graph.functions)
     for kind in graph.kinds:
-        entry = usage.setdefault(kind.op, {"nodes": 0, "library_nodes": 0,
-                                           "is_function": kind.op in functions})
+        entry = usage.setdefault(
+            kind.op, {"nodes": 0, "library_nodes": 0, "is_function": kind.op in functions}
+        )
         entry["library_nodes" if kind.function else "nodes"] += kind.count
         producer = producer_ops.get(kind.op)
         for name, value in kind.attrs.items():
@@ -38,8 +39,12 @@ def inspect_json(artifact: Artifact) -> dict[str, Any]:
     doc = artifact.to_json()
     doc["op_usage"] = []
     for meta_graph in artifact.meta_graphs:
-        doc["op_usage"].append({"tags": list(meta_graph.tags),
-                                "ops": op_usage(meta_graph.graph, meta_graph.producer_ops)})
+        doc["op_usage"].append(
+            {
+                "tags": list(meta_graph.tags),
+                "ops": op_usage(meta_graph.graph, meta_graph.producer_ops),
+            }
+        )
     if artifact.graph is not None:
         doc["op_usage"].append({"tags": [], "ops": op_usage(artifact.graph, {})})
     return doc

@@ -70,7 +70,9 @@ class Cursor:
         return self._buf[rel]
 
     def _error(self, what: str) -> InvalidArtifact:
-        return InvalidArtifact(f"{self.source.name}: not valid protobuf at offset {self.pos}: {what}")
+        return InvalidArtifact(
+            f"{self.source.name}: not valid protobuf at offset {self.pos}: {what}"
+        )
 
     def varint(self) -> int:
         result = 0
@@ -85,7 +87,7 @@ class Cursor:
         if length < 0 or self.pos + length > self.end:
             raise self._error(f"field of {length} bytes runs past the end of its message")
         rel = self.pos - self._buf_start
-        if 0 <= rel and rel + length <= len(self._buf):
+        if rel >= 0 and rel + length <= len(self._buf):
             data = self._buf[rel : rel + length]
         else:
             data = self.source.read_at(self.pos, length)

@@ -19,8 +19,17 @@ from worker.settings import Settings
 BLOCK = 8 << 20
 CACHED_BLOCKS = 4
 _TRANSIENT_CODES = {
-    "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed",
-    "InternalError", "ServiceUnavailable", "503", "500", "502", "504",
+    "SlowDown",
+    "Throttling",
+    "ThrottlingException",
+    "RequestTimeout",
+    "RequestTimeTooSkewed",
+    "InternalError",
+    "ServiceUnavailable",
+    "503",
+    "500",
+    "502",
+    "504",
 }
 _NOT_FOUND_CODES = {"NoSuchKey", "NoSuchVersion", "404", "NotFound", "NoSuchBucket"}
 
@@ -33,8 +42,9 @@ def s3_client(settings: Settings) -> Any:
         "s3",
         endpoint_url=settings.s3_endpoint_url,
         region_name=settings.aws_region,
-        config=Config(retries={"max_attempts": 3, "mode": "standard"},
-                      connect_timeout=5, read_timeout=30),
+        config=Config(
+            retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30
+        ),
     )
 
 
@@ -60,8 +70,14 @@ class S3Source:
 
     Memory is bounded by CACHED_BLOCKS x BLOCK whatever the object's size."""
 
-    def __init__(self, client: Any, bucket: str, key: str, version_id: str | None = None,
-                 size: int | None = None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        key: str,
+        version_id: str | None = None,
+        size: int | None = None,
+    ) -> None:
         self._client, self.bucket, self.key, self.version_id = client, bucket, key, version_id
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self.bytes_read = 0
@@ -77,7 +93,7 @@ class S3Source:
     def _call(self, method: str, **kwargs: Any) -> Any:
         try:
             return getattr(self._client, method)(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - translated right here
+        except Exception as exc:
             raise translate(exc, f"s3://{self.bucket}/{self.key}") from None
 
     @property
@@ -94,11 +110,16 @@ class S3Source:
             return self._blocks[index]
         start = index * BLOCK
         end = min(start + BLOCK, self._size) - 1
-        response = self._call("get_object", Bucket=self.bucket, Key=self.key,
-                              Range=f"bytes={start}-{end}", **self._version())
+        response = self._call(
+            "get_object",
+            Bucket=self.bucket,
+            Key=self.key,
+            Range=f"bytes={start}-{end}",
+            **self._version(),
+        )
         try:
             data: bytes = response["Body"].read()
-        except Exception as exc:  # noqa: BLE001 - a reset mid-body is transient
+        except Exception as exc:
             raise translate(exc, self.name) from None
         self.bytes_read += len(data)
         self._blocks[index] = data
@@ -136,8 +157,8 @@ class S3PrefixTree:
         try:
             for page in paginator.paginate(Bucket=bucket, Prefix=self.prefix):
                 for item in page.get("Contents", []):
-                    self._sizes[item["Key"][len(self.prefix):]] = int(item["Size"])
-        except Exception as exc:  # noqa: BLE001
+                    self._sizes[item["Key"][len(self.prefix) :]] = int(item["Size"])
+        except Exception as exc:
             raise translate(exc, f"s3://{bucket}/{self.prefix}") from None
 
     @property
@@ -160,8 +181,9 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.lstrip("/")
 
 
-def read_s3_artifacts(url: str, settings: Settings, client: Any = None,
-                      version_id: str | None = None) -> list[Any]:
+def read_s3_artifacts(
+    url: str, settings: Settings, client: Any = None, version_id: str | None = None
+) -> list[Any]:
     """Artifacts of an s3:// object or prefix; a saved_model.pb brings its directory."""
     from worker.formats.read import SAVED_MODEL_FILES, read_saved_model_dir, read_source, read_tree
 

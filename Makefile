@@ -1,0 +1,40 @@
+# The two entry points a newcomer needs (see README):
+#   make demo   the product's main job end to end on local defaults
+#   make test   lint, type-check and the whole test suite (what CI runs)
+# Both create .venv and start the services they need (Redis; the local S3
+# endpoint is started by the demo and the tests themselves).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: test demo lint typecheck services venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-* && touch $@
+
+services:
+	@tools/services.sh redis
+
+lint: venv
+	$(BIN)/ruff check worker tests
+	$(BIN)/ruff format --check worker tests
+
+typecheck: venv
+	$(BIN)/mypy
+
+test: venv services lint typecheck
+	$(BIN)/python -m pytest -q
+
+demo: venv services
+	$(BIN)/python -m worker.demo
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
