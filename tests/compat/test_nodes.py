@@ -33,40 +33,73 @@ TOPK = OpDef(
     outputs=(ArgDef("values", type_attr="T"), ArgDef("indices", type="DT_INT32")),
     attrs=(AttrDef("sorted", "bool", {"b": True}), AttrDef("T", "type")),
 )
-TOPK_NEW = replace(TOPK, outputs=(ArgDef("values", type_attr="T"),
-                                  ArgDef("indices", type_attr="index_type")),
-                   attrs=(*TOPK.attrs, AttrDef("index_type", "type", {"type": "DT_INT32"},
-                                               {"list": {"type": ["DT_INT32", "DT_INT64"]}})))
-CAST = OpDef("Cast", inputs=(ArgDef("x", type_attr="SrcT"),),
-             outputs=(ArgDef("y", type_attr="DstT"),),
-             attrs=(AttrDef("SrcT", "type"), AttrDef("DstT", "type"),
-                    AttrDef("Truncate", "bool", {"b": False})))
-PLACEHOLDER = OpDef("Placeholder", outputs=(ArgDef("output", type_attr="dtype"),),
-                    attrs=(AttrDef("dtype", "type"),))
-CONST = OpDef("Const", outputs=(ArgDef("output", type_attr="dtype"),),
-              attrs=(AttrDef("value", "tensor"), AttrDef("dtype", "type")))
-CONCAT = OpDef("ConcatV2",
-               inputs=(ArgDef("values", type_attr="T", number_attr="N"),
-                       ArgDef("axis", type_attr="Tidx")),
-               outputs=(ArgDef("output", type_attr="T"),),
-               attrs=(AttrDef("N", "int", has_minimum=True, minimum=2), AttrDef("T", "type"),
-                      AttrDef("Tidx", "type", {"type": "DT_INT32"})))
-XLOGY = OpDef("Xlogy", inputs=(ArgDef("x", type_attr="T"), ArgDef("y", type_attr="T")),
-              outputs=(ArgDef("z", type_attr="T"),),
-              attrs=(AttrDef("T", "type", None,
-                             {"list": {"type": ["DT_HALF", "DT_FLOAT", "DT_DOUBLE"]}}),))
+TOPK_NEW = replace(
+    TOPK,
+    outputs=(ArgDef("values", type_attr="T"), ArgDef("indices", type_attr="index_type")),
+    attrs=(
+        *TOPK.attrs,
+        AttrDef(
+            "index_type", "type", {"type": "DT_INT32"}, {"list": {"type": ["DT_INT32", "DT_INT64"]}}
+        ),
+    ),
+)
+CAST = OpDef(
+    "Cast",
+    inputs=(ArgDef("x", type_attr="SrcT"),),
+    outputs=(ArgDef("y", type_attr="DstT"),),
+    attrs=(
+        AttrDef("SrcT", "type"),
+        AttrDef("DstT", "type"),
+        AttrDef("Truncate", "bool", {"b": False}),
+    ),
+)
+PLACEHOLDER = OpDef(
+    "Placeholder", outputs=(ArgDef("output", type_attr="dtype"),), attrs=(AttrDef("dtype", "type"),)
+)
+CONST = OpDef(
+    "Const",
+    outputs=(ArgDef("output", type_attr="dtype"),),
+    attrs=(AttrDef("value", "tensor"), AttrDef("dtype", "type")),
+)
+CONCAT = OpDef(
+    "ConcatV2",
+    inputs=(ArgDef("values", type_attr="T", number_attr="N"), ArgDef("axis", type_attr="Tidx")),
+    outputs=(ArgDef("output", type_attr="T"),),
+    attrs=(
+        AttrDef("N", "int", has_minimum=True, minimum=2),
+        AttrDef("T", "type"),
+        AttrDef("Tidx", "type", {"type": "DT_INT32"}),
+    ),
+)
+XLOGY = OpDef(
+    "Xlogy",
+    inputs=(ArgDef("x", type_attr="T"), ArgDef("y", type_attr="T")),
+    outputs=(ArgDef("z", type_attr="T"),),
+    attrs=(AttrDef("T", "type", None, {"list": {"type": ["DT_HALF", "DT_FLOAT", "DT_DOUBLE"]}}),),
+)
 OLD = {op.name: op for op in (TOPK, CAST, PLACEHOLDER, CONST, CONCAT, XLOGY)}
 NEW = {**OLD, "TopKV2": TOPK_NEW}
 
 
-def consumer(rejects: bool, loader: Loader = Loader.SAVED_MODEL_V1,
-             ops: dict[str, OpDef] | None = None) -> Consumer:
-    return Consumer("c", "2.x", 1395, registry=Registry(ops or OLD, "test"),
-                    loader=loader, rejects_unknown_attrs=rejects)
+def consumer(
+    rejects: bool, loader: Loader = Loader.SAVED_MODEL_V1, ops: dict[str, OpDef] | None = None
+) -> Consumer:
+    return Consumer(
+        "c",
+        "2.x",
+        1395,
+        registry=Registry(ops or OLD, "test"),
+        loader=loader,
+        rejects_unknown_attrs=rejects,
+    )
 
 
-def saved_model(kinds: list[NodeKind], edges: list[Edge] = (),  # type: ignore[assignment]
-                producer_ops: dict[str, OpDef] | None = None, producer: int = 1395) -> Artifact:
+def saved_model(
+    kinds: list[NodeKind],
+    edges: list[Edge] = (),  # type: ignore[assignment]
+    producer_ops: dict[str, OpDef] | None = None,
+    producer: int = 1395,
+) -> Artifact:
     graph = Graph(VersionDef(producer), sum(k.count for k in kinds), tuple(kinds), tuple(edges))
     meta = MetaGraph(("serve",), graph, producer_ops=producer_ops or NEW)
     return Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
@@ -88,26 +121,57 @@ TOPK_GRAPH = [
 
 CASES = [
     # unknown attr at the producer's default: the SavedModel loader drops it before validation
-    ("default dropped, rejecting release", {"index_type": {"type": "DT_INT32"}},
-     Loader.SAVED_MODEL_V1, True, (True, [Code.ATTR_DEFAULT_DROPPED])),
+    (
+        "default dropped, rejecting release",
+        {"index_type": {"type": "DT_INT32"}},
+        Loader.SAVED_MODEL_V1,
+        True,
+        (True, [Code.ATTR_DEFAULT_DROPPED]),
+    ),
     # ... a bare graph import does not drop it: an old release rejects the node
-    ("default kept by graph import, rejecting release", {"index_type": {"type": "DT_INT32"}},
-     Loader.GRAPH_IMPORT, True, (False, [Code.ATTR_UNKNOWN])),
+    (
+        "default kept by graph import, rejecting release",
+        {"index_type": {"type": "DT_INT32"}},
+        Loader.GRAPH_IMPORT,
+        True,
+        (False, [Code.ATTR_UNKNOWN]),
+    ),
     # ... a release that ignores unknown attrs loads it either way, silently
-    ("default ignored", {"index_type": {"type": "DT_INT32"}},
-     Loader.GRAPH_IMPORT, False, (True, [])),
+    (
+        "default ignored",
+        {"index_type": {"type": "DT_INT32"}},
+        Loader.GRAPH_IMPORT,
+        False,
+        (True, []),
+    ),
     # non-default value: rejected by old releases, ignored with a warning by newer ones
-    ("non-default rejected", {"index_type": {"type": "DT_INT64"}},
-     Loader.SAVED_MODEL_V1, True, (False, [Code.ATTR_UNKNOWN])),
-    ("non-default ignored", {"index_type": {"type": "DT_INT64"}},
-     Loader.SAVED_MODEL_V1, False, (True, [Code.ATTR_IGNORED])),
+    (
+        "non-default rejected",
+        {"index_type": {"type": "DT_INT64"}},
+        Loader.SAVED_MODEL_V1,
+        True,
+        (False, [Code.ATTR_UNKNOWN]),
+    ),
+    (
+        "non-default ignored",
+        {"index_type": {"type": "DT_INT64"}},
+        Loader.SAVED_MODEL_V1,
+        False,
+        (True, [Code.ATTR_IGNORED]),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("label", "extra", "loader", "rejects", "expected"), CASES,
-                         ids=[c[0] for c in CASES])
-def test_unknown_attr_handling(label: str, extra: dict[str, object], loader: Loader,
-                               rejects: bool, expected: tuple[bool, list[Code]]) -> None:
+@pytest.mark.parametrize(
+    ("label", "extra", "loader", "rejects", "expected"), CASES, ids=[c[0] for c in CASES]
+)
+def test_unknown_attr_handling(
+    label: str,
+    extra: dict[str, object],
+    loader: Loader,
+    rejects: bool,
+    expected: tuple[bool, list[Code]],
+) -> None:
     topk = kind("TopKV2", {"T": T, **extra}, inputs=2, name="topk")
     artifact = saved_model([*TOPK_GRAPH, topk], [Edge(0, 0, 2, 0), Edge(1, 0, 2, 1)])
     assert codes(artifact, consumer(rejects, loader)) == expected
@@ -117,15 +181,21 @@ def test_ignored_attr_that_changes_a_type_fails_on_the_edge() -> None:
     # TopKV2 index_type=int64 feeding Cast(SrcT=int64): the old OpDef makes indices int32.
     topk = kind("TopKV2", {"T": T, "index_type": {"type": "DT_INT64"}}, inputs=2, name="topk")
     cast = kind("Cast", {"SrcT": {"type": "DT_INT64"}, "DstT": T}, inputs=1, name="Cast")
-    artifact = saved_model([*TOPK_GRAPH, topk, cast],
-                           [Edge(0, 0, 2, 0), Edge(1, 0, 2, 1), Edge(2, 1, 3, 0)])
+    artifact = saved_model(
+        [*TOPK_GRAPH, topk, cast], [Edge(0, 0, 2, 0), Edge(1, 0, 2, 1), Edge(2, 1, 3, 0)]
+    )
     loads, found = codes(artifact, consumer(rejects=False))
     assert not loads
     assert Code.EDGE_TYPE in found
-    message = next(f.message for f in check_artifact(artifact, consumer(False)).findings
-                   if f.code == Code.EDGE_TYPE)
-    assert "Input 0 of node Cast was passed int32 from topk:1 incompatible with expected int64" \
+    message = next(
+        f.message
+        for f in check_artifact(artifact, consumer(False)).findings
+        if f.code == Code.EDGE_TYPE
+    )
+    assert (
+        "Input 0 of node Cast was passed int32 from topk:1 incompatible with expected int64"
         in message
+    )
     # The consumer that knows index_type loads it.
     assert codes(artifact, consumer(False, ops=NEW)) == (True, [])
 
@@ -184,8 +254,9 @@ def test_deprecated_op_fails_when_the_producer_is_at_or_past_the_deprecation() -
 def test_ops_inside_the_function_library_count() -> None:
     node = NodeKind("NewOp", {}, 0, 1, "inner", function="f")
     graph = Graph(VersionDef(1395), 0, (node,), (), functions=("f",), library_node_count=1)
-    artifact = Artifact("m", "savedmodel", 0, "",
-                        meta_graphs=(MetaGraph(("serve",), graph, has_object_graph=True),))
+    artifact = Artifact(
+        "m", "savedmodel", 0, "", meta_graphs=(MetaGraph(("serve",), graph, has_object_graph=True),)
+    )
     for loader in Loader:
         assert not check_artifact(artifact, consumer(False, loader)).loads
 

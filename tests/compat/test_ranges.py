@@ -14,8 +14,10 @@ CASES = [
     # only the newest loads
     ([("2.12.1", False), ("2.21.0", True)], ["2.21.0-2.21.x"]),
     # a hole (bad_consumers, a deprecation) splits the range
-    ([("2.12.1", True), ("2.15.1", False), ("2.18.1", True), ("2.21.0", True)],
-     ["2.12.1", "2.18.1-2.21.x"]),
+    (
+        [("2.12.1", True), ("2.15.1", False), ("2.18.1", True), ("2.21.0", True)],
+        ["2.12.1", "2.18.1-2.21.x"],
+    ),
     # a closed range: removed ops stop loading in new releases
     ([("1.15.5", True), ("2.4.4", True), ("2.12.1", False)], ["1.15.5-2.4.4"]),
     ([], []),

@@ -29,8 +29,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("data", "consumer", "min_producer", "expected"), CASES)
-def test_graph_version_rule(data: tuple[int, int, tuple[int, ...]], consumer: int,
-                            min_producer: int, expected: list[Code]) -> None:
+def test_graph_version_rule(
+    data: tuple[int, int, tuple[int, ...]], consumer: int, min_producer: int, expected: list[Code]
+) -> None:
     findings = check_versions(VersionDef(*data), consumer, min_producer)
     assert [f.code for f in findings] == expected
 
@@ -44,4 +45,5 @@ def test_checkpoint_versions_use_the_checkpoint_code() -> None:
 def test_messages_read_like_tensorflows() -> None:
     (finding,) = check_versions(VersionDef(2474, 1500, ()), 1395, 0)
     assert finding.message.startswith(
-        "GraphDef min consumer version 1500 above current version 1395")
+        "GraphDef min consumer version 1500 above current version 1395"
+    )
