@@ -47,8 +47,10 @@ class Row:
 
     @property
     def id(self) -> str:
-        return f"{self.fixture_set.parent.parent.name}:{self.artifact}@{self.loader}" \
-               f"<-tf{self.consumer_version}"
+        return (
+            f"{self.fixture_set.parent.parent.name}:{self.artifact}@{self.loader}"
+            f"<-tf{self.consumer_version}"
+        )
 
 
 def rows() -> list[Row]:
@@ -58,8 +60,16 @@ def rows() -> list[Row]:
             if not line.strip():
                 continue
             r = json.loads(line)
-            found.append(Row(fixture_set, r["consumer_tf_version"], r["artifact"], r["loader"],
-                             bool(r["ok"]), (r.get("error") or "")[:200]))
+            found.append(
+                Row(
+                    fixture_set,
+                    r["consumer_tf_version"],
+                    r["artifact"],
+                    r["loader"],
+                    bool(r["ok"]),
+                    (r.get("error") or "")[:200],
+                )
+            )
     return found
 
 
@@ -83,8 +93,9 @@ def predict(row: Row) -> tuple[bool, list[str]]:
     for artifact in read_artifacts(row.fixture_set, row.artifact):
         verdict = check_artifact(artifact, consumer, catalog)
         loads = loads and verdict.loads
-        reasons += [f"{f.code}: {f.message[:160]}" for f in verdict.findings
-                    if f.severity == "error"]
+        reasons += [
+            f"{f.code}: {f.message[:160]}" for f in verdict.findings if f.severity == "error"
+        ]
     return loads, reasons
 
 

@@ -38,8 +38,9 @@ def test_field_numbers_match_tensorflow() -> None:
     assert pb.GraphDef.DESCRIPTOR.fields_by_name["versions"].number == 4
     assert pb.GraphDef.DESCRIPTOR.fields_by_name["library"].number == 2
     assert pb.NodeDef.DESCRIPTOR.fields_by_name["attr"].number == 5
-    assert pb.MetaGraphDef.MetaInfoDef.DESCRIPTOR.fields_by_name[
-        "stripped_default_attrs"].number == 7
+    assert (
+        pb.MetaGraphDef.MetaInfoDef.DESCRIPTOR.fields_by_name["stripped_default_attrs"].number == 7
+    )
     assert pb.OpDef.DESCRIPTOR.fields_by_name["deprecation"].number == 8
     assert pb.BundleHeaderProto.DESCRIPTOR.fields_by_name["version"].number == 3
     assert pb.DataType.Value("DT_BFLOAT16") == 14
