@@ -8,26 +8,28 @@ For every release in RECIPES (or those named with --releases) this script
    ``import tensorflow`` reports the expected version, and writes the marker
    ``<envs>/<version>/READY`` holding the venv's python path;
 2. runs the project's own ``worker/fleet/dump_manifest.py`` with that
-   interpreter, writing ``<manifests>/tf-<version>.json``;
+   interpreter, writing ``<build>/manifests/tf-<version>.json``;
 
-and then packs *every* manifest found in ``<manifests>`` into one compact,
-delta-encoded file, ``worker/catalog/data/registries.json.gz``
-(format ``tfcompat-registries/1``; see ``pack_registries``).
+and then packs *every* manifest found in ``<build>/manifests`` into one
+compact, delta-encoded file, ``worker/catalog/data/registries.json.gz``
+(format ``tfcompat-registries/1``, see ``pack_registries``).
 
 It is idempotent: a release whose venv is READY is not reinstalled and a
-release whose manifest exists is not dumped again, unless ``--force``.  The
-packed file is written with sorted keys and a fixed gzip mtime, so rebuilding
-from the same manifests gives identical bytes.
+release whose manifest exists is not dumped again, unless ``--force``
+(reinstall and re-dump) or ``--redump`` (re-dump only, e.g. after a change to
+dump_manifest.py).  The packed file is written with sorted keys and a fixed
+gzip mtime, so packing the same registries again gives identical bytes.
 
 Usage (Python 3.11, standard library only)::
 
-    python3 tools/build_registries.py                       # everything
-    python3 tools/build_registries.py --releases 2.12,1.15  # by minor or full version
-    python3 tools/build_registries.py --pack-only           # just repack manifests
-    python3 tools/build_registries.py --workdir /scratch    # /scratch/tfenvs, /scratch/catalog-build
+    python3 tools/build_registries.py                        # every release
+    python3 tools/build_registries.py --releases 2.12,1.15   # minor or full version
+    python3 tools/build_registries.py --pack-only            # just repack manifests
+    python3 tools/build_registries.py --workdir /scratch     # /scratch/tfenvs, ...
 
-Needs network access to PyPI and pyenv-style interpreters
-(``$PYENV_ROOT/versions/3.X.Y/bin/python``, or ``python3.X`` on PATH).
+Per-release pip output goes to ``<build>/logs/<version>.log``; progress to
+stderr.  Needs PyPI and pyenv-style interpreters
+(``$PYENV_ROOT/versions/3.X.Y/bin/python``, else ``python3.X`` on PATH).
 """
 
 from __future__ import annotations
@@ -45,64 +47,80 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import IO, Any, TypedDict
+
+
+class Recipe(TypedDict):
+    python: str  # interpreter minor version for the venv (newest installed patch is used)
+    package: str  # pip requirement for TensorFlow itself
+    pins: list[str]  # extra requirements passed to the same pip command
+
 
 # --------------------------------------------------------------------------
-# Install recipes: exactly what worked (Linux x86_64, glibc 2.36).
-#   python  - interpreter minor version used for the venv (newest patch found)
-#   package - pip requirement for TensorFlow itself (newest patch of the minor;
-#             tensorflow-cpu wherever it exists and is smaller)
-#   pins    - extra requirements given to the same pip command
-#   env     - extra environment for pip, verification and the dump
+# Install recipes: exactly what worked (Linux x86_64, glibc 2.36, Python
+# 3.7.16 / 3.11.7, December 2026).  Newest patch release of each minor;
+# tensorflow-cpu wherever it exists (2.1+; it is the smaller wheel), plain
+# tensorflow for 1.x and 2.0 (CPU-only there anyway).
 # Why the pins:
 #   protobuf<3.20  generated *_pb2 modules of TF <= 2.8 fail with protobuf
-#                  >= 3.20/4.x ("Descriptors cannot be created directly");
-#                  2.9 - 2.11 pin it themselves.
-#   numpy<1.17     TF 1.13/1.14 spam FutureWarnings and break on newer numpy.
+#                  >= 3.20 / 4.x ("Descriptors cannot be created directly");
+#                  2.9 - 2.11 declare the same cap themselves.
+#   numpy<1.17     TF 1.13 / 1.14 predate numpy 1.17 (FutureWarning floods).
 #   numpy<1.19     TF 1.15 and 2.0 - 2.2 were built against numpy <= 1.18
 #                  (1.15.5 and 2.3 declare it; 2.4 - 2.6 pin ~=1.19.2).
-#   h5py<3         Keras HDF5 save/load in TF <= 2.3 breaks with h5py 3
-#                  (matters for the fixture generator that reuses these venvs).
+#   h5py<3         Keras HDF5 save/load in TF <= 2.3 breaks on h5py 3 (the
+#                  fixture generator reuses these venvs).
+# 2.12+ use Python 3.11 (2.20 and 2.21 install and run there too).
 # --------------------------------------------------------------------------
-_OLD = ["protobuf<3.20", "h5py<3"]
+_PB = "protobuf<3.20"
+_OLD = [_PB, "h5py<3"]
 
-RECIPES = {
-    "1.13.2": {"python": "3.7", "package": "tensorflow==1.13.2", "pins": ["numpy<1.17"] + _OLD},
-    "1.14.0": {"python": "3.7", "package": "tensorflow==1.14.0", "pins": ["numpy<1.17"] + _OLD},
-    "1.15.5": {"python": "3.7", "package": "tensorflow==1.15.5", "pins": ["numpy<1.19"] + _OLD},
-    "2.0.4": {"python": "3.7", "package": "tensorflow==2.0.4", "pins": ["numpy<1.19"] + _OLD},
-    "2.1.4": {"python": "3.7", "package": "tensorflow-cpu==2.1.4", "pins": ["numpy<1.19"] + _OLD},
-    "2.2.3": {"python": "3.7", "package": "tensorflow-cpu==2.2.3", "pins": ["numpy<1.19"] + _OLD},
-    "2.3.4": {"python": "3.7", "package": "tensorflow-cpu==2.3.4", "pins": list(_OLD)},
-    "2.4.4": {"python": "3.7", "package": "tensorflow-cpu==2.4.4", "pins": ["protobuf<3.20"]},
-    "2.5.3": {"python": "3.7", "package": "tensorflow-cpu==2.5.3", "pins": ["protobuf<3.20"]},
-    "2.6.5": {"python": "3.7", "package": "tensorflow-cpu==2.6.5", "pins": ["protobuf<3.20"]},
-    "2.7.4": {"python": "3.7", "package": "tensorflow-cpu==2.7.4", "pins": ["protobuf<3.20"]},
-    "2.8.4": {"python": "3.7", "package": "tensorflow-cpu==2.8.4", "pins": ["protobuf<3.20"]},
-    "2.9.3": {"python": "3.7", "package": "tensorflow-cpu==2.9.3", "pins": []},
-    "2.10.1": {"python": "3.7", "package": "tensorflow-cpu==2.10.1", "pins": []},
-    "2.11.0": {"python": "3.7", "package": "tensorflow-cpu==2.11.0", "pins": []},
-    "2.12.1": {"python": "3.11", "package": "tensorflow-cpu==2.12.1", "pins": []},
-    "2.13.1": {"python": "3.11", "package": "tensorflow-cpu==2.13.1", "pins": []},
-    "2.14.1": {"python": "3.11", "package": "tensorflow-cpu==2.14.1", "pins": []},
-    "2.15.1": {"python": "3.11", "package": "tensorflow-cpu==2.15.1", "pins": []},
-    "2.16.2": {"python": "3.11", "package": "tensorflow-cpu==2.16.2", "pins": []},
-    "2.17.1": {"python": "3.11", "package": "tensorflow-cpu==2.17.1", "pins": []},
-    "2.18.1": {"python": "3.11", "package": "tensorflow-cpu==2.18.1", "pins": []},
-    "2.19.1": {"python": "3.11", "package": "tensorflow-cpu==2.19.1", "pins": []},
-    "2.20.0": {"python": "3.11", "package": "tensorflow-cpu==2.20.0", "pins": []},
-    "2.21.0": {"python": "3.11", "package": "tensorflow-cpu==2.21.0", "pins": []},
+
+def _r(python: str, package: str, *pins: str) -> Recipe:
+    return {"python": python, "package": package, "pins": list(pins)}
+
+
+RECIPES: dict[str, Recipe] = {
+    "1.13.2": _r("3.7", "tensorflow==1.13.2", "numpy<1.17", *_OLD),
+    "1.14.0": _r("3.7", "tensorflow==1.14.0", "numpy<1.17", *_OLD),
+    "1.15.5": _r("3.7", "tensorflow==1.15.5", "numpy<1.19", *_OLD),
+    "2.0.4": _r("3.7", "tensorflow==2.0.4", "numpy<1.19", *_OLD),
+    "2.1.4": _r("3.7", "tensorflow-cpu==2.1.4", "numpy<1.19", *_OLD),
+    "2.2.3": _r("3.7", "tensorflow-cpu==2.2.3", "numpy<1.19", *_OLD),
+    "2.3.4": _r("3.7", "tensorflow-cpu==2.3.4", *_OLD),
+    "2.4.4": _r("3.7", "tensorflow-cpu==2.4.4", _PB),
+    "2.5.3": _r("3.7", "tensorflow-cpu==2.5.3", _PB),
+    "2.6.5": _r("3.7", "tensorflow-cpu==2.6.5", _PB),
+    "2.7.4": _r("3.7", "tensorflow-cpu==2.7.4", _PB),
+    "2.8.4": _r("3.7", "tensorflow-cpu==2.8.4", _PB),
+    "2.9.3": _r("3.7", "tensorflow-cpu==2.9.3"),
+    "2.10.1": _r("3.7", "tensorflow-cpu==2.10.1"),
+    "2.11.0": _r("3.7", "tensorflow-cpu==2.11.0"),
+    "2.12.1": _r("3.11", "tensorflow-cpu==2.12.1"),
+    "2.13.1": _r("3.11", "tensorflow-cpu==2.13.1"),
+    "2.14.1": _r("3.11", "tensorflow-cpu==2.14.1"),
+    "2.15.1": _r("3.11", "tensorflow-cpu==2.15.1"),
+    "2.16.2": _r("3.11", "tensorflow-cpu==2.16.2"),
+    "2.17.1": _r("3.11", "tensorflow-cpu==2.17.1"),
+    "2.18.1": _r("3.11", "tensorflow-cpu==2.18.1"),
+    "2.19.1": _r("3.11", "tensorflow-cpu==2.19.1"),
+    "2.20.0": _r("3.11", "tensorflow-cpu==2.20.0"),
+    "2.21.0": _r("3.11", "tensorflow-cpu==2.21.0"),
 }
 
 REGISTRY_FORMAT = "tfcompat-registries/1"
+MANIFEST_FORMAT = "tfcompat-manifest/1"
 REPO = Path(__file__).resolve().parents[1]
 DUMPER = REPO / "worker" / "fleet" / "dump_manifest.py"
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "registries.json.gz"
 
-# OpDef fields that never matter for load compatibility and are stripped when
-# packing (documentation strings of the op and of each arg/attr).
-_STRIP_OP_FIELDS = ("summary", "description")
-_STRIP_ITEM_FIELDS = ("description",)
+# OpDef fields that never matter for load compatibility, stripped when packing:
+# the documentation strings of the op and of each input/output arg and attr.
+# (TensorFlow keeps them for only ~10% of registered ops anyway.)
+_STRIP_OP_FIELDS = frozenset({"summary", "description"})
+_STRIP_ITEM_FIELDS = frozenset({"description"})
 
+# tf.version appeared in 1.14; 1.13 only has tf.VERSION / tf.GRAPH_DEF_VERSION.
 _VERIFY = (
     "import tensorflow as tf; v = getattr(tf, 'version', None); "
     "print(getattr(v, 'VERSION', None) or tf.__version__, "
@@ -115,11 +133,11 @@ _t0 = time.monotonic()
 
 def log(msg: str) -> None:
     with _print_lock:
-        sys.stderr.write("[%6.0fs] %s\n" % (time.monotonic() - _t0, msg))
+        sys.stderr.write(f"[{time.monotonic() - _t0:6.0f}s] {msg}\n")
         sys.stderr.flush()
 
 
-def version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple[Any, ...]:
     """Sort key for 'X.Y.Z' (a trailing pre-release tag sorts before the final)."""
     m = re.match(r"^(\d+)\.(\d+)\.(\d+)(.*)$", version)
     if not m:
@@ -129,179 +147,187 @@ def version_key(version: str) -> tuple:
 
 
 def resolve_releases(spec: str | None) -> list[str]:
+    known = sorted(RECIPES, key=version_key)
     if not spec:
-        return sorted(RECIPES, key=version_key)
-    out = []
+        return known
+    out: list[str] = []
     for item in re.split(r"[,\s]+", spec.strip()):
         if not item:
             continue
-        if item in RECIPES:
-            match = item
-        else:
-            found = [v for v in RECIPES if v.startswith(item + ".")]
-            if len(found) != 1:
-                raise SystemExit("build_registries: no recipe for release %r (known: %s)"
-                                 % (item, ", ".join(sorted(RECIPES, key=version_key))))
-            match = found[0]
-        if match not in out:
-            out.append(match)
+        found = [item] if item in RECIPES else [v for v in known if v.startswith(item + ".")]
+        if len(found) != 1:
+            raise SystemExit(
+                f"build_registries: no recipe for release {item!r} (known: {', '.join(known)})"
+            )
+        if found[0] not in out:
+            out.append(found[0])
     return out
 
 
 def find_python(minor: str, python_root: Path | None) -> str:
     """Newest installed patch release of Python `minor` (e.g. '3.7')."""
-    roots = []
-    if python_root is not None:
-        roots.append(python_root)
-    pyenv_root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    roots.append(Path(pyenv_root) / "versions")
+    roots = [] if python_root is None else [python_root]
+    roots.append(Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions")
     for root in roots:
         if not root.is_dir():
             continue
-        cands = []
+        candidates = []
         for d in root.iterdir():
             m = re.fullmatch(re.escape(minor) + r"\.(\d+)", d.name)
             if m and (d / "bin" / "python").exists():
-                cands.append((int(m.group(1)), d / "bin" / "python"))
-        if cands:
-            return str(max(cands)[1])
+                candidates.append((int(m.group(1)), d / "bin" / "python"))
+        if candidates:
+            return str(max(candidates)[1])
     found = shutil.which("python" + minor)
     if found:
         return found
-    raise RuntimeError("no Python %s found (pyenv versions dir or python%s on PATH)" % (minor, minor))
+    raise RuntimeError(f"no Python {minor} found (pyenv versions dir or python{minor} on PATH)")
 
 
-def _run(cmd: list[str], logfile, env: dict, **kw) -> subprocess.CompletedProcess:
-    logfile.write("\n$ %s\n" % " ".join(cmd))
+def _run(cmd: list[str], logfile: IO[str], env: dict[str, str]) -> int:
+    logfile.write(f"\n$ {' '.join(cmd)}\n")
     logfile.flush()
-    return subprocess.run(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env, **kw)
+    return subprocess.run(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env).returncode
 
 
-def build_release(version: str, envs: Path, manifests: Path, logs: Path,
-                  force: bool, python_root: Path | None) -> dict:
-    """Install (if needed) and dump (if needed) one release. Returns a status dict."""
+def _install(
+    version: str, venv: Path, logfile: IO[str], env: dict[str, str], python_root: Path | None
+) -> None:
     recipe = RECIPES[version]
-    venv = envs / version
-    ready = venv / "READY"
     vpython = venv / "bin" / "python"
-    manifest = manifests / ("tf-%s.json" % version)
-    logs.mkdir(parents=True, exist_ok=True)
+    if venv.exists():
+        log(f"{version}: removing old venv {venv}")
+        shutil.rmtree(venv)
+    base = find_python(recipe["python"], python_root)
+    log(f"{version}: creating venv with {base}")
+    if _run([base, "-m", "venv", str(venv)], logfile, env):
+        raise RuntimeError("venv creation failed")
+    reqs = [recipe["package"], *recipe["pins"]]
+    log(f"{version}: pip install {' '.join(reqs)}")
+    pip = [str(vpython), "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    if _run(pip + reqs, logfile, env):
+        raise RuntimeError(f"pip install failed (see {logfile.name})")
+    out = subprocess.run(
+        [str(vpython), "-c", _VERIFY], env=env, stdout=subprocess.PIPE, stderr=logfile, text=True
+    )
+    logfile.write(out.stdout)
+    got = out.stdout.split()
+    if out.returncode or len(got) != 2 or got[0] != version:
+        raise RuntimeError(f"verification failed: {out.stdout.strip()!r}")
+    (venv / "READY").write_text(f"{vpython}\n")
+    log(f"{version}: verified (TF {got[0]}, GraphDef {got[1]}), READY")
+
+
+def build_release(
+    version: str, envs: Path, build: Path, force: bool, redump: bool, python_root: Path | None
+) -> dict[str, Any]:
+    """Install (if needed) and dump (if needed) one release; returns its summary."""
+    venv = envs / version
+    vpython = venv / "bin" / "python"
+    manifest = build / "manifests" / f"tf-{version}.json"
+    (build / "logs").mkdir(parents=True, exist_ok=True)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
-    env.update(recipe.get("env", {}))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     env["PYTHONNOUSERSITE"] = "1"
     env.pop("PYTHONPATH", None)
-    status = {"version": version, "installed": False, "dumped": False}
     started = time.monotonic()
-    with open(logs / ("%s.log" % version), "a") as lf:
-        lf.write("\n==== %s %s\n" % (version, time.strftime("%Y-%m-%d %H:%M:%S")))
-        if force or not (ready.exists() and vpython.exists()):
-            if venv.exists():
-                log("%s: removing old venv %s" % (version, venv))
-                shutil.rmtree(venv)
-            base = find_python(recipe["python"], python_root)
-            log("%s: creating venv with %s" % (version, base))
-            if _run([base, "-m", "venv", str(venv)], lf, env).returncode:
-                raise RuntimeError("venv creation failed")
-            reqs = [recipe["package"]] + list(recipe.get("pins", []))
-            log("%s: pip install %s" % (version, " ".join(reqs)))
-            if _run([str(vpython), "-m", "pip", "install", "--no-cache-dir",
-                     "--disable-pip-version-check"] + reqs, lf, env).returncode:
-                raise RuntimeError("pip install failed (see %s)" % lf.name)
-            out = subprocess.run([str(vpython), "-c", _VERIFY], env=env, stdout=subprocess.PIPE,
-                                 stderr=lf, universal_newlines=True)
-            lf.write(out.stdout)
-            got = out.stdout.split()
-            if out.returncode or not got or got[0] != version:
-                raise RuntimeError("verification failed: %r" % out.stdout.strip())
-            ready.write_text(str(vpython) + "\n")
-            status["installed"] = True
-            log("%s: verified (TF %s, GraphDef %s), READY written in %.0fs"
-                % (version, got[0], got[1], time.monotonic() - started))
+    installed = dumped = False
+    with open(build / "logs" / f"{version}.log", "a") as logfile:
+        logfile.write(f"\n==== {version} {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        if force or not ((venv / "READY").exists() and vpython.exists()):
+            _install(version, venv, logfile, env, python_root)
+            installed = True
         else:
-            log("%s: venv READY, not reinstalling" % version)
-        if force or status["installed"] or not manifest.exists():
-            manifests.mkdir(parents=True, exist_ok=True)
+            log(f"{version}: venv READY, not reinstalling")
+        if force or redump or installed or not manifest.exists():
             tmp = manifest.with_suffix(".json.tmp")
-            r = _run([str(vpython), str(DUMPER), "-o", str(tmp)], lf, env)
-            if r.returncode:
-                raise RuntimeError("dump_manifest.py failed (see %s)" % lf.name)
+            if _run([str(vpython), str(DUMPER), "-o", str(tmp)], logfile, env):
+                raise RuntimeError(f"dump_manifest.py failed (see {logfile.name})")
             os.replace(tmp, manifest)
-            status["dumped"] = True
-        data = json.loads(manifest.read_text())
-        if data["tensorflow"]["version"] != version:
-            raise RuntimeError("manifest is for %s" % data["tensorflow"]["version"])
-        status["ops"] = len(data["ops"])
-        status["graph_def_version"] = data["graph_def_version"]
-        status["checkpoint_version"] = data["checkpoint_version"]
-        log("%s: manifest %s: %d ops, GraphDef %s, checkpoint %s"
-            % (version, "written" if status["dumped"] else "present", status["ops"],
-               data["graph_def_version"], data["checkpoint_version"]))
-    return status
+            dumped = True
+    data = json.loads(manifest.read_text())
+    if data["tensorflow"]["version"] != version:
+        raise RuntimeError(f"manifest is for {data['tensorflow']['version']}")
+    gd, ck = data["graph_def_version"], data["checkpoint_version"]
+    log(
+        f"{version}: manifest {'written' if dumped else 'present'}: {len(data['ops'])} ops, "
+        f"GraphDef {gd['producer']}/{gd['min_consumer']}/{gd['min_producer']}, checkpoint "
+        f"{ck['producer']}/{ck['min_consumer']}/{ck['min_producer']} from {ck['source']} "
+        f"({time.monotonic() - started:.0f}s)"
+    )
+    return {"version": version, "ops": len(data["ops"]), "installed": installed}
 
 
 # --------------------------------------------------------------------------
 # Packing
 # --------------------------------------------------------------------------
 
-def strip_op(op: dict) -> dict:
+
+def strip_op(op: dict[str, Any]) -> dict[str, Any]:
     """OpDef JSON without its documentation strings (everything else kept)."""
     out = {k: v for k, v in op.items() if k not in _STRIP_OP_FIELDS}
     for key in ("input_arg", "output_arg", "attr"):
         if key in out:
-            out[key] = [{k: v for k, v in item.items() if k not in _STRIP_ITEM_FIELDS}
-                        for item in out[key]]
+            out[key] = [
+                {k: v for k, v in item.items() if k not in _STRIP_ITEM_FIELDS} for item in out[key]
+            ]
     return out
 
 
-def load_manifests(manifests: Path) -> list[dict]:
+def load_manifests(manifest_dir: Path) -> list[dict[str, Any]]:
     found = []
-    for path in sorted(manifests.glob("tf-*.json")):
+    for path in sorted(manifest_dir.glob("tf-*.json")):
         data = json.loads(path.read_text())
-        if data.get("format") != "tfcompat-manifest/1":
-            raise RuntimeError("%s: not a tfcompat manifest" % path)
+        if data.get("format") != MANIFEST_FORMAT:
+            raise RuntimeError(f"{path}: not a {MANIFEST_FORMAT} file")
         found.append(data)
     found.sort(key=lambda m: version_key(m["tensorflow"]["version"]))
     return found
 
 
-def pack_registries(manifests: list[dict]) -> dict:
+def pack_registries(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The registries document: releases by version, each op set as a delta.
+
+    ``set`` holds the ops added or changed since the previous release of the
+    list (all of them for the first), ``removed`` the names that went away.
+    """
     releases = []
-    prev: dict[str, dict] = {}
+    prev: dict[str, dict[str, Any]] = {}
     for m in manifests:
         version = m["tensorflow"]["version"]
-        ops = {}
-        for op in m["ops"]:
-            ops[op["name"]] = strip_op(op)
+        ops = {op["name"]: strip_op(op) for op in m["ops"]}
         recipe = RECIPES.get(version)
-        cp = {k: v for k, v in m["checkpoint_version"].items() if k != "source"}
-        releases.append({
-            "version": version,
-            "git_version": m["tensorflow"].get("git_version"),
-            "graph_def_version": m["graph_def_version"],
-            "checkpoint_version": cp,
-            "python": m.get("python"),
-            "package": recipe["package"] if recipe else None,
-            "set": {name: op for name, op in ops.items() if prev.get(name) != op},
-            "removed": sorted(name for name in prev if name not in ops),
-        })
+        releases.append(
+            {
+                "version": version,
+                "git_version": m["tensorflow"].get("git_version"),
+                "graph_def_version": m["graph_def_version"],
+                "checkpoint_version": {
+                    k: v for k, v in m["checkpoint_version"].items() if k != "source"
+                },
+                "python": m.get("python"),
+                "package": recipe["package"] if recipe else None,
+                "set": {name: op for name, op in ops.items() if prev.get(name) != op},
+                "removed": sorted(name for name in prev if name not in ops),
+            }
+        )
         prev = ops
     return {"format": REGISTRY_FORMAT, "releases": releases}
 
 
-def unpack_registries(doc: dict) -> dict[str, dict[str, dict]]:
-    """Replay the deltas: {version: {op name: OpDef JSON}} (used as a self-check)."""
-    out, cur = {}, {}
+def unpack_registries(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Replay the deltas: {version: {op name: OpDef JSON}}."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    cur: dict[str, dict[str, Any]] = {}
     for rel in doc["releases"]:
-        cur = dict(cur)
-        for name in rel["removed"]:
-            del cur[name]
+        cur = {k: v for k, v in cur.items() if k not in set(rel["removed"])}
         cur.update(rel["set"])
         out[rel["version"]] = cur
     return out
 
 
-def encode(doc: dict) -> bytes:
+def encode(doc: dict[str, Any]) -> bytes:
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
@@ -312,47 +338,61 @@ def encode(doc: dict) -> bytes:
 def write_registry(manifest_dir: Path, output: Path) -> None:
     manifests = load_manifests(manifest_dir)
     if not manifests:
-        raise SystemExit("build_registries: no manifests in %s" % manifest_dir)
+        raise SystemExit(f"build_registries: no manifests in {manifest_dir}")
     doc = pack_registries(manifests)
     blob = encode(doc)
-    # Self-check: decoding and replaying gives every manifest's (stripped) registry.
+    # Self-check: decoding and replaying gives back every manifest's registry.
     replay = unpack_registries(json.loads(gzip.decompress(blob)))
     for m in manifests:
-        want = {op["name"]: strip_op(op) for op in m["ops"]}
-        if replay[m["tensorflow"]["version"]] != want:
-            raise RuntimeError("self-check failed for %s" % m["tensorflow"]["version"])
+        if replay[m["tensorflow"]["version"]] != {op["name"]: strip_op(op) for op in m["ops"]}:
+            raise RuntimeError(f"self-check failed for {m['tensorflow']['version']}")
+    for rel in doc["releases"]:
+        log(
+            f"pack:   {rel['version']:<8} {len(rel['set']):4d} ops set, "
+            f"{len(rel['removed']):3d} removed, GraphDef {rel['graph_def_version']['producer']}"
+        )
     output.parent.mkdir(parents=True, exist_ok=True)
     if output.exists() and output.read_bytes() == blob:
-        log("pack: %s unchanged (%d bytes)" % (output, len(blob)))
+        log(f"pack: {output} unchanged ({len(blob)} bytes)")
     else:
         tmp = output.with_name(output.name + ".tmp")
         tmp.write_bytes(blob)
         os.replace(tmp, output)
-        log("pack: wrote %s (%d bytes)" % (output, len(blob)))
-    for rel in doc["releases"]:
-        log("pack:   %-8s %4d ops set, %3d removed, GraphDef %s"
-            % (rel["version"], len(rel["set"]), len(rel["removed"]),
-               rel["graph_def_version"]["producer"]))
-    log("pack: %d releases, %s .. %s" % (len(doc["releases"]), doc["releases"][0]["version"],
-                                         doc["releases"][-1]["version"]))
+        log(f"pack: wrote {output} ({len(blob)} bytes)")
+    first, last = doc["releases"][0]["version"], doc["releases"][-1]["version"]
+    log(f"pack: {len(doc['releases'])} releases, {first} .. {last}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--releases", help="comma-separated releases, full ('2.12.1') or minor "
-                   "('2.12'); default: every release in RECIPES")
-    p.add_argument("--workdir", type=Path, default=Path("/work"),
-                   help="venvs go to WORKDIR/tfenvs/<version>, manifests to "
-                   "WORKDIR/catalog-build/manifests (default: /work)")
-    p.add_argument("--envs-dir", type=Path, help="override WORKDIR/tfenvs")
-    p.add_argument("--build-dir", type=Path, help="override WORKDIR/catalog-build")
-    p.add_argument("--python-root", type=Path,
-                   help="directory of X.Y.Z/bin/python interpreters (default: $PYENV_ROOT/versions)")
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument(
+        "--releases",
+        help="comma-separated releases, full ('2.12.1') or minor "
+        "('2.12'); default: every release in RECIPES",
+    )
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("/work"),
+        help="venvs go to WORKDIR/tfenvs/<version>, manifests and logs to "
+        "WORKDIR/catalog-build (default: /work)",
+    )
+    p.add_argument("--envs-dir", type=Path, help="instead of WORKDIR/tfenvs")
+    p.add_argument("--build-dir", type=Path, help="instead of WORKDIR/catalog-build")
+    p.add_argument(
+        "--python-root",
+        type=Path,
+        help="directory of X.Y.Z/bin/python (default: $PYENV_ROOT/versions)",
+    )
     p.add_argument("--force", action="store_true", help="reinstall and re-dump even if done")
-    p.add_argument("--jobs", type=int, default=2, help="releases installed at once (default 2)")
-    p.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                   help="packed registry (default: worker/catalog/data/registries.json.gz)")
+    p.add_argument("--redump", action="store_true", help="re-dump manifests, keep the venvs")
+    p.add_argument("--jobs", type=int, default=2, help="releases built at once (default 2)")
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="packed registry (default: worker/catalog/data/registries.json.gz)",
+    )
     p.add_argument("--no-pack", action="store_true", help="install and dump only")
     p.add_argument("--pack-only", action="store_true", help="only pack existing manifests")
     p.add_argument("--list", action="store_true", help="print the recipe table and exit")
@@ -361,31 +401,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for v in sorted(RECIPES, key=version_key):
             r = RECIPES[v]
-            print("%-8s python%-5s %-26s %s" % (v, r["python"], r["package"], " ".join(r["pins"])))
+            print(f"{v:<8} python{r['python']:<5} {r['package']:<26} {' '.join(r['pins'])}")
         return 0
 
-    envs = args.envs_dir or args.workdir / "tfenvs"
-    build = args.build_dir or args.workdir / "catalog-build"
-    manifests = build / "manifests"
-    failures = {}
+    envs: Path = args.envs_dir or args.workdir / "tfenvs"
+    build: Path = args.build_dir or args.workdir / "catalog-build"
+    failures: dict[str, str] = {}
     if not args.pack_only:
         releases = resolve_releases(args.releases)
         envs.mkdir(parents=True, exist_ok=True)
-        log("building %d release(s) with %d job(s): %s" % (len(releases), args.jobs, ", ".join(releases)))
+        log(f"building {len(releases)} release(s), {args.jobs} at a time: {', '.join(releases)}")
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            futs = {pool.submit(build_release, v, envs, manifests, build / "logs",
-                                args.force, args.python_root): v for v in releases}
-            for fut in concurrent.futures.as_completed(futs):
-                v = futs[fut]
+            futures = {
+                pool.submit(
+                    build_release, v, envs, build, args.force, args.redump, args.python_root
+                ): v
+                for v in releases
+            }
+            for future in concurrent.futures.as_completed(futures):
+                version = futures[future]
                 try:
-                    fut.result()
-                except Exception as exc:  # noqa: BLE001 - report and go on
-                    failures[v] = str(exc)
-                    log("%s: FAILED: %s" % (v, exc))
+                    future.result()
+                except Exception as exc:  # report, go on with the other releases
+                    failures[version] = str(exc)
+                    log(f"{version}: FAILED: {exc}")
     if not args.no_pack:
-        write_registry(manifests, args.output)
+        write_registry(build / "manifests", args.output)
     if failures:
-        log("failed: %s" % ", ".join("%s (%s)" % kv for kv in sorted(failures.items())))
+        log("failed: " + ", ".join(f"{v} ({why})" for v, why in sorted(failures.items())))
         return 1
     log("done")
     return 0
