@@ -209,6 +209,75 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging
+    from worker.pipeline.app import QUEUE, create_app
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    app = create_app(settings)
+    argv = [
+        "worker",
+        "-Q",
+        QUEUE,
+        "--loglevel",
+        settings.log_level.upper(),
+        "--concurrency",
+        str(args.concurrency),
+    ]
+    if args.hostname:
+        argv += ["--hostname", args.hostname]
+    app.worker_main(argv)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from worker.ingest.app import create_http_app
+    from worker.logs import configure_logging
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    uvicorn.run(
+        create_http_app(settings), host=args.host, port=args.port, log_config=None, access_log=False
+    )
+    return 0
+
+
+def cmd_sqs_bridge(args: argparse.Namespace) -> int:
+    import threading
+
+    import boto3
+
+    from worker.ingest.app import celery_enqueue, event_filter
+    from worker.ingest.sqs_bridge import install_stop_signals, run_bridge
+    from worker.logs import configure_logging
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    queue_url = args.queue_url or settings.sqs_queue_url
+    if not queue_url:
+        raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
+    sqs = boto3.client(
+        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
+    )
+    stop = threading.Event()
+    install_stop_signals(stop)
+    run_bridge(
+        sqs,
+        queue_url,
+        celery_enqueue(settings),
+        event_filter(settings),
+        stop=stop,
+        wait_seconds=args.wait,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfcompat",
@@ -284,6 +353,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("settings", help="print the effective settings, secrets masked")
     p.set_defaults(func=cmd_settings)
+
+    p = sub.add_parser("worker", help="run a Celery worker that checks uploaded models")
+    p.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--hostname", help="Celery node name (default: celery@HOST)")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("serve", help="run the HTTP receiver for object-store events and webhooks")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("sqs-bridge", help="long-poll an SQS queue that S3 notifies; enqueue checks")
+    p.add_argument("--queue-url", help="queue URL (default: TFCOMPAT_SQS_QUEUE_URL)")
+    p.add_argument("--wait", type=int, default=20, help="long-poll seconds (default 20)")
+    p.set_defaults(func=cmd_sqs_bridge)
     return parser
 
 

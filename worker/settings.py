@@ -45,7 +45,25 @@ class Settings(BaseSettings):
         default_factory=lambda: list(DEFAULT_MODEL_PATTERNS),
         description="Key globs that start a check (JSON list in the environment)",
     )
+    visibility_timeout: int = Field(
+        3600, description="Seconds before the broker redelivers an unacknowledged task"
+    )
     sqs_queue_url: str | None = Field(None, description="Queue the SQS bridge polls")
+    events_token: SecretStr | None = Field(
+        None, description="Bearer token required on /events/* (MinIO webhook auth_token)"
+    )
+    sns_topic_arns: list[str] = Field(
+        default_factory=list, description="SNS topics accepted (JSON list); empty: any"
+    )
+    sns_cert_url_pattern: str = Field(
+        r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[^?#]*\.pem$",
+        description="Regex a SigningCertURL must match",
+    )
+    sns_subscribe_url_pattern: str = Field(
+        r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/",
+        description="Regex a SubscribeURL must match before it is confirmed",
+    )
+    max_event_bytes: int = Field(1 << 20, description="Largest event body accepted (bytes)")
     github_api_url: str = Field("https://api.github.com", description="GitHub REST API root")
     github_webhook_secret: SecretStr | None = Field(None, description="Webhook HMAC secret")
     github_app_id: str | None = Field(None, description="GitHub App id")

@@ -7,14 +7,18 @@ key or version as `NotFound`, throttling, 5xx and connection trouble as
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlparse
 
 from worker.errors import NotFound, TfcompatError, TransientError
+from worker.formats.metadata import Artifact
 from worker.formats.source import Source
 from worker.settings import Settings
+from worker.sinks.ports import ObjectHead
+from worker.sinks.tags import Tag
 
 BLOCK = 8 << 20
 CACHED_BLOCKS = 4
@@ -199,3 +203,79 @@ def read_s3_artifacts(
         tree = S3PrefixTree(client, bucket, root)
         return [read_saved_model_dir(tree, "", f"s3://{bucket}/{root}")]
     return read_source(S3Source(client, bucket, key, version_id), url)
+
+
+class S3ObjectStore:
+    """The ObjectStore port over boto3 (any S3-compatible endpoint)."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self._client = client
+        self._settings = settings
+        self.bytes_read = 0
+
+    def _call(self, what: str, method: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._client, method)(**kwargs)
+        except Exception as exc:
+            raise translate(exc, what) from None
+
+    @staticmethod
+    def _version(version_id: str | None) -> dict[str, str]:
+        return {"VersionId": version_id} if version_id else {}
+
+    def head(self, bucket: str, key: str, version_id: str | None) -> ObjectHead:
+        head = self._call(
+            f"s3://{bucket}/{key}",
+            "head_object",
+            Bucket=bucket,
+            Key=key,
+            **self._version(version_id),
+        )
+        return ObjectHead(int(head["ContentLength"]), head.get("ETag"), head.get("VersionId"))
+
+    def read_artifacts(self, bucket: str, key: str, version_id: str | None) -> list[Artifact]:
+        return read_s3_artifacts(f"s3://{bucket}/{key}", self._settings, self._client, version_id)
+
+    def get_tags(self, bucket: str, key: str, version_id: str | None) -> list[Tag]:
+        response = self._call(
+            f"s3://{bucket}/{key}",
+            "get_object_tagging",
+            Bucket=bucket,
+            Key=key,
+            **self._version(version_id),
+        )
+        return [{"Key": t["Key"], "Value": t["Value"]} for t in response.get("TagSet", [])]
+
+    def put_tags(self, bucket: str, key: str, version_id: str | None, tags: list[Tag]) -> None:
+        self._call(
+            f"s3://{bucket}/{key}",
+            "put_object_tagging",
+            Bucket=bucket,
+            Key=key,
+            Tagging={"TagSet": tags},
+            **self._version(version_id),
+        )
+
+    def get_json(self, bucket: str, key: str) -> dict[str, Any] | None:
+        try:
+            response = self._call(f"s3://{bucket}/{key}", "get_object", Bucket=bucket, Key=key)
+        except NotFound:
+            return None
+        try:
+            document = json.loads(response["Body"].read())
+        except ValueError:
+            return None
+        return document if isinstance(document, dict) else None
+
+    def put_json(self, bucket: str, key: str, body: bytes) -> None:
+        self._call(
+            f"s3://{bucket}/{key}",
+            "put_object",
+            Bucket=bucket,
+            Key=key,
+            Body=body,
+            ContentType="application/json",
+        )
+
+    def delete(self, bucket: str, key: str) -> None:
+        self._call(f"s3://{bucket}/{key}", "delete_object", Bucket=bucket, Key=key)

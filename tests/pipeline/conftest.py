@@ -1,0 +1,82 @@
+"""Session-wide real services for the pipeline tests."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from tests.pipeline.services import cli, free_port, moto_server, process, s3, wait_until, worker_env
+
+REDIS_DB = 11
+_names = itertools.count()
+
+
+@dataclass
+class Stack:
+    endpoint: str
+    env: dict[str, str]
+    receiver: str
+    s3: Any
+    logs: Path
+
+    def bucket(self, versioned: bool = False) -> str:
+        name = f"models-{next(_names)}"
+        self.s3.create_bucket(Bucket=name)
+        if versioned:
+            self.s3.put_bucket_versioning(
+                Bucket=name, VersioningConfiguration={"Status": "Enabled"}
+            )
+        return name
+
+    def post(self, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
+        return httpx.post(f"{self.receiver}{path}", json=body, headers=headers, timeout=30)
+
+
+def _redis_ready(db: int) -> redis.Redis:
+    client = redis.Redis(host="127.0.0.1", port=6379, db=db, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.fail("Redis is not answering on 127.0.0.1:6379 (make test starts it)")
+    client.flushdb()
+    return client
+
+
+@pytest.fixture(scope="session")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("logs")
+
+
+@pytest.fixture(scope="session")
+def endpoint(logs: Path) -> Iterator[str]:
+    with moto_server(logs / "moto.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
+    """moto + Redis + one Celery worker process + the receiver over a socket."""
+    _redis_ready(REDIS_DB)
+    env = worker_env(endpoint, REDIS_DB)
+    port = free_port()
+    with (
+        process(
+            cli("worker", "--concurrency", "2", "--hostname", "main@%h"), env, logs / "worker.log"
+        ),
+        process(cli("serve", "--port", str(port)), env, logs / "receiver.log"),
+    ):
+        receiver = f"http://127.0.0.1:{port}"
+        wait_until(
+            lambda: httpx.get(f"{receiver}/healthz", timeout=5).status_code == 200,
+            60,
+            "the receiver's /healthz",
+        )
+        wait_until(lambda: "ready" in (logs / "worker.log").read_text(), 60, "the worker")
+        yield Stack(endpoint, env, receiver, s3(endpoint), logs)

@@ -1,0 +1,192 @@
+"""The HTTP receiver: verify, parse, enqueue, answer 202. Nothing slow happens here.
+
+Routes: POST /events/s3 (S3 and MinIO webhook `Records`), /events/sns (SNS
+HTTP deliveries, signature-verified), /events/eventbridge (EventBridge API
+destinations), GET /healthz, /metrics. Every delivery is authenticated before
+its body is parsed; a malformed body is rejected with 4xx and enqueues
+nothing; when the broker cannot take the work the answer is 503, so the sender
+retries and the event is not lost.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from worker import metrics
+from worker.ingest.events import (
+    Enqueue,
+    EventFilter,
+    MalformedEvent,
+    ObjectEvent,
+    parse_eventbridge_body,
+    parse_s3_body,
+)
+from worker.ingest.sns_route import handle_sns
+from worker.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+HealthCheck = Callable[[], dict[str, str]]
+
+
+class Rejected(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def celery_enqueue(settings: Settings) -> Enqueue:
+    from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
+
+    app = create_app(settings)
+
+    def enqueue(event: ObjectEvent) -> None:
+        app.send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
+
+    return enqueue
+
+
+def event_filter(settings: Settings) -> EventFilter:
+    return EventFilter(tuple(settings.model_patterns), (settings.report_prefix,))
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise Rejected(413, f"body of {declared} bytes is over the {limit}-byte limit")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise Rejected(413, f"body is over the {limit}-byte limit")
+    return body
+
+
+def check_token(request: Request, settings: Settings) -> None:
+    """Bearer-token auth for /events/* when TFCOMPAT_EVENTS_TOKEN is set (constant time)."""
+    if settings.events_token is None:
+        return
+    expected = f"Bearer {settings.events_token.get_secret_value()}"
+    given = request.headers.get("authorization", "")
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        raise Rejected(401, "missing or wrong bearer token")
+
+
+def hand_over(
+    events: list[ObjectEvent], source: str, settings: Settings, enqueue: Enqueue
+) -> JSONResponse:
+    wanted = event_filter(settings).select(events)
+    metrics.EVENTS_RECEIVED.labels(source).inc(len(events))
+    metrics.EVENTS_IGNORED.labels(source).inc(len(events) - len(wanted))
+    try:
+        for event in wanted:
+            enqueue(event)
+    except Exception as exc:
+        log.error("enqueue.failed", source=source, error=str(exc))
+        metrics.EVENTS_REJECTED.labels(source, "broker").inc()
+        return JSONResponse({"error": "cannot enqueue now; retry"}, status_code=503)
+    log.info(
+        "events.accepted", source=source, accepted=len(wanted), ignored=len(events) - len(wanted)
+    )
+    return JSONResponse(
+        {"accepted": len(wanted), "ignored": len(events) - len(wanted)}, status_code=202
+    )
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def guarded(source: str, handler: Handler) -> Handler:
+    async def route(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Rejected as exc:
+            metrics.EVENTS_REJECTED.labels(source, str(exc.status)).inc()
+            log.warning("delivery.rejected", source=source, status=exc.status, reason=exc.reason)
+            return JSONResponse({"error": exc.reason}, status_code=exc.status)
+        except MalformedEvent as exc:
+            metrics.EVENTS_REJECTED.labels(source, "malformed").inc()
+            log.warning("delivery.malformed", source=source, reason=str(exc))
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    return route
+
+
+def create_http_app(
+    settings: Settings,
+    enqueue: Enqueue | None = None,
+    health: HealthCheck | None = None,
+    extra_routes: list[Route] | None = None,
+) -> Starlette:
+    """The receiver; `enqueue` and `health` default to Celery and the real services."""
+    enqueue = enqueue or celery_enqueue(settings)
+    limit = settings.max_event_bytes
+
+    async def s3_events(request: Request) -> Response:
+        check_token(request, settings)
+        body = await read_body(request, limit)
+        return hand_over(parse_s3_body(body), "s3", settings, enqueue)
+
+    async def eventbridge_events(request: Request) -> Response:
+        check_token(request, settings)
+        body = await read_body(request, limit)
+        return hand_over(parse_eventbridge_body(body), "eventbridge", settings, enqueue)
+
+    async def sns_events(request: Request) -> Response:
+        body = await read_body(request, limit)
+        response: Response = await handle_sns(
+            request, body, settings, lambda events: hand_over(events, "sns", settings, enqueue)
+        )
+        return response
+
+    async def healthz(request: Request) -> Response:
+        checks = (health or default_health(settings))()
+        ok = all(v == "ok" for v in checks.values())
+        return JSONResponse(
+            {"status": "ok" if ok else "degraded", "checks": checks}, status_code=200 if ok else 503
+        )
+
+    async def metrics_route(request: Request) -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    routes = [
+        Route("/events/s3", guarded("s3", s3_events), methods=["POST"]),
+        Route("/events/eventbridge", guarded("eventbridge", eventbridge_events), methods=["POST"]),
+        Route("/events/sns", guarded("sns", sns_events), methods=["POST"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics_route, methods=["GET"]),
+        *(extra_routes or []),
+    ]
+    return Starlette(routes=routes)
+
+
+def default_health(settings: Settings) -> HealthCheck:
+    def check() -> dict[str, Any]:
+        import redis
+
+        from worker.sinks.s3 import s3_client
+
+        result: dict[str, str] = {}
+        try:
+            redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
+            result["broker"] = "ok"
+        except Exception as exc:
+            result["broker"] = f"error: {type(exc).__name__}"
+        try:
+            s3_client(settings).list_buckets()
+            result["object_store"] = "ok"
+        except Exception as exc:
+            result["object_store"] = f"error: {type(exc).__name__}"
+        return result
+
+    return check

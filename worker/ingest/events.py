@@ -1,0 +1,216 @@
+"""Object-store events, whatever carried them, as plain `ObjectEvent`s.
+
+Pure parsing: S3 notification `Records` (also what MinIO's webhook target and
+S3->SQS/SNS deliver), EventBridge "Object Created"/"Object Deleted" events, and
+the filter that decides which events start work. Every malformed input raises
+`MalformedEvent` with a one-line reason; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import unquote_plus
+
+from worker.errors import TfcompatError
+
+
+class MalformedEvent(TfcompatError):
+    """An event body that is not what its source sends."""
+
+
+@dataclass(frozen=True)
+class ObjectEvent:
+    """One object-level change; the identity is (bucket, key, version_id or sequencer)."""
+
+    bucket: str
+    key: str
+    event_name: str  # "ObjectCreated:Put", "ObjectRemoved:Delete", ...
+    version_id: str | None = None
+    sequencer: str | None = None
+    event_time: str | None = None
+    size: int | None = None
+    etag: str | None = None
+    source: str = "s3"
+
+    @property
+    def created(self) -> bool:
+        return self.event_name.startswith("ObjectCreated")
+
+    @property
+    def removed(self) -> bool:
+        return self.event_name.startswith("ObjectRemoved")
+
+    @property
+    def identity(self) -> str:
+        return f"{self.bucket}/{self.key}@{self.version_id or self.sequencer or '-'}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ObjectEvent:
+        if not isinstance(data, dict):
+            raise MalformedEvent("an object event is a JSON object")
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        for name in ("bucket", "key", "event_name"):
+            if not isinstance(known.get(name), str) or not known[name]:
+                raise MalformedEvent(f"object event without {name}")
+        return cls(**known)
+
+
+Enqueue = Callable[[ObjectEvent], None]
+"""Hands an event to the pipeline (a Celery task in production)."""
+
+
+def _load(body: bytes | str) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedEvent(f"body is not JSON ({exc})") from None
+
+
+def _str(data: dict[str, Any], *path: str) -> str:
+    value: Any = data
+    for part in path:
+        if not isinstance(value, dict) or part not in value:
+            raise MalformedEvent(f"missing {'.'.join(path)}")
+        value = value[part]
+    if not isinstance(value, str) or not value:
+        raise MalformedEvent(f"{'.'.join(path)} is not a string")
+    return value
+
+
+def _opt(data: dict[str, Any], *path: str) -> Any:
+    value: Any = data
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def _size(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
+
+
+def is_test_event(doc: Any) -> bool:
+    """S3 sends `{"Event": "s3:TestEvent", ...}` when a notification is configured."""
+    return isinstance(doc, dict) and doc.get("Event") == "s3:TestEvent"
+
+
+def parse_records(doc: Any, source: str = "s3") -> list[ObjectEvent]:
+    """Events from an S3 notification document (`{"Records": [...]}`).
+
+    Keys arrive URL-encoded with '+' for spaces and are decoded with
+    unquote_plus, as S3 documents. A test event yields nothing.
+    """
+    if is_test_event(doc):
+        return []
+    if not isinstance(doc, dict) or not isinstance(doc.get("Records"), list):
+        raise MalformedEvent("expected an object with a Records list")
+    events = []
+    for index, record in enumerate(doc["Records"]):
+        if not isinstance(record, dict):
+            raise MalformedEvent(f"Records[{index}] is not an object")
+        try:
+            name = _str(record, "eventName").removeprefix("s3:")
+            bucket = _str(record, "s3", "bucket", "name")
+            key = unquote_plus(_str(record, "s3", "object", "key"))
+        except MalformedEvent as exc:
+            raise MalformedEvent(f"Records[{index}]: {exc}") from None
+        obj = record["s3"]["object"]
+        events.append(
+            ObjectEvent(
+                bucket=bucket,
+                key=key,
+                event_name=name,
+                version_id=obj.get("versionId") or None,
+                sequencer=obj.get("sequencer") or None,
+                event_time=record.get("eventTime"),
+                size=_size(obj.get("size")),
+                etag=obj.get("eTag") or obj.get("etag") or None,
+                source=source,
+            )
+        )
+    return events
+
+
+_EVENTBRIDGE_TYPES = {
+    "Object Created": "ObjectCreated:Put",
+    "Object Deleted": "ObjectRemoved:Delete",
+}
+
+
+def parse_eventbridge(doc: Any) -> list[ObjectEvent]:
+    """An EventBridge S3 event (`detail-type` "Object Created" / "Object Deleted")."""
+    if not isinstance(doc, dict):
+        raise MalformedEvent("expected an EventBridge event object")
+    if doc.get("source") != "aws.s3":
+        raise MalformedEvent(f"source is {doc.get('source')!r}, not 'aws.s3'")
+    kind = doc.get("detail-type")
+    if kind not in _EVENTBRIDGE_TYPES:
+        return []  # other S3 event types (tags changed, restores) start nothing
+    detail = doc.get("detail")
+    if not isinstance(detail, dict):
+        raise MalformedEvent("missing detail")
+    reason = _opt(detail, "reason")
+    name = _EVENTBRIDGE_TYPES[kind]
+    if isinstance(reason, str) and reason and name.startswith("ObjectCreated"):
+        name = f"ObjectCreated:{reason}"
+    return [
+        ObjectEvent(
+            bucket=_str(detail, "bucket", "name"),
+            key=_str(detail, "object", "key"),  # EventBridge keys are not URL-encoded
+            event_name=name,
+            version_id=_opt(detail, "object", "version-id") or None,
+            sequencer=_opt(detail, "object", "sequencer") or None,
+            event_time=doc.get("time"),
+            size=_size(_opt(detail, "object", "size")),
+            etag=_opt(detail, "object", "etag") or None,
+            source="eventbridge",
+        )
+    ]
+
+
+def parse_s3_body(body: bytes | str, source: str = "s3") -> list[ObjectEvent]:
+    return parse_records(_load(body), source)
+
+
+def parse_eventbridge_body(body: bytes | str) -> list[ObjectEvent]:
+    return parse_eventbridge(_load(body))
+
+
+def parse_queue_message(body: str) -> list[ObjectEvent]:
+    """An SQS message body: S3 Records directly, an SNS envelope around them, or an
+    EventBridge event (all three can target a queue)."""
+    doc = _load(body)
+    if isinstance(doc, dict) and doc.get("Type") == "Notification" and "Message" in doc:
+        inner = doc["Message"]
+        if not isinstance(inner, str):
+            raise MalformedEvent("SNS Message is not a string")
+        return parse_records(_load(inner), "sns")
+    if isinstance(doc, dict) and doc.get("source") == "aws.s3":
+        return parse_eventbridge(doc)
+    return parse_records(doc, "sqs")
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Which events start work: model-looking keys only, and never our own writes."""
+
+    patterns: tuple[str, ...]
+    ignore_prefixes: tuple[str, ...] = ()  # where our reports go: writing them must not loop
+
+    def wants(self, event: ObjectEvent) -> bool:
+        if not (event.created or event.removed):
+            return False
+        if any(event.key.startswith(p) for p in self.ignore_prefixes if p):
+            return False
+        return any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
+
+    def select(self, events: Iterable[ObjectEvent]) -> list[ObjectEvent]:
+        return [e for e in events if self.wants(e)]

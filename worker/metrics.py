@@ -1,0 +1,26 @@
+"""Prometheus metrics of the receiver, the bridge and the workers."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+EVENTS_RECEIVED = Counter("tfcompat_events_received_total", "Object events received", ["source"])
+EVENTS_REJECTED = Counter(
+    "tfcompat_events_rejected_total", "Event deliveries rejected", ["source", "reason"]
+)
+EVENTS_IGNORED = Counter(
+    "tfcompat_events_ignored_total",
+    "Events that start no work (not a model, our own write, test event)",
+    ["source"],
+)
+TASKS = Counter("tfcompat_tasks_total", "Tasks finished, by outcome", ["outcome"])
+VERDICTS = Counter("tfcompat_verdicts_total", "Artifacts checked, by status", ["status"])
+LATENCY = Histogram(
+    "tfcompat_event_to_tags_seconds",
+    "From the event's time to tags written",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800),
+)
+BYTES_READ = Counter("tfcompat_object_bytes_read_total", "Bytes read from the object store")
+NOTIFY_FAILURES = Counter(
+    "tfcompat_notification_failures_total", "Notifications that failed", ["sink"]
+)

@@ -1,0 +1,70 @@
+"""The one place Celery is wired: serializer, acks, retries, logging context.
+
+Tasks are safe to repeat (see `pipeline.process`), so they acknowledge late and
+are requeued when a worker process dies mid-task. Retry backoff is capped far
+below the broker's visibility timeout, so a waiting retry is never redelivered
+as a duplicate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from celery import Celery, signals
+
+from worker.settings import Settings
+
+TASK_CHECK_OBJECT = "tfcompat.check_object"
+QUEUE = "tfcompat"
+MAX_BACKOFF = 300  # seconds; the visibility timeout below is 12x that
+
+
+def create_app(settings: Settings) -> Celery:
+    app = Celery(
+        "tfcompat",
+        broker=settings.broker_url,
+        backend=settings.result_backend,
+        include=["worker.pipeline.tasks"],
+    )
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=QUEUE,
+        task_ignore_result=settings.result_backend is None,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        worker_hijack_root_logger=False,
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+    )
+    app.tfcompat_settings = settings  # type: ignore[attr-defined]
+    return app
+
+
+def settings_of(app: Celery) -> Settings:
+    settings: Settings = app.tfcompat_settings  # type: ignore[attr-defined]
+    return settings
+
+
+@signals.task_prerun.connect
+def _bind_task_context(
+    task_id: str | None = None, task: Any = None, args: Any = None, kwargs: Any = None, **_: Any
+) -> None:
+    structlog.contextvars.clear_contextvars()
+    context: dict[str, Any] = {"task_id": task_id, "task": getattr(task, "name", None)}
+    event = (args or [None])[0] if args else (kwargs or {}).get("event")
+    if isinstance(event, dict):
+        context.update(
+            bucket=event.get("bucket"), key=event.get("key"), version=event.get("version_id")
+        )
+    structlog.contextvars.bind_contextvars(**context)
+
+
+@signals.task_postrun.connect
+def _clear_task_context(**_: Any) -> None:
+    structlog.contextvars.clear_contextvars()

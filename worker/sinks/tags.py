@@ -1,0 +1,55 @@
+"""S3 object tags: ours merged into the object's own, never at their expense.
+
+An object has at most 10 tags. We write up to four, `tfcompat:*`, and never
+remove or change a tag we did not write. When the object's own tags leave no
+room for all of ours, ours are written in priority order and the rest are
+recorded in the report instead (`dropped`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+MAX_TAGS = 10
+MAX_VALUE = 256
+PREFIX = "tfcompat:"
+STATUS, RELEASES, GRAPH_DEF, REPORT = (
+    "tfcompat:status",
+    "tfcompat:releases",
+    "tfcompat:graph-def",
+    "tfcompat:report",
+)
+PRIORITY = (STATUS, RELEASES, GRAPH_DEF, REPORT)
+_NOT_ALLOWED = re.compile(r"[^\w .:/=+\-@]")  # S3: letters, digits, spaces and + - = . _ : / @
+
+Tag = dict[str, str]  # boto3's {"Key": ..., "Value": ...}
+
+
+def tag_safe(value: str) -> str:
+    """A value S3 accepts: disallowed characters become '_', at most 256 characters."""
+    return _NOT_ALLOWED.sub("_", value)[:MAX_VALUE]
+
+
+@dataclass(frozen=True)
+class TagMerge:
+    tags: list[Tag]  # the full set to PUT
+    written: dict[str, str]  # ours that fit
+    dropped: list[str]  # ours that did not fit
+
+    def changes(self, existing: Sequence[Tag]) -> bool:
+        return sorted((t["Key"], t["Value"]) for t in existing) != sorted(
+            (t["Key"], t["Value"]) for t in self.tags
+        )
+
+
+def merge_tags(existing: Sequence[Tag], ours: Mapping[str, str]) -> TagMerge:
+    """The object's tags with ours replacing our previous ones."""
+    theirs = [t for t in existing if not t["Key"].startswith(PREFIX)]
+    room = max(0, MAX_TAGS - len(theirs))
+    ordered = [k for k in PRIORITY if k in ours] + sorted(k for k in ours if k not in PRIORITY)
+    written = {k: tag_safe(ours[k]) for k in ordered[:room]}
+    dropped = ordered[room:]
+    merged = list(theirs) + [{"Key": k, "Value": v} for k, v in written.items()]
+    return TagMerge(merged, written, dropped)
