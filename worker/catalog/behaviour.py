@@ -1,11 +1,12 @@
 """Release behaviour that op registries do not record, measured on real TensorFlow.
 
-Unknown attrs: up to some release TensorFlow's graph construction rejected a
-node carrying an attr its OpDef lacks ("NodeDef mentions attr 'X' not in
-Op<...>"); later releases log it and ignore the attr. The boundary below comes
-from loading new-attr fixtures with every installed release (see
-tests/fixtures/tf-real/README.md); the shared fixtures show 1.15 and 2.4
-rejecting and 2.11 ignoring.
+Unknown attrs: up to 2.4 TensorFlow's graph construction rejects a node that
+carries an attr its OpDef lacks ("NodeDef mentions attr 'X' not in Op<...>");
+from 2.5 on it logs and ignores the attr. Measured by importing the shared
+fixture `tf2.21/frozen_graph/frozen_graph.pb` (MatMul with `grad_a`/`grad_b`,
+unknown before 2.18) with `tf.import_graph_def` in each release's own install:
+2.4.4 rejects it; 2.5.3, 2.6.5, 2.7.4 and 2.8.4 import it. The fixture matrices
+agree: every "mentions attr" failure in them comes from 1.13-2.4 consumers.
 """
 
 from __future__ import annotations
