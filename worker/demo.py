@@ -163,14 +163,20 @@ def main(argv: list[str] | None = None) -> int:
         "TFCOMPAT_LOG_FORMAT": "json",
         "PYTHONUNBUFFERED": "1",
     }
-    client_args = {
-        "endpoint_url": endpoint,
-        "region_name": "us-east-1",
-        "aws_access_key_id": "demo",
-        "aws_secret_access_key": "demo",
-    }
-    s3 = boto3.client("s3", **client_args)
-    sqs = boto3.client("sqs", **client_args)
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
+    )
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
+    )
     fixtures = fixtures_root()
     tfcompat = [sys.executable, "-m", "worker.cli"]
     port = free_port()
