@@ -34,6 +34,7 @@ import struct
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from worker.errors import InvalidArtifact, LimitExceeded, UnsupportedArtifact
@@ -77,8 +78,18 @@ def is_archive(source: Source) -> bool:
     return _archive_kind(head) is not None
 
 
-def open_archive(source: Source, *, limits: ArchiveLimits = ArchiveLimits()) -> ArchiveTree:
-    """The archive's regular files, read fully into memory within `limits`.
+def open_archive(
+    source: Source,
+    *,
+    limits: ArchiveLimits = ArchiveLimits(),
+    wanted: Callable[[str], bool] | None = None,
+) -> ArchiveTree:
+    """The archive's regular files, read into memory within `limits`.
+
+    With `wanted`, only members it accepts are kept; the others are still read
+    (and counted against the caps) but discarded, and appear as placeholders
+    whose bytes cannot be read: a SavedModel's multi-gigabyte `.data` shards
+    never sit in memory when only its `.index` is read.
 
     Raises UnsupportedArtifact when the bytes are no archive we read,
     LimitExceeded when a cap is crossed and InvalidArtifact for anything else
@@ -86,7 +97,7 @@ def open_archive(source: Source, *, limits: ArchiveLimits = ArchiveLimits()) -> 
     """
     head = source.read_at(0, min(source.size, SNIFF_BYTES))
     kind = _archive_kind(head)
-    members = _Members(source.name, limits)
+    members = _Members(source.name, limits, wanted)
     budget = _Budget(source.name, source.size, limits)
     if kind == "zip":
         _read_zip(source, members, budget)
@@ -153,9 +164,12 @@ class _Budget:
 class _Members:
     """The kept members and the rules every member passes, whatever the format."""
 
-    def __init__(self, name: str, limits: ArchiveLimits) -> None:
+    def __init__(
+        self, name: str, limits: ArchiveLimits, wanted: Callable[[str], bool] | None = None
+    ) -> None:
         self._name = name
         self.limits = limits
+        self.wanted = wanted or (lambda _name: True)
         self.sources: dict[str, Source] = {}
         self.notes: list[str] = []
         self._files: set[str] = set()
@@ -205,6 +219,9 @@ class _Members:
         self._check_size(name, declared)
         return name
 
+    def skip(self, name: str, size: int) -> None:
+        self.sources[name] = _Placeholder(f"{self._name}/{name}", size)
+
     def keep(self, name: str, data: bytes) -> None:
         if _archive_kind(data[:SNIFF_BYTES]) is not None:
             self.notes.append(f"skipped {name}: an archive inside the archive is not opened")
@@ -233,6 +250,17 @@ class _Members:
                 f"{self._name}: members exceed {limits.max_total_bytes} bytes in total "
                 f"(at {name!r})"
             )
+
+
+class _Placeholder:
+    """A member that was read and counted but not kept: its size, no bytes."""
+
+    def __init__(self, name: str, size: int) -> None:
+        self.name = name
+        self.size = size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        raise UnsupportedArtifact(f"{self.name}: member content is not kept (not a model file)")
 
 
 # --- File-like views -----------------------------------------------------------
@@ -353,6 +381,16 @@ def _read_tar(source: Source, stream: _TarStream, members: _Members, budget: _Bu
                 path = members.admit(info.name, info.size)
                 budget.reading = f"member {path!r}"
                 member = tar.extractfile(info)
+                if not members.wanted(path):
+                    seen = 0
+                    while member is not None and (chunk := member.read(READ_CHUNK)):
+                        seen += len(chunk)
+                        members.grow(path, len(chunk))
+                    if seen != info.size:
+                        raise InvalidArtifact(f"{name}: member {path!r} is truncated")
+                    members.skip(path, seen)
+                    budget.reading = f"the headers after {path!r}"
+                    continue
                 data = member.read(info.size) if member is not None else b""
                 if len(data) != info.size:
                     raise InvalidArtifact(f"{name}: member {path!r} is truncated")
@@ -409,7 +447,10 @@ def _read_zip(source: Source, members: _Members, budget: _Budget) -> None:
                 admitted.append((members.admit(info.filename, info.file_size), info))
             for path, info in admitted:
                 budget.reading = f"member {path!r}"
-                members.keep(path, _read_zip_member(archive, path, info, members, budget))
+                if members.wanted(path):
+                    members.keep(path, _read_zip_member(archive, path, info, members, budget))
+                else:
+                    members.skip(path, _drain_zip_member(archive, path, info, members, budget))
     except (
         zipfile.BadZipFile,
         zipfile.LargeZipFile,
@@ -434,6 +475,19 @@ def _read_zip_member(
             members.grow(path, len(chunk))
             parts.append(chunk)
     return b"".join(parts)
+
+
+def _drain_zip_member(
+    archive: zipfile.ZipFile, path: str, info: zipfile.ZipInfo, members: _Members, budget: _Budget
+) -> int:
+    """Inflate and count a member nobody reads (its CRC still checked); keep nothing."""
+    length = 0
+    with archive.open(info) as member:
+        while chunk := member.read(READ_CHUNK):
+            budget.spend(len(chunk))
+            members.grow(path, len(chunk))
+            length += len(chunk)
+    return length
 
 
 def _zip_is_dir(info: zipfile.ZipInfo) -> bool:

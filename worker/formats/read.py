@@ -153,6 +153,11 @@ def kind_of_file(name: str) -> str | None:
     return None
 
 
+def is_model_file(name: str) -> bool:
+    """Whether a reader may read this file (archives keep only these in memory)."""
+    return kind_of_file(name) is not None
+
+
 def read_source(source: Source, display: str) -> list[Artifact]:
     """One blob: an archive (each artifact inside) or a single model file."""
     from worker.formats.archive import is_archive, open_archive
@@ -160,7 +165,7 @@ def read_source(source: Source, display: str) -> list[Artifact]:
     if source.size == 0:
         raise InvalidArtifact(f"{display}: empty file")
     if is_archive(source):
-        return read_tree(open_archive(source), display)
+        return read_tree(open_archive(source, wanted=is_model_file), display)
     kind = kind_of_file(display)
     if kind == "savedmodel":
         name = posixpath.basename(display)
