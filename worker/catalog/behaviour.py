@@ -7,6 +7,12 @@ fixture `tf2.21/frozen_graph/frozen_graph.pb` (MatMul with `grad_a`/`grad_b`,
 unknown before 2.18) with `tf.import_graph_def` in each release's own install:
 2.4.4 rejects it; 2.5.3, 2.6.5, 2.7.4 and 2.8.4 import it. The fixture matrices
 agree: every "mentions attr" failure in them comes from 1.13-2.4 consumers.
+
+Function libraries: 1.13 imports a graph whose library functions use ops it
+does not register (they fail only when called); 1.14 and later refuse it at
+load ("Op type not registered"). Measured with the fixture matrix: the
+`function_op` and `savedmodel_v2` models load in 1.13.2 and fail in 1.14.0,
+1.15.5, 2.0.4 and 2.1.4 (tests/fixtures/tf-real/matrix.jsonl).
 """
 
 from __future__ import annotations
@@ -16,5 +22,12 @@ from packaging.version import Version
 IGNORES_UNKNOWN_ATTRS_FROM = Version("2.5.0")
 
 
+VALIDATES_LIBRARY_AT_LOAD_FROM = Version("1.14.0")
+
+
 def rejects_unknown_attrs(release: str) -> bool:
     return Version(release) < IGNORES_UNKNOWN_ATTRS_FROM
+
+
+def validates_library_at_load(release: str) -> bool:
+    return Version(release) >= VALIDATES_LIBRARY_AT_LOAD_FROM

@@ -25,7 +25,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from worker.catalog.behaviour import rejects_unknown_attrs
+from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
 from worker.catalog.opdefs import OpDefCache
 from worker.compat.consumer import Consumer, Loader, Registry
 from worker.errors import UnknownRelease
@@ -213,9 +213,13 @@ class Catalog:
         return date if date >= DAILY_SINCE else None
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
+        return self._upgrade_target(versions.min_consumer, versions.bad_consumers, current)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one catalog per process
+    def _upgrade_target(self, min_consumer: int, bad: tuple[int, ...], current: int) -> str | None:
         for release in self.releases:
             gd = release.graph_def_version
-            if gd > current and gd >= versions.min_consumer and gd not in versions.bad_consumers:
+            if gd > current and gd >= min_consumer and gd not in bad:
                 return release.version
         return None
 
@@ -247,6 +251,7 @@ def consumer_for_release(
         registry=catalog.registry(release),
         loader=loader,
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
+        validates_library=validates_library_at_load(release.version),
     )
 
 

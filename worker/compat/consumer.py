@@ -35,6 +35,7 @@ class Consumer:
     checkpoint_min_producer: int = 0
     registry: Registry | None = None
     loader: Loader = Loader.SAVED_MODEL_V1
-    rejects_unknown_attrs: bool = False  # releases before 2.x reject, later ones ignore
+    rejects_unknown_attrs: bool = False  # up to 2.4 reject; 2.5 and later ignore
+    validates_library: bool = True  # 1.13 and older check function bodies only when called
     environment: str = ""
     owners: tuple[str, ...] = ()

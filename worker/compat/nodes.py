@@ -201,10 +201,42 @@ def _unknown_attr(
     )
 
 
+_CLEAN: dict[tuple[object, ...], OpDef] = {}
+_CLEAN_LIMIT = 200_000
+
+
 def check_node_kind(
     kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
 ) -> list[Finding]:
-    """Every validation finding for one node kind against the consumer's OpDef."""
+    """Every validation finding for one node kind against the consumer's OpDef.
+
+    Kinds repeat across models (Const, Identity, VarHandleOp with the same attrs),
+    so a kind found clean for an OpDef and context is remembered: re-checking a
+    fleet of thousands of models validates each distinct kind once. Only clean
+    results are kept (messages name the model's own nodes, so findings are always
+    recomputed), and never for a kind carrying an attr the consumer lacks: whether
+    that is clean depends on the model's own producer OpDef. The cached OpDef is
+    held so the identity-keyed entry cannot match a different OpDef.
+    """
+    deprecated = (
+        op.deprecation_version is not None
+        and ctx.producer_version is not None
+        and ctx.producer_version >= op.deprecation_version
+    )
+    memo = (id(op), kind.key, ctx.drops_producer_defaults, ctx.rejects_unknown_attrs, deprecated)
+    if _CLEAN.get(memo) is op:
+        return []
+    findings = _validate(kind, op, producer_op, ctx)
+    if not findings and all(name in op.attr_map for name in kind.attrs):
+        if len(_CLEAN) >= _CLEAN_LIMIT:
+            _CLEAN.clear()
+        _CLEAN[memo] = op
+    return findings
+
+
+def _validate(
+    kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
+) -> list[Finding]:
     findings: list[Finding] = []
     where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
     if (
@@ -222,7 +254,7 @@ def check_node_kind(
                 op=op.name,
             )
         )
-    known = {a.name: a for a in op.attrs}
+    known = op.attr_map
     for name, value in kind.attrs.items():
         attr = known.get(name)
         if attr is None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from worker.catalog.behaviour import rejects_unknown_attrs
+from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
 from worker.catalog.opdefs import OpDefCache
 from worker.compat.consumer import Consumer, Loader, Registry
 from worker.errors import ConfigError
@@ -52,8 +52,9 @@ def consumer_from_manifest(
         raise ConfigError(f"{path}: manifest lacks graph_def_version.producer")
     try:
         rejects = rejects_unknown_attrs(version) if version else False
+        library = validates_library_at_load(version) if version else True
     except ValueError:
-        rejects = False
+        rejects, library = False, True
     return Consumer(
         name=name,
         tensorflow=version,
@@ -64,6 +65,7 @@ def consumer_from_manifest(
         registry=Registry(ops, f"manifest {path}"),
         loader=loader,
         rejects_unknown_attrs=rejects,
+        validates_library=library,
     )
 
 

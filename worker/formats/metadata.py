@@ -15,6 +15,8 @@ exactly these, so the summary loses nothing the rules need, while a graph of
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,10 +69,11 @@ class OpDef:
     deprecation_explanation: str = ""
 
     def attr(self, name: str) -> AttrDef | None:
-        for attr in self.attrs:
-            if attr.name == name:
-                return attr
-        return None
+        return self.attr_map.get(name)
+
+    @functools.cached_property
+    def attr_map(self) -> dict[str, AttrDef]:
+        return {a.name: a for a in self.attrs}
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,11 @@ class NodeKind:
     count: int
     example: str  # one node's name, for messages
     function: str | None = None  # the library function holding it; None: top-level graph
+
+    @functools.cached_property
+    def key(self) -> tuple[str, str, int, bool]:
+        """What validation depends on (not the node's name): equal keys, equal findings."""
+        return (self.op, json.dumps(self.attrs, sort_keys=True), self.inputs, self.function is None)
 
 
 @dataclass(frozen=True)
