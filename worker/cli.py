@@ -161,6 +161,96 @@ def cmd_fleet_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_and_store(settings: Any) -> tuple[Any, Any]:
+    from worker.pipeline.services import build_index
+    from worker.sinks.s3 import S3ObjectStore, s3_client
+
+    store = S3ObjectStore(s3_client(settings), settings)
+    return build_index(settings, store), store
+
+
+def _target_fleet(args: argparse.Namespace, settings: Any, catalog: Any) -> tuple[Any, Any]:
+    """(current fleet, the fleet after the change the arguments describe)."""
+    from worker.catalog.opdefs import OpDefCache
+    from worker.fleet.changes import edited_fleet
+    from worker.fleet.fleet import load_fleet
+
+    current = load_fleet(args.current or settings.fleet, catalog)
+    new = load_fleet(args.fleet, catalog) if args.fleet else None
+    cache = OpDefCache()
+    added = [parse_consumer_spec(spec, catalog, cache) for spec in args.add_consumer]
+    return current, edited_fleet(current, new, added, args.remove_consumer)
+
+
+def cmd_fleet_impact(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.changes import Progress
+    from worker.fleet.impact import assess
+    from worker.render import render_impact
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    catalog = load_catalog()
+    _, target = _target_fleet(args, settings, catalog)
+    index, _ = _index_and_store(settings)
+    progress = Progress(index.count(), "checking", sys.stderr.write, sys.stderr.isatty())
+    impact = assess(
+        index.models(), target.consumers, history=catalog, policy=target.policy, progress=progress
+    )
+    if args.json:
+        json.dump(impact.to_json(), sys.stdout, indent=1)
+        print()
+    else:
+        print(render_impact(impact), end="")
+    return 1 if impact.breaking else 0
+
+
+def cmd_fleet_apply(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.changes import Progress
+    from worker.pipeline.process import Checker, ReportLocation
+    from worker.pipeline.reevaluate import breakage_notifier, reevaluate
+    from worker.render import render_impact
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    if args.enqueue:
+        from worker.pipeline.app import TASK_FLEET_CHANGED, create_app
+
+        create_app(settings).send_task(TASK_FLEET_CHANGED, args=[args.fleet or settings.fleet])
+        print(f"queued re-evaluation against {args.fleet or settings.fleet}")
+        return 0
+    catalog = load_catalog()
+    _, target = _target_fleet(args, settings, catalog)
+    index, store = _index_and_store(settings)
+    checker = Checker(target.consumers, target.policy, catalog, target.source)
+    progress = Progress(index.count(), "re-evaluating", sys.stderr.write, sys.stderr.isatty())
+    notify = breakage_notifier(settings, store)
+    result = reevaluate(
+        index,
+        store,
+        checker,
+        ReportLocation(settings.report_bucket, settings.report_prefix),
+        route=notify[0],
+        notify=notify[1],
+        progress=progress,
+    )
+    print(render_impact(result.impact), end="")
+    print(
+        f"re-tagged {result.rewritten} model(s); told {len(result.notified_owners)} owner(s)"
+        + (f": {', '.join(result.notified_owners)}" if result.notified_owners else "")
+    )
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from worker.settings import load_settings
+
+    index, _ = _index_and_store(load_settings())
+    print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
+    return 0
+
+
 def cmd_dump_manifest(args: argparse.Namespace) -> int:
     from worker.fleet.manifest import run_dumper
 
@@ -347,6 +437,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_dump_manifest)
 
+    for name, func, text in (
+        ("impact", cmd_fleet_impact, "which indexed models a fleet change would change, and why"),
+        ("apply", cmd_fleet_apply, "re-check every indexed model against a fleet, re-tag, notify"),
+    ):
+        p = fleet.add_parser(
+            name,
+            help=text,
+            description=text + ". Exit 1 (impact) when a "
+            "model would become unloadable by a consumer.",
+        )
+        p.add_argument("--fleet", metavar="NEW.yaml", help="the new fleet file")
+        p.add_argument(
+            "--current", metavar="FLEET.yaml", help="the fleet in force (default: TFCOMPAT_FLEET)"
+        )
+        p.add_argument(
+            "--add-consumer",
+            action="append",
+            default=[],
+            metavar="SPEC",
+            help="add a consumer (tf==X.Y[@LOADER] or NAME=MANIFEST.json)",
+        )
+        p.add_argument(
+            "--remove-consumer",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="remove a consumer by name",
+        )
+        if name == "impact":
+            p.add_argument("--json", action="store_true")
+        else:
+            p.add_argument(
+                "--enqueue",
+                action="store_true",
+                help="hand the re-evaluation to the workers instead",
+            )
+        p.set_defaults(func=func)
+
+    index = sub.add_parser("index", help="the model index").add_subparsers(
+        dest="index_command", required=True, metavar="SUBCOMMAND"
+    )
+    p = index.add_parser("rebuild", help="rebuild the index from the stored reports")
+    p.set_defaults(func=cmd_index_rebuild)
+
     p = sub.add_parser("catalog", help="list the TensorFlow releases tfcompat knows")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_catalog)
@@ -374,6 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from worker.logs import configure_logging
+
+    configure_logging("WARNING", "console")  # stdout stays the command's own output
     try:
         status: int = args.func(args)
     except TfcompatError as exc:

@@ -140,3 +140,24 @@ def render_fleet(fleet: Any) -> str:
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     return "\n".join(lines + notes) + "\n"
+
+
+def render_impact(impact: Any) -> str:
+    lines = [
+        f"{impact.examined} model(s) examined, {impact.checks} check(s) run"
+        + (f" for {', '.join(impact.rechecked)}" if impact.rechecked else "")
+        + (f"; removed: {', '.join(impact.removed)}" if impact.removed else "")
+    ]
+    if not impact.models:
+        lines.append("no model changes verdict")
+    for changed in impact.models:
+        m = changed.model
+        lines.append(f"{m.location}  {m.status} -> {changed.status_after}")
+        for c in changed.changes:
+            lines.append(f"  {c.consumer}: {c.before or '(new)'} -> {c.after or '(removed)'}")
+            for reason in c.reasons[:2]:
+                lines.append(f"      {reason}")
+    breaking = sum(len(m.newly_broken) for m in impact.models)
+    if breaking:
+        lines.append(f"{breaking} consumer verdict(s) become unloadable")
+    return "\n".join(lines) + "\n"

@@ -64,6 +64,11 @@ class Settings(BaseSettings):
         description="Regex a SubscribeURL must match before it is confirmed",
     )
     max_event_bytes: int = Field(1 << 20, description="Largest event body accepted (bytes)")
+    index_buckets: list[str] = Field(
+        default_factory=list,
+        description="Buckets whose reports form the model index when TFCOMPAT_REPORT_BUCKET "
+        "is unset (JSON list); the index is rebuilt from them after a Redis flush",
+    )
     github_api_url: str = Field("https://api.github.com", description="GitHub REST API root")
     github_webhook_secret: SecretStr | None = Field(None, description="Webhook HMAC secret")
     github_app_id: str | None = Field(None, description="GitHub App id")
@@ -76,6 +81,17 @@ class Settings(BaseSettings):
     slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API root")
     log_level: str = Field("INFO", description="Log level")
     log_format: str = Field("json", description="'json' or 'console'")
+    notify_dedupe_ttl: int = Field(
+        7 * 24 * 3600,
+        description="Seconds a Slack message is remembered: one per artifact version and verdict",
+    )
+    github_delivery_ttl: int = Field(
+        14 * 24 * 3600, description="Seconds a GitHub X-GitHub-Delivery id is remembered (replays)"
+    )
+    github_fleet_path: str = Field(
+        "config/fleet.yaml",
+        description="The fleet file's path inside repositories (checked in PRs)",
+    )
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -95,3 +111,30 @@ def masked(settings: Settings) -> dict[str, Any]:
             value = "********" if value.get_secret_value() else ""
         shown[f"TFCOMPAT_{name.upper()}"] = value
     return shown
+
+
+def named_secret(settings: Settings, name: str) -> SecretStr | None:
+    """The secret a config file names by its TFCOMPAT_* variable (owners.yaml destinations).
+
+    A Settings field of that name wins (TFCOMPAT_SLACK_WEBHOOK_URL is one), else the
+    environment, else the settings file. Read when asked, never at import; the value is
+    never printed by `masked`, which shows fields only.
+    """
+    if not name.startswith("TFCOMPAT_"):
+        return None
+    field_name = name.removeprefix("TFCOMPAT_").lower()
+    if field_name in type(settings).model_fields:
+        value = getattr(settings, field_name)
+        if isinstance(value, SecretStr) or value is None:
+            return value
+        return SecretStr(str(value))
+    if os.environ.get(name):
+        return SecretStr(os.environ[name])
+    settings_file = os.environ.get("TFCOMPAT_SETTINGS_FILE")
+    if settings_file:
+        from dotenv import dotenv_values
+
+        found = dotenv_values(settings_file).get(name)
+        if found:
+            return SecretStr(found)
+    return None

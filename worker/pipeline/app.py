@@ -16,6 +16,7 @@ from celery import Celery, signals
 from worker.settings import Settings
 
 TASK_CHECK_OBJECT = "tfcompat.check_object"
+TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; the visibility timeout below is 12x that
 

@@ -27,6 +27,7 @@ from worker.compat.policy import Policy
 from worker.compat.ranges import compress, tag_value
 from worker.compat.report import artifact_report, invalid_report, release_outcomes
 from worker.errors import InvalidArtifact, NotFound
+from worker.fleet.impact import AT_RISK, FAILS, LOADS, consumer_digest
 from worker.formats.metadata import Artifact
 from worker.formats.summary import inspect_json
 from worker.ingest.events import ObjectEvent
@@ -163,8 +164,80 @@ def build_document(
             "source": checker.fleet_source,
             "digest": checker.fleet_digest,
             "consumers": [c.name for c in checker.consumers],
+            "consumer_digests": {c.name: consumer_digest(c) for c in checker.consumers},
+            "verdicts": consumer_states(reports),
         },
     }
+
+
+def consumer_states(reports: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Per consumer over all artifacts: loads, at-risk (loads with warnings) or fails."""
+    states: dict[str, str] = {}
+    for report in reports:
+        for consumer in report["consumers"]:
+            if not consumer["loads"]:
+                state = FAILS
+            elif consumer["findings"]:
+                state = AT_RISK
+            else:
+                state = LOADS
+            previous = states.get(consumer["name"], LOADS)
+            order = [LOADS, AT_RISK, FAILS]
+            states[consumer["name"]] = max(previous, state, key=order.index)
+    return states
+
+
+def check_and_record(
+    event: ObjectEvent,
+    artifacts: Sequence[Artifact],
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    error: str | None = None,
+) -> Outcome:
+    """Check artifacts (read now, or taken from the index) and record the result:
+    the report first, so a tag never points at a missing report, then our tags."""
+    bucket, key = location.of(event)
+    if error is None:
+        reports = [
+            artifact_report(
+                a,
+                checker.consumers,
+                checker.catalog.range_consumers(),
+                checker.catalog,
+                checker.policy,
+            )
+            for a in artifacts
+        ]
+        ranges, min_release = combined_ranges(artifacts, checker)
+    else:
+        reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]
+        ranges, min_release = [], None
+    document = build_document(event, artifacts, reports, checker, ranges, min_release)
+    ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges), T.REPORT: key}
+    graph_def = graph_def_tag(artifacts)
+    if graph_def:
+        ours[T.GRAPH_DEF] = graph_def
+    existing = store.get_tags(event.bucket, event.key, event.version_id)
+    merge = T.merge_tags(existing, ours)
+    document["tags"] = merge.written
+    document["dropped_tags"] = {k: ours[k] for k in merge.dropped}
+    store.put_json(bucket, key, encode(document))
+    if merge.changes(existing):
+        store.put_tags(event.bucket, event.key, event.version_id, merge.tags)
+    return Outcome(
+        "checked", document["status"], key, merge.written, tuple(merge.dropped), document
+    )
+
+
+def is_current(event: ObjectEvent, store: ObjectStore) -> bool:
+    """Whether the event's version is the object's current one (what the index keeps)."""
+    if event.version_id is None:
+        return True
+    try:
+        return store.head(event.bucket, event.key, None).version_id == event.version_id
+    except NotFound:
+        return False
 
 
 def process_event(
@@ -182,35 +255,9 @@ def process_event(
             return Outcome("stale")
         try:
             artifacts = store.read_artifacts(event.bucket, event.key, event.version_id)
-            reports = [
-                artifact_report(
-                    a,
-                    checker.consumers,
-                    checker.catalog.range_consumers(),
-                    checker.catalog,
-                    checker.policy,
-                )
-                for a in artifacts
-            ]
-            ranges, min_release = combined_ranges(artifacts, checker)
         except InvalidArtifact as exc:
-            artifacts, ranges, min_release = [], [], None
-            reports = [invalid_report(f"s3://{event.bucket}/{event.key}", str(exc))]
-        document = build_document(event, artifacts, reports, checker, ranges, min_release)
-        ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges), T.REPORT: key}
-        graph_def = graph_def_tag(artifacts)
-        if graph_def:
-            ours[T.GRAPH_DEF] = graph_def
-        existing = store.get_tags(event.bucket, event.key, event.version_id)
-        merge = T.merge_tags(existing, ours)
-        document["tags"] = merge.written
-        document["dropped_tags"] = {k: ours[k] for k in merge.dropped}
-        store.put_json(bucket, key, encode(document))
-        if merge.changes(existing):
-            store.put_tags(event.bucket, event.key, event.version_id, merge.tags)
+            return check_and_record(event, [], store, checker, location, error=str(exc))
+        return check_and_record(event, artifacts, store, checker, location)
     except NotFound as exc:
         log.info("object.gone", error=str(exc))
         return Outcome("gone")
-    return Outcome(
-        "checked", document["status"], key, merge.written, tuple(merge.dropped), document
-    )

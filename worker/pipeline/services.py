@@ -6,6 +6,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -13,8 +14,9 @@ from worker.catalog.catalog import load_catalog
 from worker.compat.policy import Policy
 from worker.fleet.fleet import load_fleet
 from worker.ingest.events import ObjectEvent
-from worker.pipeline.process import Checker, Outcome, ReportLocation
+from worker.pipeline.process import Checker, Outcome, ReportLocation, is_current
 from worker.settings import Settings
+from worker.sinks.index import ModelIndex, model_from_report
 from worker.sinks.ports import ObjectStore
 
 log = structlog.get_logger(__name__)
@@ -27,6 +29,7 @@ class Services:
     store: ObjectStore
     checker: Checker
     location: ReportLocation
+    index: ModelIndex
     hooks: list[AfterHook] = field(default_factory=list)
 
     def after(self, event: ObjectEvent, outcome: Outcome) -> None:
@@ -54,13 +57,50 @@ def build_checker(settings: Settings) -> Checker:
 
 
 def build_services(settings: Settings) -> Services:
+    from worker.sinks.notify import notification_hook
     from worker.sinks.s3 import S3ObjectStore, s3_client
 
+    store = S3ObjectStore(s3_client(settings), settings)
+    notify = notification_hook(settings, store)
+    index = build_index(settings, store)
     return Services(
-        store=S3ObjectStore(s3_client(settings), settings),
+        store=store,
         checker=build_checker(settings),
         location=ReportLocation(settings.report_bucket, settings.report_prefix),
+        index=index,
+        hooks=[index_hook(index, store), *([notify] if notify else [])],
     )
+
+
+def index_buckets(settings: Settings) -> list[str]:
+    return [settings.report_bucket] if settings.report_bucket else list(settings.index_buckets)
+
+
+def build_index(settings: Settings, store: Any) -> ModelIndex:
+    import redis
+
+    client = redis.Redis.from_url(settings.broker_url, socket_timeout=10)
+    return ModelIndex(client, store, index_buckets(settings), settings.report_prefix)
+
+
+def index_hook(index: ModelIndex, store: ObjectStore) -> AfterHook:
+    """Keep the index current: each checked current version in, deleted objects out."""
+
+    def record(event: ObjectEvent, outcome: Outcome) -> None:
+        if outcome.action == "removed":
+            # An unversioned delete or a delete marker ends the object's current version;
+            # deleting one old version of a versioned object leaves the current one.
+            if event.version_id is None or "DeleteMarker" in event.event_name:
+                index.remove(event.bucket, event.key)
+        elif outcome.action == "checked" and outcome.document is not None:
+            if not is_current(event, store):
+                return  # an older version finishing late: the index keeps the current one
+            bucket = outcome.document["object"]["bucket"]
+            model = model_from_report(outcome.document, bucket, outcome.report or "")
+            if model is not None:
+                index.put(model)
+
+    return record
 
 
 @functools.cache

@@ -10,8 +10,9 @@ from celery import Task, shared_task
 
 from worker.errors import TransientError
 from worker.ingest.events import MalformedEvent, ObjectEvent
-from worker.pipeline.app import MAX_BACKOFF, TASK_CHECK_OBJECT, settings_of
+from worker.pipeline.app import MAX_BACKOFF, TASK_CHECK_OBJECT, TASK_FLEET_CHANGED, settings_of
 from worker.pipeline.process import process_event
+from worker.pipeline.reevaluate import apply_fleet
 from worker.pipeline.services import services_for
 
 log = structlog.get_logger(__name__)
@@ -45,3 +46,19 @@ def check_object(self: Task[Any, Any], event: dict[str, Any]) -> dict[str, Any]:
     )
     services.after(parsed, outcome)
     return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+
+
+@shared_task(bind=True, name=TASK_FLEET_CHANGED, max_retries=MAX_RETRIES)
+def fleet_changed(self: Task[Any, Any], fleet_path: str) -> dict[str, Any]:
+    """Re-check every indexed model against the fleet at `fleet_path`."""
+    settings = settings_of(self.app)
+    services = services_for(settings)
+    try:
+        result = apply_fleet(settings, services, fleet_path)
+    except TransientError as exc:
+        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from None
+    return {
+        "examined": result.impact.examined,
+        "changed": len(result.impact.models),
+        "owners": result.notified_owners,
+    }

@@ -72,3 +72,9 @@ class MemoryObjectStore:
 
     def delete(self, bucket: str, key: str) -> None:
         self.objects.pop((bucket, key), None)
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        return sorted(k for (b, k) in self.objects if b == bucket and k.startswith(prefix))
+
+    def current_version(self, bucket: str, key: str) -> str | bool | None:
+        return None if (bucket, key) in self.objects else False

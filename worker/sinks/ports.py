@@ -7,7 +7,8 @@ for unit tests of the orchestration.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from worker.formats.metadata import Artifact
@@ -19,6 +20,7 @@ class ObjectHead:
     size: int
     etag: str | None
     version_id: str | None
+    metadata: Mapping[str, str] = field(default_factory=dict)  # user metadata (x-amz-meta-*)
 
 
 class ObjectStore(Protocol):

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlparse
 
-from worker.errors import NotFound, TfcompatError, TransientError
+from worker.errors import ConfigError, NotFound, TfcompatError, TransientError
 from worker.formats.metadata import Artifact
 from worker.formats.source import Source
 from worker.settings import Settings
@@ -54,7 +54,12 @@ def s3_client(settings: Settings) -> Any:
 
 def translate(exc: Exception, what: str) -> TfcompatError:
     """A botocore exception as one of our errors."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        NoCredentialsError,
+        PartialCredentialsError,
+    )
 
     if isinstance(exc, ClientError):
         code = str(exc.response.get("Error", {}).get("Code", ""))
@@ -64,6 +69,8 @@ def translate(exc: Exception, what: str) -> TfcompatError:
         if code in _TRANSIENT_CODES or status.startswith("5") or status == "429":
             return TransientError(f"{what}: S3 says {code or status}, try again")
         return TfcompatError(f"{what}: S3 error {code or status}")
+    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
+        return ConfigError(f"{what}: no AWS credentials configured ({exc})")
     if isinstance(exc, BotoCoreError):
         return TransientError(f"{what}: {type(exc).__name__}: {exc}")
     return TransientError(f"{what}: {type(exc).__name__}: {exc}")
@@ -231,7 +238,12 @@ class S3ObjectStore:
             Key=key,
             **self._version(version_id),
         )
-        return ObjectHead(int(head["ContentLength"]), head.get("ETag"), head.get("VersionId"))
+        return ObjectHead(
+            int(head["ContentLength"]),
+            head.get("ETag"),
+            head.get("VersionId"),
+            head.get("Metadata") or {},
+        )
 
     def read_artifacts(self, bucket: str, key: str, version_id: str | None) -> list[Artifact]:
         return read_s3_artifacts(f"s3://{bucket}/{key}", self._settings, self._client, version_id)
@@ -279,3 +291,20 @@ class S3ObjectStore:
 
     def delete(self, bucket: str, key: str) -> None:
         self._call(f"s3://{bucket}/{key}", "delete_object", Bucket=bucket, Key=key)
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        keys: list[str] = []
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
+                keys += [item["Key"] for item in page.get("Contents", [])]
+        except Exception as exc:
+            raise translate(exc, f"s3://{bucket}/{prefix}") from None
+        return keys
+
+    def current_version(self, bucket: str, key: str) -> str | bool | None:
+        try:
+            head = self.head(bucket, key, None)
+        except NotFound:
+            return False
+        return head.version_id if head.version_id not in (None, "null") else None

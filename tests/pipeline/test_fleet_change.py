@@ -1,0 +1,156 @@
+"""A fleet change re-checks every indexed model: exactly the expected tags change,
+exactly the expected owners are told once each, and a Redis flush loses nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tests.pipeline.conftest import _redis_ready
+from tests.pipeline.services import (
+    AWS_ENV,
+    cli,
+    process,
+    s3,
+    tags_of,
+    upload_tree,
+    wait_for_tags,
+    wait_until,
+    worker_env,
+)
+from tests.truth import SHARED
+from worker.fleet.impact import ModelImpact
+from worker.ingest.events import ObjectEvent
+from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
+from worker.pipeline.reevaluate import reevaluate
+from worker.pipeline.services import build_services
+from worker.settings import Settings
+
+pytestmark = pytest.mark.services
+DB = 10
+A = SHARED / "artifacts"
+MODELS = {  # key prefix -> fixture
+    "ranking/new-op/1": A / "tf2.21/new_op",
+    "ranking/attr/1": A / "tf2.21/new_attr_nondefault",
+    "search/stripped/1": A / "tf2.12/savedmodel_v1_stripped",
+    "ads/xlogy/1": A / "tf2.12/new_allowed_value",
+}
+BEFORE = "consumers:\n  - {name: canary, owners: [platform], tensorflow: '2.21'}\n"
+AFTER = BEFORE + "  - {name: batch, owners: [platform], tensorflow: '2.12'}\n"
+
+
+@pytest.fixture
+def indexed(endpoint: str, logs: Path, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """Four models checked by a real worker against the fleet BEFORE, reports in one bucket."""
+    _redis_ready(DB)
+    client = s3(endpoint)
+    client.create_bucket(Bucket="fleet-models")
+    client.create_bucket(Bucket="fleet-reports")
+    before, after = tmp_path / "before.yaml", tmp_path / "after.yaml"
+    before.write_text(BEFORE)
+    after.write_text(AFTER)
+    env = worker_env(
+        endpoint, DB, TFCOMPAT_FLEET=str(before), TFCOMPAT_REPORT_BUCKET="fleet-reports"
+    )
+    for prefix, root in MODELS.items():
+        upload_tree(client, "fleet-models", prefix, root)
+    app = create_app(Settings(broker_url=f"redis://127.0.0.1:6379/{DB}"))
+    with process(
+        cli("worker", "--concurrency", "2", "--hostname", "fleet@%h"),
+        env,
+        logs / "fleet-worker.log",
+    ):
+        wait_until(lambda: "ready" in (logs / "fleet-worker.log").read_text(), 60, "worker")
+        for prefix in MODELS:
+            app.send_task(
+                TASK_CHECK_OBJECT,
+                args=[
+                    ObjectEvent(
+                        "fleet-models", f"{prefix}/saved_model.pb", "ObjectCreated:Put"
+                    ).to_json()
+                ],
+            )
+        tags = {p: wait_for_tags(client, "fleet-models", f"{p}/saved_model.pb") for p in MODELS}
+        wait_until(
+            lambda: redis.Redis(db=DB).hlen("tfcompat:index:v1") == len(MODELS),
+            30,
+            "the index to hold every model",
+        )
+    yield {"client": client, "env": env, "after": after, "tags": tags}
+
+
+def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
+    indexed: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in AWS_ENV.items():
+        monkeypatch.setenv(name, value)
+    client, env = indexed["client"], indexed["env"]
+    assert all(
+        t["tfcompat:status"] != "incompatible" or "new-op" in p or "attr" in p
+        for p, t in indexed["tags"].items()
+    )
+
+    redis.Redis(db=DB).flushdb()  # the index must come back from the stored reports
+
+    impact = subprocess.run(
+        cli("fleet", "impact", "--fleet", str(indexed["after"]), "--json"),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert impact.returncode == 1, impact.stderr
+    doc = json.loads(impact.stdout)
+    assert doc["models_examined"] == len(MODELS)
+    assert doc["consumers_rechecked"] == ["batch"]  # canary is unchanged: its verdicts are reused
+    broken = {
+        c["object"] for c in doc["changed"] if any(x["after"] == "fails" for x in c["changes"])
+    }
+    assert broken == {
+        "s3://fleet-models/ranking/new-op/1/saved_model.pb",
+        "s3://fleet-models/ranking/attr/1/saved_model.pb",
+    }
+
+    settings = Settings(
+        broker_url=f"redis://127.0.0.1:6379/{DB}",
+        s3_endpoint_url=env["TFCOMPAT_S3_ENDPOINT_URL"],
+        report_bucket="fleet-reports",
+        fleet=str(indexed["after"]),
+    )
+    services = build_services(settings)
+    told: list[dict[str, list[ModelImpact]]] = []
+    result = reevaluate(
+        services.index,
+        services.store,
+        services.checker,
+        services.location,
+        route=lambda m: [m.key.split("/")[0]],
+        notify=told.append,
+    )
+    assert result.rewritten == len(doc["changed"])
+    (messages,) = told  # one call, coalesced: one message per owner
+    assert set(messages) == {"ranking"}
+    assert len(messages["ranking"]) == 2
+
+    after = {p: tags_of(client, "fleet-models", f"{p}/saved_model.pb") for p in MODELS}
+    changed = {p for p in MODELS if after[p] != indexed["tags"][p]}
+    assert changed == {"ranking/new-op/1", "ranking/attr/1"}
+    assert all(after[p]["tfcompat:status"] == "incompatible" for p in changed)
+
+    # Applying the same fleet again changes nothing and tells nobody.
+    told.clear()
+    again = reevaluate(
+        services.index,
+        services.store,
+        services.checker,
+        services.location,
+        route=lambda m: [m.key.split("/")[0]],
+        notify=told.append,
+    )
+    assert again.rewritten == 0 and told == []

@@ -1,0 +1,217 @@
+"""What a fleet change does to the models already checked: a pure function.
+
+Models change rarely; fleets change often. Every indexed model keeps its
+extracted metadata and a verdict per consumer (`loads`, `at-risk`: loads with
+warnings, `fails`), so a new fleet is checked without downloading anything:
+a consumer whose definition is unchanged keeps its recorded verdict, and only
+added or changed consumers are checked, with TensorFlow's rules over the
+stored metadata. The model's status follows from its verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.compat.check import History, Verdict, check_artifact
+from worker.compat.consumer import Consumer
+from worker.compat.policy import Policy
+from worker.formats.metadata import Artifact
+from worker.sinks.reports import digest
+
+LOADS, AT_RISK, FAILS = "loads", "at-risk", "fails"
+
+
+def consumer_digest(consumer: Consumer) -> str:
+    """What a verdict depends on besides the model: equal digests, equal verdicts."""
+    registry = consumer.registry
+    return digest(
+        [
+            consumer.tensorflow,
+            consumer.graph_def_version,
+            consumer.graph_def_min_producer,
+            consumer.checkpoint_version,
+            consumer.checkpoint_min_producer,
+            str(consumer.loader),
+            consumer.rejects_unknown_attrs,
+            consumer.validates_library,
+            registry.source if registry else None,
+            sorted(registry.ops) if registry else None,
+        ]
+    )
+
+
+def verdict_state(verdicts: Iterable[Verdict]) -> str:
+    """One consumer's state over all artifacts of an object."""
+    state = LOADS
+    for verdict in verdicts:
+        if not verdict.loads:
+            return FAILS
+        if verdict.findings:
+            state = AT_RISK
+    return state
+
+
+def status_from(states: Iterable[str], invalid: bool = False) -> str:
+    if invalid:
+        return "invalid"
+    states = list(states)
+    if FAILS in states:
+        return "incompatible"
+    if AT_RISK in states:
+        return "at-risk"
+    return "compatible"
+
+
+@dataclass(frozen=True)
+class IndexedModel:
+    """One object version as the index keeps it."""
+
+    bucket: str
+    key: str
+    version_id: str | None
+    report_bucket: str
+    report_key: str
+    status: str
+    artifacts: tuple[Artifact, ...]
+    verdicts: dict[str, str]  # consumer name -> loads | at-risk | fails
+    consumer_digests: dict[str, str]  # consumer name -> digest at check time
+    compatible_releases: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
+
+    @property
+    def location(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+    @property
+    def invalid(self) -> bool:
+        return self.status == "invalid"
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    consumer: str
+    before: str | None  # None: the consumer is new
+    after: str | None  # None: the consumer was removed
+    reasons: tuple[str, ...] = ()  # the error findings behind a failure
+
+    @property
+    def breaks(self) -> bool:
+        return self.after == FAILS and self.before != FAILS
+
+
+@dataclass(frozen=True)
+class ModelImpact:
+    model: IndexedModel
+    status_after: str
+    changes: tuple[VerdictChange, ...]
+    verdicts_after: dict[str, str]
+    verdicts: tuple[Verdict, ...] = ()  # the checks run for this model
+
+    @property
+    def newly_broken(self) -> list[VerdictChange]:
+        return [c for c in self.changes if c.breaks]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "object": self.model.location,
+            "version_id": self.model.version_id,
+            "owners": list(self.model.owners),
+            "status_before": self.model.status,
+            "status_after": self.status_after,
+            "changes": [
+                {
+                    "consumer": c.consumer,
+                    "before": c.before,
+                    "after": c.after,
+                    "reasons": list(c.reasons),
+                }
+                for c in self.changes
+            ],
+        }
+
+
+@dataclass
+class Impact:
+    models: list[ModelImpact] = field(default_factory=list)
+    examined: int = 0  # models looked at
+    checks: int = 0  # (artifact, consumer) checks actually run
+    rechecked: tuple[str, ...] = ()  # consumers checked anew (added or changed)
+    removed: tuple[str, ...] = ()
+
+    @property
+    def breaking(self) -> list[ModelImpact]:
+        return [m for m in self.models if m.newly_broken]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "models_examined": self.examined,
+            "checks_run": self.checks,
+            "consumers_rechecked": list(self.rechecked),
+            "consumers_removed": list(self.removed),
+            "models_changed": len(self.models),
+            "newly_unloadable": sum(len(m.newly_broken) for m in self.models),
+            "changed": [m.to_json() for m in self.models],
+        }
+
+
+def assess(
+    models: Iterable[IndexedModel],
+    consumers: Sequence[Consumer],
+    *,
+    history: History | None = None,
+    policy: Policy | None = None,
+    recheck_all: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Impact:
+    """Every model's verdicts under `consumers`, against what the index recorded.
+
+    With a fleet policy, or `recheck_all`, every consumer is checked (a policy
+    adds findings no digest captures). Only models whose status or verdicts
+    change are listed.
+    """
+    policy = policy or Policy()
+    recheck_all = recheck_all or bool(policy.bad_consumers)
+    digests = {c.name: consumer_digest(c) for c in consumers}
+    names = set(digests)
+    impact = Impact()
+    rechecked: set[str] = set()
+    removed: set[str] = set()
+    for model in models:
+        impact.examined += 1
+        after: dict[str, str] = {}
+        changes: list[VerdictChange] = []
+        ran: list[Verdict] = []
+        for consumer in consumers:
+            recorded = model.verdicts.get(consumer.name)
+            unchanged = model.consumer_digests.get(consumer.name) == digests[consumer.name]
+            if model.invalid or (unchanged and recorded is not None and not recheck_all):
+                if recorded is not None:
+                    after[consumer.name] = recorded
+                continue
+            verdicts = [check_artifact(a, consumer, history, policy) for a in model.artifacts]
+            impact.checks += len(verdicts)
+            ran += verdicts
+            rechecked.add(consumer.name)
+            state = verdict_state(verdicts)
+            after[consumer.name] = state
+            if recorded != state:
+                reasons = tuple(
+                    f.message for v in verdicts for f in v.findings if f.severity == "error"
+                )[:5]
+                changes.append(VerdictChange(consumer.name, recorded, state, reasons))
+        for name, recorded in model.verdicts.items():
+            if name not in names:
+                removed.add(name)
+                changes.append(VerdictChange(name, recorded, None))
+        status_after = status_from(after.values(), model.invalid)
+        if changes or status_after != model.status:
+            impact.models.append(
+                ModelImpact(model, status_after, tuple(changes), after, tuple(ran))
+            )
+        if progress:
+            progress(1)
+    impact.rechecked = tuple(sorted(rechecked))
+    impact.removed = tuple(sorted(removed))
+    return impact

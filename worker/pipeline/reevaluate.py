@@ -1,0 +1,136 @@
+"""Fleet-change re-evaluation: re-check every indexed model, re-tag what changed,
+tell owners about new breakage once each.
+
+Plain functions over ports; the Celery task and `tfcompat fleet apply` call
+`reevaluate`. Nothing is downloaded: models are re-checked from the metadata
+the index holds.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import structlog
+
+from worker.fleet.impact import Impact, IndexedModel, ModelImpact, assess
+from worker.ingest.events import ObjectEvent
+from worker.pipeline.process import Checker, ReportLocation, check_and_record
+from worker.pipeline.services import Services
+from worker.settings import Settings
+from worker.sinks.index import ModelIndex, model_from_report
+from worker.sinks.ports import ObjectStore
+
+log = structlog.get_logger(__name__)
+
+Router = Callable[[IndexedModel], Sequence[str]]
+"""The owners of a model (owners.yaml routing)."""
+BreakageNotifier = Callable[[dict[str, list[ModelImpact]]], None]
+"""Tells each owner, in one message, which of their models a fleet change broke."""
+
+
+@dataclass
+class Reevaluation:
+    impact: Impact
+    rewritten: int = 0
+    notified_owners: list[str] = field(default_factory=list)
+
+
+def owners_of_breakage(impact: Impact, route: Router) -> dict[str, list[ModelImpact]]:
+    """Newly broken models grouped by owner (a model may have several)."""
+    grouped: dict[str, list[ModelImpact]] = defaultdict(list)
+    for changed in impact.breaking:
+        for owner in route(changed.model) or ("default",):
+            grouped[owner].append(changed)
+    return dict(grouped)
+
+
+def rewrite(
+    changed: ModelImpact,
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    index: ModelIndex,
+) -> None:
+    """Record a model's new result (report, tags, index) from its stored metadata."""
+    model = changed.model
+    event = ObjectEvent(
+        model.bucket,
+        model.key,
+        "ObjectCreated:Reevaluated",
+        version_id=model.version_id,
+        source="fleet-change",
+    )
+    outcome = check_and_record(event, model.artifacts, store, checker, location)
+    if outcome.document is not None:
+        bucket, key = location.of(event)
+        updated = model_from_report(outcome.document, bucket, key)
+        if updated is not None:
+            index.put(updated)
+
+
+def reevaluate(
+    index: ModelIndex,
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    *,
+    route: Router | None = None,
+    notify: BreakageNotifier | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Reevaluation:
+    """Apply a fleet: every changed model re-tagged, each owner told once."""
+    impact = assess(
+        index.models(),
+        checker.consumers,
+        history=checker.catalog,
+        policy=checker.policy,
+        progress=progress,
+    )
+    result = Reevaluation(impact)
+    for changed in impact.models:
+        rewrite(changed, store, checker, location, index)
+        result.rewritten += 1
+    grouped = owners_of_breakage(impact, route or (lambda m: m.owners))
+    if grouped and notify is not None:
+        notify(grouped)
+        result.notified_owners = sorted(grouped)
+    log.info(
+        "fleet.reevaluated",
+        examined=impact.examined,
+        changed=len(impact.models),
+        breaking=len(impact.breaking),
+        checks=impact.checks,
+        owners=result.notified_owners,
+    )
+    return result
+
+
+FLEET_APPLIED = "tfcompat:fleet:applied"
+
+
+def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reevaluation:
+    """Re-evaluate against the fleet file and remember its digest as applied."""
+    from worker.fleet.fleet import load_fleet
+
+    fleet = load_fleet(fleet_path, services.checker.catalog)
+    checker = Checker(fleet.consumers, fleet.policy, services.checker.catalog, fleet_path)
+    index = services.index
+    route, notify = breakage_notifier(settings, services.store)
+    result = reevaluate(
+        index, services.store, checker, services.location, route=route, notify=notify
+    )
+    index.redis.set(FLEET_APPLIED, checker.fleet_digest)
+    return result
+
+
+def breakage_notifier(
+    settings: Settings, store: ObjectStore
+) -> tuple[Router | None, BreakageNotifier | None]:
+    try:
+        from worker.sinks import notify
+    except ImportError:  # notifications not installed in this build
+        return None, None
+    factory = getattr(notify, "breakage_notifier", None)
+    return factory(settings, store) if factory else (None, None)

@@ -1,0 +1,253 @@
+"""Telling owners: the Notifier port, at-most-once delivery, and the pipeline hook.
+
+`notify_owners` is the one function every trigger calls: the pipeline hook
+after an upload is checked (one model), and the fleet-change re-evaluation
+(many models, grouped with `group_by_owner`): each owner gets ONE message per
+destination covering every model it has not been told about yet.
+
+At most one message per (destination, artifact version, verdict): each model
+is claimed (Redis `SET NX`, see `worker.once`) before posting, the claim is
+kept for `notify_dedupe_ttl` once Slack took the message, and released when
+it did not, so a redelivered task may try again. A notification never fails
+the pipeline: errors are logged and counted (`tfcompat_notification_failures_total`),
+and a destination that is permanently broken is logged once an hour, not
+on every model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from worker import metrics
+from worker.errors import TfcompatError
+from worker.fleet.owners import Owners, SlackDestination, default_owners, load_owners
+from worker.once import PENDING_TTL, Claims
+from worker.sinks.messages import Message, artifact_version, owner_message, verdict
+
+if TYPE_CHECKING:
+    from worker.ingest.events import ObjectEvent
+    from worker.pipeline.process import Outcome
+    from worker.settings import Settings
+    from worker.sinks.ports import ObjectStore
+
+log = structlog.get_logger(__name__)
+BROKEN_LOG_TTL = 3600  # a broken destination is logged at most once per this many seconds
+
+Labels = Callable[[Mapping[str, Any]], tuple[Mapping[str, str], Mapping[str, str]]]
+"""A document's object tags and user metadata, for routes that test them."""
+
+
+class DestinationBroken(TfcompatError):
+    """The webhook or channel will not accept messages as configured (404, 410,
+    invalid_token, channel_not_found, unset secret). Retrying does not help."""
+
+
+class Notifier(Protocol):
+    def send(self, destination: SlackDestination, message: Message) -> None:
+        """Deliver or raise: TransientError (may work later), DestinationBroken (will
+        not), TfcompatError (the message itself was refused)."""
+        ...
+
+
+@dataclass
+class MemoryNotifier:
+    """Records messages instead of sending them; `fail` makes a destination raise."""
+
+    sent: list[tuple[SlackDestination, Message]] = field(default_factory=list)
+    fail: dict[str, Exception] = field(default_factory=dict)
+
+    def send(self, destination: SlackDestination, message: Message) -> None:
+        error = self.fail.get(destination.key)
+        if error is not None:
+            raise error
+        self.sent.append((destination, message))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    owner: str
+    destination: str  # SlackDestination.key: no secret in it
+    models: tuple[str, ...]
+    result: str  # "sent" | "duplicate" | "failed" | "broken"
+    error: str | None = None
+
+
+def dedupe_key(destination: SlackDestination, document: Mapping[str, Any]) -> str:
+    identity = f"{destination.key}|{artifact_version(document)}|{verdict(document)}"
+    return "slack:" + hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+def group_by_owner(
+    documents: Sequence[Mapping[str, Any]], owners: Owners, labels: Labels | None = None
+) -> dict[str, list[Mapping[str, Any]]]:
+    """Route each report document to its owner, keeping those whose status the route
+    notifies. Documents are stored reports (`pipeline.process.build_document`)."""
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for document in documents:
+        obj = document.get("object") or {}
+        tags, metadata = labels(document) if labels else ({}, {})
+        routing = owners.route(str(obj.get("bucket")), str(obj.get("key")), tags, metadata)
+        if routing.note:
+            log.warning("owners.route", note=routing.note)
+        if routing.wants(str(document.get("status"))):
+            grouped.setdefault(routing.owner.name, []).append(document)
+    return grouped
+
+
+def _claim_fresh(
+    destination: SlackDestination, documents: Sequence[Mapping[str, Any]], claims: Claims
+) -> list[tuple[Mapping[str, Any], str, str]]:
+    fresh = []
+    for document in documents:
+        key = dedupe_key(destination, document)
+        token = claims.claim(key, PENDING_TTL)
+        if token is not None:
+            fresh.append((document, key, token))
+    return fresh
+
+
+def _log_broken(destination: SlackDestination, owner: str, error: str, claims: Claims) -> None:
+    try:
+        first = claims.claim(f"slack-broken:{destination.key}", BROKEN_LOG_TTL) is not None
+    except TfcompatError:
+        first = True
+    if first:
+        log.error("slack.destination_broken", owner=owner, destination=destination.key, error=error)
+    else:
+        log.debug("slack.destination_broken", owner=owner, destination=destination.key)
+
+
+def notify_owners(
+    documents_by_owner: Mapping[str, Sequence[Mapping[str, Any]]],
+    owners: Owners,
+    notifier: Notifier,
+    claims: Claims,
+    *,
+    ttl: int,
+    reason: str = "",
+) -> list[Delivery]:
+    """One message per owner and destination about the models it was not yet told of.
+
+    `reason` says what triggered it ("fleet change: serving-prod upgraded to 2.15")
+    and is shown in the footer. Never raises for a delivery problem: each outcome
+    is returned and logged."""
+    deliveries: list[Delivery] = []
+    for name, documents in documents_by_owner.items():
+        owner = owners.owners.get(name)
+        if owner is None:
+            log.warning("notify.unknown_owner", owner=name)
+            continue
+        for destination in owner.slack:
+            try:
+                fresh = _claim_fresh(destination, documents, claims)
+            except TfcompatError as exc:
+                log.error("notify.claims_unavailable", owner=name, error=str(exc))
+                metrics.NOTIFY_FAILURES.labels("slack").inc()
+                deliveries.append(Delivery(name, destination.key, (), "failed", str(exc)))
+                continue
+            models = tuple(artifact_version(d) for d, _, _ in fresh)
+            if not fresh:
+                deliveries.append(Delivery(name, destination.key, models, "duplicate"))
+                continue
+            message = owner_message([d for d, _, _ in fresh], owner.team, reason)
+            try:
+                notifier.send(destination, message)
+            except TfcompatError as exc:
+                for _, key, token in fresh:
+                    _release(claims, key, token)
+                metrics.NOTIFY_FAILURES.labels("slack").inc()
+                broken = isinstance(exc, DestinationBroken)
+                if broken:
+                    _log_broken(destination, name, str(exc), claims)
+                else:
+                    log.error(
+                        "slack.failed", owner=name, destination=destination.key, error=str(exc)
+                    )
+                result = "broken" if broken else "failed"
+                deliveries.append(Delivery(name, destination.key, models, result, str(exc)))
+                continue
+            for _, key, token in fresh:
+                _confirm(claims, key, token, ttl)
+            log.info("slack.sent", owner=name, destination=destination.key, models=list(models))
+            deliveries.append(Delivery(name, destination.key, models, "sent"))
+    return deliveries
+
+
+def _release(claims: Claims, key: str, token: str) -> None:
+    try:
+        claims.release(key, token)
+    except TfcompatError as exc:  # the claim then expires after PENDING_TTL
+        log.warning("notify.release_failed", error=str(exc))
+
+
+def _confirm(claims: Claims, key: str, token: str, ttl: int) -> None:
+    try:
+        claims.confirm(key, token, ttl)
+    except TfcompatError as exc:  # sent already; at worst a redelivery within PENDING_TTL is
+        log.warning("notify.confirm_failed", error=str(exc))  # deduped for less long
+
+
+def load_owners_or_default(path: str) -> Owners:
+    """The owners file, or everyone's models to TFCOMPAT_SLACK_WEBHOOK_URL when it is absent."""
+    if not Path(path).exists():
+        log.warning("owners.missing", path=path, note="notifying TFCOMPAT_SLACK_WEBHOOK_URL only")
+        return default_owners()
+    return load_owners(path)
+
+
+def object_labels(store: ObjectStore, owners: Owners) -> Labels:
+    """Tags and metadata of a document's object version, fetched only if a route uses them."""
+
+    def labels(document: Mapping[str, Any]) -> tuple[Mapping[str, str], Mapping[str, str]]:
+        obj = document.get("object") or {}
+        bucket, key, version = str(obj.get("bucket")), str(obj.get("key")), obj.get("version_id")
+        tags: dict[str, str] = {}
+        metadata: Mapping[str, str] = {}
+        if owners.uses_tags:
+            tags = {t["Key"]: t["Value"] for t in store.get_tags(bucket, key, version)}
+        if owners.uses_metadata:
+            metadata = store.head(bucket, key, version).metadata
+        return tags, metadata
+
+    return labels
+
+
+def notification_hook(
+    settings: Settings,
+    store: ObjectStore,
+    notifier: Notifier | None = None,
+    claims: Claims | None = None,
+) -> Callable[[ObjectEvent, Outcome], None] | None:
+    """The `Services.hooks` entry: after an upload's result is recorded, tell its owner.
+
+    None (notifications off) when there is neither an owners file nor
+    TFCOMPAT_SLACK_WEBHOOK_URL: nobody asked to be told."""
+    from worker.once import RedisClaims
+    from worker.sinks.slack import SlackNotifier
+
+    if not Path(settings.owners).exists() and settings.slack_webhook_url is None:
+        log.info("notify.off", note="no owners file and no TFCOMPAT_SLACK_WEBHOOK_URL")
+        return None
+    owners = load_owners_or_default(settings.owners)
+    notifier = notifier or SlackNotifier(settings)
+    claims = claims or RedisClaims.from_url(settings.broker_url)
+    labels = object_labels(store, owners)
+
+    def notify_owner(event: ObjectEvent, outcome: Outcome) -> None:
+        if outcome.action != "checked" or outcome.document is None:
+            return
+        document = {**outcome.document, "report": outcome.report}
+        try:
+            groups = group_by_owner([document], owners, labels)
+        except TfcompatError as exc:  # tags or metadata unreadable: route on location alone
+            log.warning("notify.labels_unavailable", error=str(exc))
+            groups = group_by_owner([document], owners)
+        notify_owners(groups, owners, notifier, claims, ttl=settings.notify_dedupe_ttl)
+
+    return notify_owner
