@@ -251,3 +251,51 @@ def notification_hook(
         notify_owners(groups, owners, notifier, claims, ttl=settings.notify_dedupe_ttl)
 
     return notify_owner
+
+
+def breakage_notifier(
+    settings: Settings,
+    store: ObjectStore,
+    notifier: Notifier | None = None,
+    claims: Claims | None = None,
+) -> tuple[Any, Any]:
+    """The router and notifier the fleet-change re-evaluation (`pipeline.reevaluate`) uses:
+    models routed as uploads are, and each owner told once about all its newly broken
+    models, from their re-written reports. (None, None) when notifications are off."""
+    from worker.once import RedisClaims
+    from worker.sinks.slack import SlackNotifier
+
+    if not Path(settings.owners).exists() and settings.slack_webhook_url is None:
+        return None, None
+    owners = load_owners_or_default(settings.owners)
+    notifier = notifier or SlackNotifier(settings)
+    claims = claims or RedisClaims.from_url(settings.broker_url)
+    labels = object_labels(store, owners)
+
+    def route(model: Any) -> list[str]:
+        document = {"object": {"bucket": model.bucket, "key": model.key}}
+        document["object"]["version_id"] = model.version_id
+        try:
+            tags, metadata = labels(document)
+        except TfcompatError:
+            tags, metadata = {}, {}
+        return [owners.route(model.bucket, model.key, tags, metadata).owner.name]
+
+    def notify(grouped: Mapping[str, Sequence[Any]]) -> None:
+        documents: dict[str, list[Mapping[str, Any]]] = {}
+        for owner, impacts in grouped.items():
+            for impact in impacts:
+                model = impact.model
+                report = store.get_json(model.report_bucket, model.report_key)
+                if report is not None:
+                    documents.setdefault(owner, []).append({**report, "report": model.report_key})
+        notify_owners(
+            documents,
+            owners,
+            notifier,
+            claims,
+            ttl=settings.notify_dedupe_ttl,
+            reason="fleet change",
+        )
+
+    return route, notify

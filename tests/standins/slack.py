@@ -1,0 +1,175 @@
+"""A local stand-in for Slack: incoming webhooks (`/hooks/NAME`) and `chat.postMessage`
+(`/api/chat.postMessage`), checking every message against Slack's documented shape.
+
+The shape is Slack's Block Kit reference written as JSON Schema, for the blocks
+we use: at most 50 blocks a message; `header` (plain_text, at most 150
+characters), `section` (text at most 3000 characters), `context` (at most 10
+elements), `divider`; text objects are `plain_text` (with `emoji`) or `mrkdwn`
+(with `verbatim`); `block_id` at most 255 characters; the top-level `text`
+(the notification fallback) at most 40,000 characters. A message that breaks
+it gets Slack's own answer, 400 `invalid_blocks`, and is kept in `violations`.
+
+Answers can be scripted per path (`script`), e.g. a 429 with Retry-After, a 404
+`no_service` for a dead webhook, a 500.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict, deque
+from typing import Any
+from urllib.parse import parse_qs
+
+import jsonschema
+
+from tests.standins.http import RecordingServer, Reply, Request
+
+_TEXT = {
+    "type": "object",
+    "required": ["type", "text"],
+    "properties": {
+        "type": {"enum": ["plain_text", "mrkdwn"]},
+        "text": {"type": "string", "minLength": 1},
+        "emoji": {"type": "boolean"},
+        "verbatim": {"type": "boolean"},
+    },
+    "additionalProperties": False,
+}
+
+
+def _text(max_length: int, kind: str | None = None) -> dict[str, Any]:
+    properties = {
+        **_TEXT["properties"],
+        "text": {"type": "string", "minLength": 1, "maxLength": max_length},
+    }  # type: ignore[dict-item]
+    if kind:
+        properties["type"] = {"const": kind}
+    return {**_TEXT, "properties": properties}
+
+
+_BLOCK_ID = {"type": "string", "maxLength": 255}
+MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {
+        "text": {"type": "string", "minLength": 1, "maxLength": 40000},
+        "channel": {"type": "string"},
+        "blocks": {
+            "type": "array",
+            "maxItems": 50,
+            "items": {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "properties": {
+                            "type": {"const": "header"},
+                            "text": _text(150, "plain_text"),
+                            "block_id": _BLOCK_ID,
+                        },
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "properties": {
+                            "type": {"const": "section"},
+                            "text": _text(3000),
+                            "block_id": _BLOCK_ID,
+                        },
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "required": ["type", "elements"],
+                        "properties": {
+                            "type": {"const": "context"},
+                            "elements": {
+                                "type": "array",
+                                "minItems": 1,
+                                "maxItems": 10,
+                                "items": _text(3000),
+                            },
+                            "block_id": _BLOCK_ID,
+                        },
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "required": ["type"],
+                        "properties": {"type": {"const": "divider"}, "block_id": _BLOCK_ID},
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+        },
+    },
+}
+
+
+def shape_errors(message: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(MESSAGE_SCHEMA)
+    return [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(message)]
+
+
+class SlackStandIn(RecordingServer):
+    """Messages land in `messages` as (path, body) once accepted."""
+
+    def __init__(self, bot_token: str = "xoxb-test") -> None:
+        self.bot_token = bot_token
+        self.script: dict[str, deque[Reply]] = defaultdict(deque)
+        self.messages: list[tuple[str, dict[str, Any]]] = []
+        self.violations: list[tuple[str, list[str]]] = []
+        self._answer_lock = threading.Lock()
+        super().__init__(self._answer)
+
+    def webhook_url(self, name: str) -> str:
+        return f"{self.url}/hooks/{name}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def then(self, path: str, *replies: Reply) -> None:
+        """Answer the next requests to `path` with these, before answering normally."""
+        self.script[path].extend(replies)
+
+    def _answer(self, request: Request) -> Reply:
+        with self._answer_lock:
+            scripted = self.script[request.path].popleft() if self.script[request.path] else None
+        if scripted is not None:
+            return scripted
+        if request.path.startswith("/hooks/"):
+            return self._webhook(request)
+        if request.path == "/api/chat.postMessage":
+            return self._chat(request)
+        return Reply(404, "no_service", {"Content-Type": "text/plain"})
+
+    def _accept(self, request: Request, body: Any) -> list[str]:
+        errors = shape_errors(body)
+        if errors:
+            self.violations.append((request.path, errors))
+        else:
+            self.messages.append((request.path, body))
+        return errors
+
+    def _webhook(self, request: Request) -> Reply:
+        if request.method != "POST" or "json" not in request.headers.get("content-type", ""):
+            return Reply(400, "invalid_payload", {"Content-Type": "text/plain"})
+        if self._accept(request, request.json()):
+            return Reply(400, "invalid_blocks", {"Content-Type": "text/plain"})
+        return Reply(200, "ok", {"Content-Type": "text/plain"})
+
+    def _chat(self, request: Request) -> Reply:
+        if request.headers.get("authorization") != f"Bearer {self.bot_token}":
+            return Reply(200, {"ok": False, "error": "invalid_auth"})
+        content_type = request.headers.get("content-type", "")
+        if "json" in content_type:
+            body = request.json()
+        else:
+            body = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+        if not body.get("channel"):
+            return Reply(200, {"ok": False, "error": "channel_not_found"})
+        if self._accept(request, body):
+            return Reply(200, {"ok": False, "error": "invalid_blocks"})
+        return Reply(200, {"ok": True, "channel": body["channel"], "ts": "1700000000.000100"})
