@@ -138,3 +138,17 @@ def named_secret(settings: Settings, name: str) -> SecretStr | None:
         if found:
             return SecretStr(found)
     return None
+
+
+def settings_key(settings: Settings) -> str:
+    """A cache key that tells any two different settings apart, secrets included.
+
+    (`model_dump_json` masks SecretStr values, so settings rebuilt from it have lost them.)"""
+    import hashlib
+    import json
+
+    values = {
+        name: value.get_secret_value() if isinstance(value, SecretStr) else value
+        for name, value in settings.model_dump().items()
+    }
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from worker.compat.policy import Policy
 from worker.fleet.fleet import load_fleet
 from worker.ingest.events import ObjectEvent
 from worker.pipeline.process import Checker, Outcome, ReportLocation, is_current
-from worker.settings import Settings
+from worker.settings import Settings, settings_key
 from worker.sinks.index import ModelIndex, model_from_report
 from worker.sinks.ports import ObjectStore
 
@@ -103,11 +102,13 @@ def index_hook(index: ModelIndex, store: ObjectStore) -> AfterHook:
     return record
 
 
-@functools.cache
-def _cached(settings_json: str) -> Services:
-    return build_services(Settings.model_validate_json(settings_json))
+_SERVICES: dict[str, Services] = {}
 
 
 def services_for(settings: Settings) -> Services:
-    """One Services per worker process and settings."""
-    return _cached(settings.model_dump_json())
+    """One Services per worker process and settings (built from these very settings:
+    a copy rebuilt from `model_dump_json` would have its secrets masked)."""
+    key = settings_key(settings)
+    if key not in _SERVICES:
+        _SERVICES[key] = build_services(settings)
+    return _SERVICES[key]
