@@ -326,14 +326,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from worker.ingest.app import create_http_app
+    from worker.ingest.github import github_route
     from worker.logs import configure_logging
     from worker.settings import load_settings
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    uvicorn.run(
-        create_http_app(settings), host=args.host, port=args.port, log_config=None, access_log=False
-    )
+    app = create_http_app(settings, extra_routes=[github_route(settings)])
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0
 
 

@@ -17,6 +17,7 @@ from worker.settings import Settings
 
 TASK_CHECK_OBJECT = "tfcompat.check_object"
 TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
+TASK_GITHUB_EVENT = "tfcompat.github_event"
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; the visibility timeout below is 12x that
 
@@ -26,7 +27,7 @@ def create_app(settings: Settings) -> Celery:
         "tfcompat",
         broker=settings.broker_url,
         backend=settings.result_backend,
-        include=["worker.pipeline.tasks"],
+        include=["worker.pipeline.tasks", "worker.pipeline.github_tasks"],
     )
     app.conf.update(
         task_serializer="json",

@@ -1,0 +1,50 @@
+"""Celery task for GitHub webhooks: JSON in, build the client, call `check_commit`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from celery import Task, shared_task
+
+from worker.errors import ConfigError, TransientError
+from worker.ingest.events import MalformedEvent
+from worker.ingest.github import GithubJob
+from worker.pipeline.app import TASK_GITHUB_EVENT, settings_of
+from worker.pipeline.github_checks import check_commit, describe
+from worker.pipeline.services import services_for
+from worker.pipeline.tasks import MAX_RETRIES, backoff
+from worker.sinks.github import github_clients_for
+from worker.sinks.s3 import read_s3_artifacts
+
+log = structlog.get_logger(__name__)
+
+
+@shared_task(bind=True, name=TASK_GITHUB_EVENT, max_retries=MAX_RETRIES)
+def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parsed = GithubJob.from_json(job)
+    except MalformedEvent as exc:
+        log.error("task.malformed", error=str(exc))
+        return {"action": "rejected", "error": str(exc)}
+    settings = settings_of(self.app)
+    structlog.contextvars.bind_contextvars(
+        repository=parsed.repository, head_sha=parsed.head_sha, delivery=parsed.delivery
+    )
+    try:
+        client = github_clients_for(settings).for_installation(parsed.installation_id)
+        output = check_commit(
+            parsed,
+            client,
+            services_for(settings).checker,
+            fleet_path=settings.github_fleet_path,
+            patterns=settings.model_patterns,
+            read_pointer=lambda url: read_s3_artifacts(url, settings),
+        )
+    except TransientError as exc:
+        log.warning("task.retry", error=str(exc), retries=self.request.retries)
+        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from None
+    except ConfigError as exc:
+        log.error("github.not_configured", error=str(exc))
+        return {"action": "rejected", "error": str(exc)}
+    return {"action": "checked", **describe(output)}
