@@ -118,7 +118,7 @@ class GitHubChecks:
         self._github = github
 
     def _repo(self, repo: str) -> Any:
-        return self._github.get_repo(repo, lazy=True)
+        return self._github.get_repo(repo)  # lazy: the client is built with lazy=True
 
     def changed_files(self, repo: str, pull_number: int) -> list[ChangedFile]:
         def files() -> list[ChangedFile]:

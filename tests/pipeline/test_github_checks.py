@@ -1,0 +1,292 @@
+"""The tf-compat check run, written through PyGithub to a local GitHub stand-in that
+checks every request against GitHub's OpenAPI description; jobs come from GitHub's
+own example deliveries; models are real TensorFlow-written files."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.sinks.documents import NEW_OP, STRIPPED, UNSTRIPPED, checker
+from tests.standins.github import GitHubStandIn
+from tests.truth import ROOT, SHARED
+from worker.formats.metadata import Artifact
+from worker.formats.read import read_path
+from worker.ingest.github import GithubJob, job_from_delivery
+from worker.pipeline.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME, check_commit
+from worker.settings import Settings
+from worker.sinks.github import GitHubClients
+
+FIXTURES = ROOT / "tests" / "fixtures" / "github"
+TOKEN = "ghp_standin"
+PATTERNS = Settings().model_patterns
+FLEET = (ROOT / "config" / "fleet.yaml").read_bytes()
+
+
+def job(name: str, event: str) -> GithubJob:
+    found = job_from_delivery(event, "d-1", json.loads((FIXTURES / name).read_text()))
+    assert found is not None
+    return found
+
+
+OPENED = functools.partial(job, "pull_request.opened.json", "pull_request")
+RERUN = functools.partial(job, "check_run.rerequested.json", "check_run")
+
+
+@functools.cache
+def pointed(url: str) -> list[Artifact]:
+    """The stand-in object store for pointers: s3://models/<fixture path under SHARED>."""
+    return read_path(str(SHARED / url.removeprefix("s3://models/")))
+
+
+@pytest.fixture
+def github() -> Iterator[GitHubStandIn]:
+    with GitHubStandIn(personal_token=TOKEN) as server:
+        yield server  # type: ignore[misc]
+    assert server.violations == []  # every request matched GitHub's published contract
+
+
+def client(github: GitHubStandIn) -> Any:
+    settings = Settings(github_api_url=github.url, github_token=TOKEN)  # type: ignore[arg-type]
+    return GitHubClients(settings, write_interval=0).for_installation(1)
+
+
+def run(github: GitHubStandIn, job: GithubJob) -> Any:
+    return check_commit(
+        job,
+        client(github),
+        checker(),
+        fleet_path="config/fleet.yaml",
+        patterns=PATTERNS,
+        read_pointer=pointed,
+    )
+
+
+def pull(github: GitHubStandIn, files: dict[str, bytes], removed: tuple[str, ...] = ()) -> None:
+    github.state.files.update(files)
+    github.state.pull_files[2] = [{"filename": p, "status": "added"} for p in files] + [
+        {"filename": p, "status": "removed"} for p in removed
+    ]
+
+
+def model_bytes(model: Path) -> bytes:
+    return (model / "saved_model.pb").read_bytes()
+
+
+def the_run(github: GitHubStandIn) -> dict[str, Any]:
+    (only,) = github.state.check_runs.values()
+    return only
+
+
+def test_pull_request_with_a_model_and_a_pointer_fails_with_the_matrix(
+    github: GitHubStandIn,
+) -> None:
+    pull(
+        github,
+        {
+            "models/ranking/saved_model.pb": model_bytes(NEW_OP),
+            "models/search.tfmodel": b"# search model v3\ns3://models/artifacts/tf2.12/savedmodel_v1_stripped\n",
+            "README.md": b"# docs",
+        },
+        removed=("models/old/saved_model.pb",),
+    )
+    opened = OPENED()
+    output = run(github, opened)
+    check = the_run(github)
+    assert (check["name"], check["head_sha"]) == (CHECK_NAME, opened.head_sha)
+    assert check["statuses"] == ["in_progress", "completed"]
+    assert check["conclusion"] == output.conclusion == "failure"
+    summary = check["output"]["summary"]
+    assert check["output"]["title"] == "1 of 2 models cannot load in every consumer"
+    assert "| Model | Status | serving-prod<br>2.15.1 | serving-canary<br>2.21.0 |" in summary
+    assert (
+        "| `models/ranking/saved_model.pb` | ❌ incompatible | ❌ | ✅ | ❌ | ❌ | 2.20.0-2.21.x |"
+        in summary
+    )
+    assert (
+        "`models/search.tfmodel`<br>→ `s3://models/artifacts/tf2.12/savedmodel_v1_stripped`"
+        in summary
+    )
+    assert (
+        "`models/ranking/saved_model.pb`: Upgrade `serving-prod` to TensorFlow >= 2.20.0" in summary
+    )
+    assert "README" not in summary and "models/old" not in summary
+    by_title = {a["title"]: a for a in check["annotations"]}
+    failing = by_title["serving-prod (TensorFlow 2.15.1) cannot load models/ranking/saved_model.pb"]
+    assert (failing["path"], failing["start_line"], failing["annotation_level"]) == (
+        "models/ranking/saved_model.pb",
+        1,
+        "failure",
+    )
+    assert "op `DecodeWebP` not registered (from 2.20.0)" in failing["message"]
+    assert {a["path"] for a in check["annotations"]} <= {
+        "models/ranking/saved_model.pb",
+        "models/search.tfmodel",
+    }
+
+
+def test_annotations_go_out_fifty_at_a_time(github: GitHubStandIn) -> None:
+    # 21 models, 3 consumers that cannot load each: 63 annotations.
+    pull(github, {f"m{i:02d}.tfmodel": b"s3://models/artifacts/tf2.21/new_op\n" for i in range(21)})
+    output = run(github, OPENED())
+    assert len(output.annotations) == 63
+    (create,) = [body for method, _, body in github.writes if method == "POST"]
+    assert create["status"] == "in_progress" and "output" not in create
+    patches = [body for method, _, body in github.writes if method == "PATCH"]
+    sizes = [len(body["output"]["annotations"]) for body in patches]
+    assert sizes == [ANNOTATIONS_PER_REQUEST, 13]
+    assert patches[0]["status"] == "completed" and patches[0]["conclusion"] == "failure"
+    assert "status" not in patches[1]  # later batches only add annotations
+    assert len(the_run(github)["annotations"]) == 63
+
+
+def test_a_change_without_models_succeeds(github: GitHubStandIn) -> None:
+    pull(github, {"README.md": b"docs", "src/app.py": b"print()"})
+    output = run(github, OPENED())
+    check = the_run(github)
+    assert output.conclusion == check["conclusion"] == "success"
+    assert check["output"]["title"] == "No TensorFlow model, model pointer or fleet file changed"
+
+
+def test_at_risk_and_unreadable_files_are_neutral(github: GitHubStandIn) -> None:
+    lfs = b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 12345\n"
+    big = b"\x0a" + bytes(range(256)) * 6000  # 1.5 MB: read through the blob API
+    pull(github, {"lfs/saved_model.pb": lfs, "big.pb": big, "bad.tfmodel": b"https://x/y"})
+    output = run(github, OPENED())
+    assert output.conclusion == "neutral"
+    annotations = {a["path"]: a for a in the_run(github)["annotations"]}
+    assert "Git LFS pointer" in annotations["lfs/saved_model.pb"]["message"]
+    assert "one s3://bucket/key line" in annotations["bad.tfmodel"]["message"]
+    assert annotations["big.pb"]["annotation_level"] == "warning"
+    assert github.seen("GET", next(r.path for r in github.requests if "/git/blobs/" in r.path))
+
+
+def test_fleet_change_checks_the_repositorys_models_with_the_new_fleet(
+    github: GitHubStandIn,
+) -> None:
+    github.state.files["models/a/saved_model.pb"] = model_bytes(UNSTRIPPED)
+    new_fleet = (
+        b"consumers:\n"
+        b"  - name: old-edge\n    tensorflow: '1.15'\n    loader: graph-import\n"
+        b"  - name: new-serving\n    serving: '2.21'\n"
+    )
+    pull(github, {"config/fleet.yaml": new_fleet})
+    output = run(github, OPENED())
+    check = the_run(github)
+    assert output.conclusion == "failure"
+    assert "old-edge<br>1.15.5 | new-serving<br>2.21.0" in check["output"]["summary"]
+    assert "the fleet file changed in this pull request" in check["output"]["summary"]
+    (annotation,) = check["annotations"]
+    assert (annotation["path"], annotation["start_line"]) == ("config/fleet.yaml", 2)
+    assert annotation["title"].startswith("old-edge (TensorFlow 1.15.5) cannot load models/a")
+
+
+def test_a_fleet_file_that_does_not_load_fails_on_its_line(github: GitHubStandIn) -> None:
+    bad = FLEET.replace(b'serving: "2.15.1"', b'serving: "2.99"')
+    pull(github, {"config/fleet.yaml": bad})
+    output = run(github, OPENED())
+    (annotation,) = the_run(github)["annotations"]
+    assert output.conclusion == "failure"
+    assert annotation["path"] == "config/fleet.yaml"
+    assert (
+        annotation["start_line"] == FLEET.decode().splitlines().index("  - name: serving-prod") + 1
+    )
+    assert "2.99" in annotation["message"] and "/tmp" not in annotation["message"]
+
+
+def test_rerequested_run_without_pull_requests_checks_the_whole_repository(
+    github: GitHubStandIn,
+) -> None:
+    github.state.files.update(
+        {"a/saved_model.pb": model_bytes(STRIPPED), "b/saved_model.pb": model_bytes(NEW_OP)}
+    )
+    rerun = RERUN()
+    github.state.check_runs[99] = {
+        "name": CHECK_NAME,
+        "head_sha": rerun.head_sha,
+        "status": "completed",
+        "statuses": ["completed"],
+        "annotations": [],
+    }
+    output = run(github, rerun)
+    assert output.conclusion == "failure"
+    assert len(github.state.check_runs) == 2  # a re-run gets a new run, as GitHub expects
+    (new,) = [i for i in github.state.check_runs if i != 99]
+    assert "`b/saved_model.pb`" in github.state.check_runs[new]["output"]["summary"]
+    assert not github.seen(path=f"/repos/github/hello-world/commits/{rerun.head_sha}/check-runs")
+
+
+def test_a_retried_task_reuses_the_run_it_left_in_progress(github: GitHubStandIn) -> None:
+    opened = OPENED()
+    pull(github, {"m/saved_model.pb": model_bytes(STRIPPED)})
+    github.state.check_runs[7] = {
+        "name": CHECK_NAME,
+        "head_sha": opened.head_sha,
+        "status": "in_progress",
+        "statuses": ["in_progress"],
+        "annotations": [],
+    }
+    run(github, opened)
+    assert list(github.state.check_runs) == [7]
+    assert github.state.check_runs[7]["status"] == "completed"
+
+
+def test_app_installation_token_is_fetched_once_and_reused() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    with GitHubStandIn(app_id="4242", public_key=key.public_key()) as github:
+        settings = Settings(
+            github_api_url=github.url,
+            github_app_id="4242",
+            github_app_private_key=pem,  # type: ignore[arg-type]
+        )
+        clients = GitHubClients(settings, write_interval=0)
+        pull(github, {"README.md": b"x"})
+        for _ in range(2):
+            check_commit(
+                OPENED(),
+                clients.for_installation(1),
+                checker(),
+                fleet_path="config/fleet.yaml",
+                patterns=PATTERNS,
+                read_pointer=pointed,
+            )
+        assert len(github.seen("POST", "/app/installations/1/access_tokens")) == 1
+        assert clients.for_installation(1) is clients.for_installation(1)
+        assert clients.for_installation(1) is not clients.for_installation(2)
+        assert github.violations == []
+
+
+def test_an_installation_token_near_expiry_is_fetched_again() -> None:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    with GitHubStandIn(
+        app_id="7", public_key=key.public_key(), token_lifetime=timedelta(seconds=10)
+    ) as github:
+        settings = Settings(
+            github_api_url=github.url,
+            github_app_id="7",
+            github_app_private_key=pem.replace("\n", "\\n"),  # as one env line
+        )
+        checks = GitHubClients(settings, write_interval=0).for_installation(3)
+        pull(github, {"README.md": b"x"})
+        checks.changed_files("o/r", 2)
+        checks.changed_files("o/r", 2)
+        assert len(github.seen("POST", "/app/installations/3/access_tokens")) == 2
+        assert github.violations == []
