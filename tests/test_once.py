@@ -12,7 +12,7 @@ from tests.standins.http import free_port
 from worker.errors import TransientError
 from worker.once import Claims, MemoryClaims, RedisClaims
 
-REDIS_DB = 14
+REDIS_DB = 9
 
 
 @pytest.fixture(params=["memory", "redis"])
