@@ -4,6 +4,7 @@ own example deliveries; models are real TensorFlow-written files."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Iterator
@@ -14,16 +15,25 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.sinks.documents import NEW_OP, STRIPPED, UNSTRIPPED, checker
 from tests.standins.github import GitHubStandIn
 from tests.truth import ROOT, SHARED
+from worker.errors import InvalidArtifact, TfcompatError, TransientError
 from worker.formats.metadata import Artifact
 from worker.formats.read import read_path
+from worker.ingest.events import MalformedEvent
 from worker.ingest.github import GithubJob, job_from_delivery
-from worker.pipeline.github_checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME, check_commit
+from worker.pipeline.github_checks import (
+    ANNOTATIONS_PER_REQUEST,
+    CHECK_NAME,
+    check_commit,
+    pointer_target,
+)
 from worker.settings import Settings
-from worker.sinks.github import GitHubClients
+from worker.sinks.github import ChangedFile, GitHubClients, MemoryChecks
 
 FIXTURES = ROOT / "tests" / "fixtures" / "github"
 TOKEN = "ghp_standin"
@@ -290,3 +300,100 @@ def test_an_installation_token_near_expiry_is_fetched_again() -> None:
         checks.changed_files("o/r", 2)
         assert len(github.seen("POST", "/app/installations/3/access_tokens")) == 2
         assert github.violations == []
+
+
+# Pointer files: one s3:// line, comments and blank lines aside.
+@pytest.mark.parametrize(
+    ("text", "url"),
+    [
+        (b"s3://models/ranking/v3/saved_model.pb\n", "s3://models/ranking/v3/saved_model.pb"),
+        (b"# owner: ranking\n\n  s3://models/ranking/v3/  \n", "s3://models/ranking/v3/"),
+        (b"s3://models/a\ns3://models/b\n", None),
+        (b"https://example.com/model.pb", None),
+        (b"s3:///no-bucket", None),
+        (b"\xff\xfe", None),
+        (b"", None),
+    ],
+)
+def test_pointer_files(text: bytes, url: str | None) -> None:
+    if url is None:
+        with pytest.raises(InvalidArtifact):
+            pointer_target(text, "m.tfmodel")
+    else:
+        assert pointer_target(text, "m.tfmodel") == url
+
+
+@given(st.binary(max_size=200))
+def test_any_pointer_bytes_give_a_url_or_our_error(data: bytes) -> None:
+    with contextlib.suppress(InvalidArtifact):
+        assert pointer_target(data, "m.tfmodel").startswith("s3://")
+
+
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(max_size=5),
+        lambda c: (
+            st.lists(c)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "action",
+                        "pull_request",
+                        "head",
+                        "sha",
+                        "number",
+                        "repository",
+                        "full_name",
+                        "check_run",
+                        "head_sha",
+                        "pull_requests",
+                    ]
+                ),
+                c,
+            )
+        ),
+        max_leaves=20,
+    )
+)
+def test_any_payload_gives_a_job_nothing_or_our_error(payload: Any) -> None:
+    for event in ("pull_request", "check_run", "check_suite"):
+        with contextlib.suppress(MalformedEvent):
+            job_from_delivery(event, "d", payload)
+
+
+def test_a_transient_failure_leaves_the_run_in_progress_for_the_retry() -> None:
+    checks = MemoryChecks(changed=[ChangedFile("m.tfmodel", "added")])
+    checks.files["m.tfmodel"] = b"s3://models/x\n"
+
+    def unavailable(url: str) -> list[Artifact]:
+        raise TransientError("s3 slow down")
+
+    with pytest.raises(TransientError):
+        check_commit(
+            OPENED(),
+            checks,
+            checker(),
+            fleet_path="f.yaml",
+            patterns=PATTERNS,
+            read_pointer=unavailable,
+        )
+    assert [run["status"] for run in checks.runs.values()] == ["in_progress"]
+    check_commit(
+        OPENED(), checks, checker(), fleet_path="f.yaml", patterns=PATTERNS, read_pointer=pointed
+    )
+    assert [run["status"] for run in checks.runs.values()] == ["completed"]
+
+
+def test_any_other_failure_completes_the_run_as_neutral() -> None:
+    checks = MemoryChecks(changed=[ChangedFile("m.tfmodel", "added")])
+    checks.files["m.tfmodel"] = b"s3://models/x\n"
+
+    def denied(url: str) -> list[Artifact]:
+        raise TfcompatError("s3://models/x: S3 error AccessDenied")
+
+    output = check_commit(
+        OPENED(), checks, checker(), fleet_path="f.yaml", patterns=PATTERNS, read_pointer=denied
+    )
+    assert output.conclusion == "neutral"
+    assert checks.runs[1]["conclusion"] == "neutral"
+    assert "AccessDenied" in checks.updates[-1][1]["output"]["summary"]

@@ -113,7 +113,7 @@ def job_from_delivery(event: str, delivery: str, payload: Any) -> GithubJob | No
     """The job a verified delivery asks for, or None if it asks for nothing we do."""
     if not isinstance(payload, dict):
         raise MalformedEvent("a GitHub webhook body is a JSON object")
-    action = payload.get("action")
+    action = payload.get("action") if isinstance(payload.get("action"), str) else None
     repository = _dig(payload, "repository", "full_name")
     installation = _dig(payload, "installation", "id")
     if event == "pull_request" and action in PULL_REQUEST_ACTIONS:
