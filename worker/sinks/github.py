@@ -20,8 +20,8 @@ status.
 
 One client per installation per worker process (`GitHubClients`), so an
 installation's token is shared by every task until it nears expiry. Token
-mode (TFCOMPAT_GITHUB_TOKEN) is for a single repository or GitHub Enterprise
-without Apps.
+mode (TFCOMPAT_GITHUB_TOKEN) takes a token as it is; GitHub lets only Apps
+write check runs, so it must be an installation token (tests, one-off runs).
 """
 
 from __future__ import annotations
