@@ -100,8 +100,22 @@ def arg_types(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> list[s
     return types
 
 
+_SIGNATURES: dict[int, tuple[OpDef, str]] = {}
+
+
 def signature(op: OpDef) -> str:
-    """TensorFlow's short OpDef rendering used in its error messages."""
+    """TensorFlow's short OpDef rendering used in its error messages (once per OpDef)."""
+    hit = _SIGNATURES.get(id(op))
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    if len(_SIGNATURES) > 50_000:
+        _SIGNATURES.clear()
+    text = _render_signature(op)
+    _SIGNATURES[id(op)] = (op, text)
+    return text
+
+
+def _render_signature(op: OpDef) -> str:
     inputs = ", ".join(
         f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}" for a in op.inputs
     )

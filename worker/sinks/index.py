@@ -9,17 +9,30 @@ older one; deleted objects are removed.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from dataclasses import asdict
+from typing import Any, Protocol, TypeVar
 
+import orjson
 import structlog
 
 from worker.fleet.impact import IndexedModel
-from worker.formats.metadata import artifact_from_json
+from worker.formats.metadata import (
+    ArgDef,
+    Artifact,
+    AttrDef,
+    Edge,
+    Graph,
+    MetaGraph,
+    NodeKind,
+    OpDef,
+    VersionDef,
+    artifact_from_json,
+)
 
 log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
 
 HASH = "tfcompat:index:v1"
 BUILT = "tfcompat:index:v1:built"
@@ -51,6 +64,129 @@ def model_from_report(
         return None
 
 
+def _pack_graph(graph: Graph) -> dict[str, Any]:
+    return {
+        "versions": asdict(graph.versions) if graph.versions else None,
+        "node_count": graph.node_count,
+        # A kind's attrs are kept as their canonical JSON text: it is the kind's
+        # identity for the checks' caches, so decoding never re-serialises them.
+        "kinds": [[k.op, k.key[1], k.inputs, k.count, k.example, k.function] for k in graph.kinds],
+        "edges": [[e.src, e.output, e.dst, e.input] for e in graph.edges],
+        "functions": list(graph.functions),
+        "library_node_count": graph.library_node_count,
+    }
+
+
+def _pack_artifact(artifact: Artifact) -> dict[str, Any]:
+    data = artifact.to_json()
+    data["graph"] = _pack_graph(artifact.graph) if artifact.graph else None
+    data["meta_graphs"] = [
+        {
+            **{k: v for k, v in asdict(m).items() if k not in ("graph", "producer_ops")},
+            "graph": _pack_graph(m.graph),
+            "producer_ops": {
+                name: orjson.dumps(asdict(op), option=orjson.OPT_SORT_KEYS).decode()
+                for name, op in m.producer_ops.items()
+            },
+        }
+        for m in artifact.meta_graphs
+    ]
+    return data
+
+
+def _build(cls: type[_T], **fields: Any) -> _T:
+    """A frozen dataclass instance without running its __init__: decoding builds
+    hundreds of thousands of kinds and edges, and the generated __init__ of a frozen
+    dataclass costs three times this. Only for trusted, complete field sets."""
+    instance = cls.__new__(cls)
+    instance.__dict__.update(fields)
+    return instance
+
+
+class _Interner:
+    """Decoding thousands of entries: identical attrs and OpDefs become one object."""
+
+    def __init__(self) -> None:
+        self.attrs: dict[str, dict[str, Any]] = {}
+        self.ops: dict[str, OpDef] = {}
+
+    def kind(self, row: list[Any]) -> NodeKind:
+        op, attrs_text, inputs, count, example, function = row
+        attrs = self.attrs.get(attrs_text)
+        if attrs is None:
+            attrs = self.attrs[attrs_text] = orjson.loads(attrs_text)
+        return _build(
+            NodeKind,
+            op=op,
+            attrs=attrs,
+            inputs=inputs,
+            count=count,
+            example=example,
+            function=function,
+            key=(op, attrs_text, inputs, function is None),
+        )  # the cached_property
+
+    def op(self, text: str) -> OpDef:
+        found = self.ops.get(text)
+        if found is None:
+            data = orjson.loads(text)
+            found = self.ops[text] = OpDef(
+                name=data["name"],
+                inputs=tuple(ArgDef(**a) for a in data["inputs"]),
+                outputs=tuple(ArgDef(**a) for a in data["outputs"]),
+                attrs=tuple(AttrDef(**a) for a in data["attrs"]),
+                deprecation_version=data["deprecation_version"],
+                deprecation_explanation=data["deprecation_explanation"],
+            )
+        return found
+
+    def graph(self, data: dict[str, Any]) -> Graph:
+        v = data["versions"]
+        return Graph(
+            versions=VersionDef(v["producer"], v["min_consumer"], tuple(v["bad_consumers"]))
+            if v
+            else None,
+            node_count=data["node_count"],
+            kinds=tuple(self.kind(row) for row in data["kinds"]),
+            edges=tuple(
+                _build(Edge, src=s, output=o, dst=d, input=i) for s, o, d, i in data["edges"]
+            ),
+            functions=tuple(data["functions"]),
+            library_node_count=data["library_node_count"],
+        )
+
+    def artifact(self, data: dict[str, Any]) -> Artifact:
+        ckpt = data.get("checkpoint")
+        return Artifact(
+            path=data["path"],
+            format=data["format"],
+            size=data["size"],
+            sha256=data["sha256"],
+            meta_graphs=tuple(
+                MetaGraph(
+                    tags=tuple(m["tags"]),
+                    graph=self.graph(m["graph"]),
+                    tensorflow_version=m["tensorflow_version"],
+                    tensorflow_git_version=m["tensorflow_git_version"],
+                    stripped_default_attrs=m["stripped_default_attrs"],
+                    producer_ops={k: self.op(t) for k, t in m["producer_ops"].items()},
+                    signatures=tuple(m["signatures"]),
+                    has_object_graph=m["has_object_graph"],
+                )
+                for m in data["meta_graphs"]
+            ),
+            graph=self.graph(data["graph"]) if data.get("graph") else None,
+            checkpoint=artifact_from_json({**_EMPTY, "checkpoint": ckpt}).checkpoint
+            if ckpt
+            else None,
+            saved_model_schema_version=data.get("saved_model_schema_version"),
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+_EMPTY = {"path": "", "format": "", "size": 0, "sha256": "", "meta_graphs": []}
+
+
 def encode_model(model: IndexedModel) -> bytes:
     data = {
         "bucket": model.bucket,
@@ -59,17 +195,18 @@ def encode_model(model: IndexedModel) -> bytes:
         "report_bucket": model.report_bucket,
         "report_key": model.report_key,
         "status": model.status,
-        "artifacts": [a.to_json() for a in model.artifacts],
+        "artifacts": [_pack_artifact(a) for a in model.artifacts],
         "verdicts": model.verdicts,
         "consumer_digests": model.consumer_digests,
         "compatible_releases": list(model.compatible_releases),
         "owners": list(model.owners),
     }
-    return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
+    return zlib.compress(orjson.dumps(data), 6)
 
 
-def decode_model(blob: bytes) -> IndexedModel:
-    data = json.loads(zlib.decompress(blob))
+def decode_model(blob: bytes, interner: _Interner | None = None) -> IndexedModel:
+    interner = interner or _Interner()
+    data = orjson.loads(zlib.decompress(blob))
     return IndexedModel(
         bucket=data["bucket"],
         key=data["key"],
@@ -77,7 +214,7 @@ def decode_model(blob: bytes) -> IndexedModel:
         report_bucket=data["report_bucket"],
         report_key=data["report_key"],
         status=data["status"],
-        artifacts=tuple(artifact_from_json(a) for a in data["artifacts"]),
+        artifacts=tuple(interner.artifact(a) for a in data["artifacts"]),
         verdicts=data["verdicts"],
         consumer_digests=data["consumer_digests"],
         compatible_releases=tuple(data["compatible_releases"]),
@@ -124,11 +261,30 @@ class ModelIndex:
 
     def models(self) -> Iterator[IndexedModel]:
         self.ensure_built()
-        for _, blob in self.redis.hscan_iter(HASH, count=500):
+        interner = _Interner()
+        for _, blob in self.redis.hscan_iter(HASH, count=1000):
             try:
-                yield decode_model(blob)
-            except (ValueError, KeyError, zlib.error):
+                yield decode_model(blob, interner)
+            except (ValueError, KeyError, TypeError, zlib.error):
                 log.warning("index.entry_unreadable")
+
+    def fields(self) -> list[str]:
+        """Every indexed object's field name (bucket/key), for splitting the work."""
+        self.ensure_built()
+        return sorted(f.decode() if isinstance(f, bytes) else f for f in self.redis.hkeys(HASH))
+
+    def models_of(self, fields: Sequence[str], batch: int = 500) -> Iterator[IndexedModel]:
+        """The models stored under `fields` (as `fields()` returned them)."""
+        interner = _Interner()
+        for start in range(0, len(fields), batch):
+            part = list(fields[start : start + batch])
+            for blob in self.redis.hmget(HASH, part):
+                if blob is None:
+                    continue  # removed since the fields were listed
+                try:
+                    yield decode_model(blob, interner)
+                except (ValueError, KeyError, TypeError, zlib.error):
+                    log.warning("index.entry_unreadable")
 
     def ensure_built(self) -> None:
         if not self.redis.exists(BUILT):
