@@ -154,3 +154,26 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
         notify=told.append,
     )
     assert again.rewritten == 0 and told == []
+
+
+def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
+    endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from worker.pipeline.reevaluate import FLEET_APPLIED, claim_fleet_change
+    from worker.pipeline.services import build_checker
+
+    for name, value in AWS_ENV.items():
+        monkeypatch.setenv(name, value)
+    _redis_ready(DB)
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(AFTER)
+    settings = Settings(
+        broker_url=f"redis://127.0.0.1:6379/{DB}", s3_endpoint_url=endpoint, fleet=str(fleet)
+    )
+    enqueued: list[str] = []
+    assert claim_fleet_change(settings, enqueued.append)
+    assert not claim_fleet_change(settings, enqueued.append)  # a second worker starting
+    assert enqueued == [str(fleet)]
+    redis.Redis(db=DB).set(FLEET_APPLIED, build_checker(settings).fleet_digest)
+    redis.Redis(db=DB).delete(*redis.Redis(db=DB).keys(f"{FLEET_APPLIED}:claim:*"))
+    assert not claim_fleet_change(settings, enqueued.append)  # already applied

@@ -70,3 +70,22 @@ def _bind_task_context(
 @signals.task_postrun.connect
 def _clear_task_context(**_: Any) -> None:
     structlog.contextvars.clear_contextvars()
+
+
+@signals.worker_ready.connect
+def _reevaluate_changed_fleet(sender: Any = None, **_: Any) -> None:
+    """A newly deployed fleet file re-checks every indexed model once.
+
+    Compares the fleet's digest with the last one applied; the first worker to
+    notice claims the change (Redis SET NX) and enqueues the re-evaluation."""
+    app = getattr(sender, "app", None)
+    if app is None or not hasattr(app, "tfcompat_settings"):
+        return
+    from worker.pipeline.reevaluate import claim_fleet_change
+
+    try:
+        claim_fleet_change(
+            settings_of(app), lambda path: app.send_task(TASK_FLEET_CHANGED, args=[path])
+        )
+    except Exception:
+        structlog.get_logger(__name__).exception("fleet.check_failed")

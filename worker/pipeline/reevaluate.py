@@ -119,7 +119,13 @@ def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reev
     index = services.index
     route, notify = breakage_notifier(settings, services.store)
     result = reevaluate(
-        index, services.store, checker, services.location, route=route, notify=notify
+        index,
+        services.store,
+        checker,
+        services.location,
+        route=route,
+        notify=notify,
+        progress=logged_progress(index.count()),
     )
     index.redis.set(FLEET_APPLIED, checker.fleet_digest)
     return result
@@ -134,3 +140,36 @@ def breakage_notifier(
         return None, None
     factory = getattr(notify, "breakage_notifier", None)
     return factory(settings, store) if factory else (None, None)
+
+
+def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> bool:
+    """Enqueue a re-evaluation if the fleet file differs from the one last applied."""
+    from pathlib import Path
+
+    from worker.pipeline.services import build_checker, services_for
+
+    if not Path(settings.fleet).exists():
+        return False
+    digest = build_checker(settings).fleet_digest
+    redis = services_for(settings).index.redis
+    applied = redis.get(FLEET_APPLIED)
+    if applied is not None and applied.decode() == digest:
+        return False
+    if not redis.set(f"{FLEET_APPLIED}:claim:{digest}", "1", nx=True, ex=3600):
+        return False  # another worker already enqueued it
+    log.info("fleet.changed", fleet=settings.fleet, digest=digest)
+    enqueue(settings.fleet)
+    return True
+
+
+def logged_progress(total: int, every: int = 1000) -> Callable[[int], None]:
+    """Progress of a long re-evaluation, as log lines."""
+    done = 0
+
+    def step(count: int) -> None:
+        nonlocal done
+        before, done = done, done + count
+        if done // every != before // every or done == total:
+            log.info("fleet.progress", done=done, total=total)
+
+    return step
