@@ -199,6 +199,53 @@ def test_fleet_change_checks_the_repositorys_models_with_the_new_fleet(
     assert annotation["title"].startswith("old-edge (TensorFlow 1.15.5) cannot load models/a")
 
 
+def test_fleet_change_fails_when_it_would_break_a_model_checked_elsewhere(
+    github: GitHubStandIn,
+) -> None:
+    """The repository has no models; the impact on the index decides."""
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.impact import LOADS, IndexedModel, assess, consumer_digest
+
+    catalog = load_catalog()
+    serving = catalog.consumer("2.21", name="new-serving")
+    indexed = IndexedModel(
+        "models",
+        "vision/7/saved_model.pb",
+        None,
+        "models",
+        "r.json",
+        "compatible",
+        tuple(read_path(str(NEW_OP))),
+        {"new-serving": LOADS},
+        {"new-serving": consumer_digest(serving)},
+    )
+    seen: list[list[str]] = []
+
+    def impact(proposed: Any) -> Any:
+        seen.append([c.name for c in proposed.consumers])
+        return assess([indexed], proposed.consumers, history=proposed.catalog)
+
+    new_fleet = (
+        b"consumers:\n  - name: new-serving\n    serving: '2.21'\n"
+        b"  - name: batch\n    tensorflow: '2.12'\n"
+    )
+    pull(github, {"config/fleet.yaml": new_fleet})
+    output = check_commit(
+        OPENED(),
+        client(github),
+        checker(),
+        fleet_path="config/fleet.yaml",
+        patterns=PATTERNS,
+        read_pointer=pointed,
+        fleet_impact=impact,
+    )
+    assert seen == [["new-serving", "batch"]]  # the proposed fleet, not the deployed one
+    assert output.conclusion == "failure"
+    summary = the_run(github)["output"]["summary"]
+    assert "Impact on every model checked so far" in summary
+    assert "s3://models/vision/7/saved_model.pb" in summary and "`batch` new → fails" in summary
+
+
 def test_a_fleet_file_that_does_not_load_fails_on_its_line(github: GitHubStandIn) -> None:
     bad = FLEET.replace(b'serving: "2.15.1"', b'serving: "2.99"')
     pull(github, {"config/fleet.yaml": bad})
@@ -397,3 +444,88 @@ def test_any_other_failure_completes_the_run_as_neutral() -> None:
     assert output.conclusion == "neutral"
     assert checks.runs[1]["conclusion"] == "neutral"
     assert "AccessDenied" in checks.updates[-1][1]["output"]["summary"]
+
+
+PUSH = json.loads((FIXTURES / "push.json").read_text())
+
+
+def touching(paths: list[str], ref: str = "refs/heads/master") -> dict[str, Any]:
+    """GitHub's example push, its commit now modifying `paths`."""
+    payload = json.loads(json.dumps(PUSH))
+    payload["ref"] = ref
+    payload["commits"][0]["modified"] = paths
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("payload", "wanted"),
+    [
+        (PUSH, False),  # GitHub's own example modifies nothing
+        (touching(["config/fleet.yaml"]), True),
+        (touching(["README.md"]), False),
+        (touching(["config/fleet.yaml"], ref="refs/heads/feature"), False),  # not the default
+        ({**touching(["config/fleet.yaml"]), "after": "0" * 40}, False),  # a branch deleted
+        ({**touching([]), "commits": []}, True),  # too many commits to list: assume it may
+    ],
+)
+def test_a_push_of_the_fleet_file_to_the_default_branch_asks_for_reevaluation(
+    payload: dict[str, Any], wanted: bool
+) -> None:
+    job = job_from_delivery("push", "d-9", payload, "config/fleet.yaml")
+    assert (job is not None) == wanted
+    if job is not None:
+        assert (job.event, job.head_sha, job.repository) == (
+            "push",
+            payload["after"],
+            payload["repository"]["full_name"],
+        )
+
+
+def test_a_pushed_fleet_retags_indexed_models_from_stored_metadata(
+    github: GitHubStandIn,
+) -> None:
+    from types import SimpleNamespace
+
+    from tests.sinks.test_index import FakeRedis
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.impact import LOADS, IndexedModel, consumer_digest
+    from worker.pipeline.github_tasks import reevaluate_pushed_fleet
+    from worker.pipeline.process import ReportLocation
+    from worker.sinks.index import BUILT, ModelIndex
+    from worker.sinks.memory import MemoryObjectStore
+
+    catalog = load_catalog()
+    store = MemoryObjectStore()
+    store.put("models", "vision/7/saved_model.pb", model_bytes(NEW_OP))
+    redis = FakeRedis()
+    index = ModelIndex(redis, store, ["models"], "r/")
+    redis.set(BUILT, "1")
+    serving = catalog.consumer("2.21", name="new-serving")
+    index.put(
+        IndexedModel(
+            "models",
+            "vision/7/saved_model.pb",
+            None,
+            "models",
+            "r/x.json",
+            "compatible",
+            tuple(read_path(str(NEW_OP))),
+            {"new-serving": LOADS},
+            {"new-serving": consumer_digest(serving)},
+        )
+    )
+    github.state.files["config/fleet.yaml"] = (
+        b"consumers:\n  - {name: new-serving, serving: '2.21'}\n"
+        b"  - {name: batch, tensorflow: '2.12'}\n"
+    )
+    job = job_from_delivery("push", "d-10", touching(["config/fleet.yaml"]), "config/fleet.yaml")
+    assert job is not None
+    services = SimpleNamespace(
+        store=store, index=index, checker=checker(), location=ReportLocation(None, "r/")
+    )
+    settings = Settings(github_fleet_path="config/fleet.yaml")
+    result = reevaluate_pushed_fleet(job, client(github), settings, services)
+    assert (result["examined"], result["changed"]) == (1, 1)
+    tags = {t["Key"]: t["Value"] for t in store.tags[("models", "vision/7/saved_model.pb")]}
+    assert tags["tfcompat:status"] == "incompatible"
+    assert github.state.check_runs == {}  # a push re-evaluates; it opens no check run

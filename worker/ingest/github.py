@@ -109,8 +109,34 @@ def _pull_numbers(items: Any) -> tuple[int, ...]:
     return tuple(sorted({p["number"] for p in items if isinstance(_dig(p, "number"), int)}))
 
 
-def job_from_delivery(event: str, delivery: str, payload: Any) -> GithubJob | None:
-    """The job a verified delivery asks for, or None if it asks for nothing we do."""
+NO_COMMIT = "0" * 40
+
+
+def pushes_fleet(payload: dict[str, Any], fleet_path: str | None) -> bool:
+    """A push to the default branch that touches the fleet file (or may: GitHub lists
+    at most 20 commits, so a push without a commit list counts)."""
+    if not fleet_path:
+        return False
+    branch = _dig(payload, "repository", "default_branch")
+    if payload.get("ref") != f"refs/heads/{branch}" or payload.get("after") == NO_COMMIT:
+        return False
+    commits = payload.get("commits")
+    if not isinstance(commits, list) or not commits:
+        return True
+    for commit in commits:
+        for field in ("added", "modified", "removed"):
+            paths = _dig(commit, field)
+            if isinstance(paths, list) and fleet_path in paths:
+                return True
+    return False
+
+
+def job_from_delivery(
+    event: str, delivery: str, payload: Any, fleet_path: str | None = None
+) -> GithubJob | None:
+    """The job a verified delivery asks for, or None if it asks for nothing we do:
+    pull requests and check re-runs are checked; a push of the fleet file to the
+    default branch re-evaluates every indexed model against it."""
     if not isinstance(payload, dict):
         raise MalformedEvent("a GitHub webhook body is a JSON object")
     action = payload.get("action") if isinstance(payload.get("action"), str) else None
@@ -123,6 +149,8 @@ def job_from_delivery(event: str, delivery: str, payload: Any) -> GithubJob | No
         holder = payload.get(event)
         head_sha = _dig(holder, "head_sha")
         pulls = _pull_numbers(_dig(holder, "pull_requests"))
+    elif event == "push" and pushes_fleet(payload, fleet_path):
+        action, head_sha, pulls = "fleet", payload.get("after"), ()
     else:
         return None
     if not isinstance(repository, str) or not isinstance(head_sha, str) or not head_sha:
@@ -192,7 +220,7 @@ def github_route(
         except ValueError as exc:
             raise MalformedEvent(f"body is not JSON ({exc})") from None
         metrics.EVENTS_RECEIVED.labels(SOURCE).inc()
-        job = job_from_delivery(event, delivery, payload)
+        job = job_from_delivery(event, delivery, payload, settings.github_fleet_path)
         if job is None:
             metrics.EVENTS_IGNORED.labels(SOURCE).inc()
             log.info("github.ignored", github_event=event, action=payload.get("action"))

@@ -15,8 +15,10 @@ Files that matter:
   and lines starting with `#` are ignored;
 - the fleet file (TFCOMPAT_GITHUB_FLEET_PATH, `config/fleet.yaml`): when the
   change edits it, the new fleet is loaded from the head commit (manifests it
-  names too) and checked against `models_for_fleet_change`; a fleet file that
-  does not load fails the check on its line.
+  names too), the repository's own models are checked against it file by file,
+  and the impact analysis re-checks every model in the index: a model that
+  would become unloadable fails the check. A fleet file that does not load
+  fails the check on its line.
 
 Without a pull request (a check suite re-run on a branch), every model and
 pointer in the repository at that commit is checked.
@@ -43,6 +45,7 @@ import yaml
 from worker.compat.report import artifact_report
 from worker.errors import ConfigError, InvalidArtifact, NotFound, TfcompatError, TransientError
 from worker.fleet.fleet import load_fleet, load_yaml
+from worker.fleet.impact import Impact
 from worker.formats.metadata import Artifact
 from worker.formats.read import read_source
 from worker.formats.source import BytesSource
@@ -102,12 +105,10 @@ def changed_paths(job: GithubJob, client: ChecksClient) -> list[str] | None:
 def models_for_fleet_change(
     job: GithubJob, client: ChecksClient, patterns: Sequence[str], fleet_path: str
 ) -> list[str]:
-    """The models a fleet change is checked against.
+    """The repository's own models a fleet change is checked against, file by file.
 
-    SEAM: the fleet-change impact analysis (worker.fleet.impact) knows every
-    model checked so far; until it can say which of them belong to a
-    repository, a pull request that edits the fleet is checked against the
-    models this repository references: its model files and pointers."""
+    Every other model checked so far is covered by the impact analysis
+    (`fleet_impact`), which re-checks the whole index from stored metadata."""
     return wanted(client.tree(job.repository, job.head_sha), patterns, fleet_path)
 
 
@@ -191,6 +192,33 @@ def check_files(
     return files
 
 
+FleetImpact = Callable[[Checker], Impact]
+"""The impact of a proposed fleet on every indexed model (worker.pipeline.impact_run)."""
+
+
+def impact_markdown(impact: Impact, limit: int = 20) -> str:
+    """The impact section of a fleet-change check run."""
+    lines = [
+        "",
+        "### Impact on every model checked so far",
+        f"{impact.examined} indexed model(s) re-checked from stored metadata "
+        f"({impact.checks} check(s) for {', '.join(impact.rechecked) or 'no changed consumer'}).",
+    ]
+    if not impact.models:
+        lines.append("No model changes verdict.")
+    for changed in impact.models[:limit]:
+        moves = ", ".join(
+            f"`{c.consumer}` {c.before or 'new'} → {c.after or 'removed'}" for c in changed.changes
+        )
+        lines.append(
+            f"- `{changed.model.location}`: {changed.model.status} → "
+            f"{changed.status_after} ({moves})"
+        )
+    if len(impact.models) > limit:
+        lines.append(f"- … and {len(impact.models) - limit} more (`tfcompat fleet impact`).")
+    return "\n".join(lines)
+
+
 def evaluate(
     job: GithubJob,
     client: ChecksClient,
@@ -199,6 +227,7 @@ def evaluate(
     fleet_path: str,
     patterns: Sequence[str],
     read_pointer: ReadPointer,
+    fleet_impact: FleetImpact | None = None,
 ) -> CheckOutput:
     changed = changed_paths(job, client)
     fleet_changed = changed is not None and fleet_path in changed
@@ -230,7 +259,13 @@ def evaluate(
     # Models this change did not touch are annotated on the fleet file's consumer lines.
     annotations = check_output(checked, columns, context).annotations
     annotations += check_output(rest, columns, context, lines or None).annotations
-    return CheckOutput(output.conclusion, output.title, output.summary, annotations)
+    conclusion, summary = output.conclusion, output.summary
+    if fleet_changed and fleet_impact is not None:
+        impact = fleet_impact(checker)
+        summary += impact_markdown(impact)
+        if impact.breaking:
+            conclusion = "failure"  # the new fleet would stop loading models already in use
+    return CheckOutput(conclusion, output.title, summary, annotations)
 
 
 def start_run(job: GithubJob, client: ChecksClient, now: datetime) -> int:
@@ -269,6 +304,7 @@ def check_commit(
     fleet_path: str,
     patterns: Sequence[str],
     read_pointer: ReadPointer,
+    fleet_impact: FleetImpact | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> CheckOutput:
     """Check the commit and record the result as the `tf-compat` check run.
@@ -285,6 +321,7 @@ def check_commit(
             fleet_path=fleet_path,
             patterns=patterns,
             read_pointer=read_pointer,
+            fleet_impact=fleet_impact,
         )
     except TransientError:
         raise

@@ -11,7 +11,9 @@ from worker.errors import ConfigError, TransientError
 from worker.ingest.events import MalformedEvent
 from worker.ingest.github import GithubJob
 from worker.pipeline.app import TASK_GITHUB_EVENT, settings_of
-from worker.pipeline.github_checks import check_commit, describe
+from worker.pipeline.github_checks import check_commit, describe, fleet_from_head
+from worker.pipeline.impact_run import assess_index
+from worker.pipeline.reevaluate import breakage_notifier, logged_progress, reevaluate
 from worker.pipeline.services import services_for
 from worker.pipeline.tasks import MAX_RETRIES, backoff
 from worker.sinks.github import github_clients_for
@@ -33,13 +35,22 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     )
     try:
         client = github_clients_for(settings).for_installation(parsed.installation_id)
+        services = services_for(settings)
+        if parsed.event == "push":
+            return reevaluate_pushed_fleet(parsed, client, settings, services)
         output = check_commit(
             parsed,
             client,
-            services_for(settings).checker,
+            services.checker,
             fleet_path=settings.github_fleet_path,
             patterns=settings.model_patterns,
             read_pointer=lambda url: read_s3_artifacts(url, settings),
+            fleet_impact=lambda checker: assess_index(
+                services.index,
+                checker.consumers,
+                history=checker.catalog,
+                policy=checker.policy,
+            ),
         )
     except TransientError as exc:
         log.warning("task.retry", error=str(exc), retries=self.request.retries)
@@ -48,3 +59,27 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         log.error("github.not_configured", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
     return {"action": "checked", **describe(output)}
+
+
+def reevaluate_pushed_fleet(
+    job: GithubJob, client: Any, settings: Any, services: Any
+) -> dict[str, Any]:
+    """The fleet file pushed to the default branch, applied to every indexed model:
+    models it changes are re-tagged and their owners told once each."""
+    checker, _ = fleet_from_head(job, client, settings.github_fleet_path, services.checker)
+    route, notify = breakage_notifier(settings, services.store)
+    result = reevaluate(
+        services.index,
+        services.store,
+        checker,
+        services.location,
+        route=route,
+        notify=notify,
+        progress=logged_progress(services.index.count()),
+    )
+    return {
+        "action": "reevaluated",
+        "examined": result.impact.examined,
+        "changed": len(result.impact.models),
+        "owners": result.notified_owners,
+    }
