@@ -301,11 +301,19 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     from worker.logs import configure_logging
-    from worker.pipeline.app import QUEUE, create_app
     from worker.settings import load_settings
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
+    port = settings.worker_metrics_port if args.metrics_port is None else args.metrics_port
+    if port:
+        from worker.exporter import start_exporter, use_multiprocess_dir
+
+        # Before anything imports worker.metrics: the pool's processes then write to files.
+        directory = use_multiprocess_dir(settings.metrics_dir)
+        start_exporter(port, directory)
+    from worker.pipeline.app import QUEUE, create_app
+
     app = create_app(settings)
     argv = [
         "worker",
@@ -320,6 +328,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
         argv += ["--hostname", args.hostname]
     app.worker_main(argv)
     return 0
+
+
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    from worker.health import Running, find_running, healthcheck, healthy
+    from worker.settings import load_settings
+
+    parser = build_parser()
+    if args.role:
+        running: Running | None = Running(args.role, parser.parse_args([args.role]))
+    else:
+        running = find_running(parser)
+    if running is None:
+        raise UsageError("no tfcompat serve, worker or sqs-bridge runs here; name the ROLE")
+    checks = healthcheck(
+        load_settings(), running, url=args.url, node=args.node, timeout=args.timeout
+    )
+    for name, value in checks.items():
+        print(f"{running.role} {name}: {value}")
+    return 0 if healthy(checks) else 1
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -491,6 +518,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="run a Celery worker that checks uploaded models")
     p.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--hostname", help="Celery node name (default: celery@HOST)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the Prometheus metrics of all worker processes on PORT "
+        "(default: TFCOMPAT_WORKER_METRICS_PORT; 0: none)",
+    )
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("serve", help="run the HTTP receiver for object-store events and webhooks")
@@ -502,6 +537,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-url", help="queue URL (default: TFCOMPAT_SQS_QUEUE_URL)")
     p.add_argument("--wait", type=int, default=20, help="long-poll seconds (default 20)")
     p.set_defaults(func=cmd_sqs_bridge)
+
+    p = sub.add_parser(
+        "healthcheck",
+        help="exit 0 when this container's tfcompat process is healthy (image HEALTHCHECK)",
+        description="Probes the receiver's /healthz, pings the Celery worker node, or checks "
+        "the bridge's broker and queue. Without ROLE, probes the tfcompat command this "
+        "machine or container runs. Exit 0 healthy, 1 not, 2 nothing to probe.",
+    )
+    p.add_argument("role", nargs="?", choices=["serve", "worker", "sqs-bridge"], metavar="ROLE")
+    p.add_argument("--url", help="receiver health URL (default: from its --host/--port)")
+    p.add_argument("--node", help="worker node to ping (default: from its --hostname)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    p.set_defaults(func=cmd_healthcheck)
     return parser
 
 

@@ -1,4 +1,10 @@
-"""Prometheus metrics of the receiver, the bridge and the workers."""
+"""Prometheus metrics of the receiver, the bridge and the workers.
+
+The receiver and the bridge serve their own process's values (`/metrics`); the
+worker's processes write theirs to files that `tfcompat worker --metrics-port`
+serves merged (`worker.exporter`). What each worker metric counts is set in
+`worker.pipeline.observe`.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +19,20 @@ EVENTS_IGNORED = Counter(
     "Events that start no work (not a model, our own write, test event)",
     ["source"],
 )
-TASKS = Counter("tfcompat_tasks_total", "Tasks finished, by outcome", ["outcome"])
+TASKS = Counter(
+    "tfcompat_tasks_total",
+    "Task runs, by task and outcome (checked, stale, gone, removed, rejected, retry, failure)",
+    ["task", "outcome"],
+)
 VERDICTS = Counter("tfcompat_verdicts_total", "Artifacts checked, by status", ["status"])
 LATENCY = Histogram(
     "tfcompat_event_to_tags_seconds",
     "From the event's time to tags written",
     buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800),
 )
-BYTES_READ = Counter("tfcompat_object_bytes_read_total", "Bytes read from the object store")
+BYTES_READ = Counter(
+    "tfcompat_object_bytes_read_total", "Bytes of model objects read from the object store"
+)
 NOTIFY_FAILURES = Counter(
     "tfcompat_notification_failures_total", "Notifications that failed", ["sink"]
 )

@@ -92,6 +92,17 @@ class Settings(BaseSettings):
         "config/fleet.yaml",
         description="The fleet file's path inside repositories (checked in PRs)",
     )
+    worker_metrics_port: int = Field(
+        0,
+        description="Port of the Prometheus exporter `tfcompat worker` starts (`--metrics-port`); "
+        "0: none. The container image sets 9808",
+    )
+    metrics_dir: str | None = Field(
+        None,
+        description="Directory where the worker's processes keep their metrics "
+        "(prometheus_client multiprocess mode); its *.db files are removed when the worker "
+        "starts; a new temporary directory if unset",
+    )
 
 
 def load_settings(**overrides: Any) -> Settings:

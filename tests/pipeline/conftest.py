@@ -25,6 +25,7 @@ class Stack:
     receiver: str
     s3: Any
     logs: Path
+    worker_metrics: str  # the worker's Prometheus exporter (tfcompat worker --metrics-port)
 
     def bucket(self, versioned: bool = False) -> str:
         name = f"models-{next(_names)}"
@@ -65,11 +66,10 @@ def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
     """moto + Redis + one Celery worker process + the receiver over a socket."""
     _redis_ready(REDIS_DB)
     env = worker_env(endpoint, REDIS_DB)
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
+    worker = cli("worker", "--concurrency", "2", "--hostname", "main@%h")
     with (
-        process(
-            cli("worker", "--concurrency", "2", "--hostname", "main@%h"), env, logs / "worker.log"
-        ),
+        process([*worker, "--metrics-port", str(metrics_port)], env, logs / "worker.log"),
         process(cli("serve", "--port", str(port)), env, logs / "receiver.log"),
     ):
         receiver = f"http://127.0.0.1:{port}"
@@ -79,4 +79,5 @@ def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
             "the receiver's /healthz",
         )
         wait_until(lambda: "ready" in (logs / "worker.log").read_text(), 60, "the worker")
-        yield Stack(endpoint, env, receiver, s3(endpoint), logs)
+        metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        yield Stack(endpoint, env, receiver, s3(endpoint), logs, metrics)

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
+from worker.health import dependency_checks, healthy
 from worker.ingest.events import (
     Enqueue,
     EventFilter,
@@ -150,8 +151,8 @@ def create_http_app(
         return response
 
     async def healthz(request: Request) -> Response:
-        checks = (health or default_health(settings))()
-        ok = all(v == "ok" for v in checks.values())
+        checks = await run_in_threadpool(health or default_health(settings))
+        ok = healthy(checks)
         return JSONResponse(
             {"status": "ok" if ok else "degraded", "checks": checks}, status_code=200 if ok else 503
         )
@@ -171,22 +172,5 @@ def create_http_app(
 
 
 def default_health(settings: Settings) -> HealthCheck:
-    def check() -> dict[str, Any]:
-        import redis
-
-        from worker.sinks.s3 import s3_client
-
-        result: dict[str, str] = {}
-        try:
-            redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
-            result["broker"] = "ok"
-        except Exception as exc:
-            result["broker"] = f"error: {type(exc).__name__}"
-        try:
-            s3_client(settings).list_buckets()
-            result["object_store"] = "ok"
-        except Exception as exc:
-            result["object_store"] = f"error: {type(exc).__name__}"
-        return result
-
-    return check
+    """The broker and the object store (`worker.health.dependency_checks`)."""
+    return lambda: dependency_checks(settings)

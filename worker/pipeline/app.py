@@ -72,6 +72,13 @@ def _clear_task_context(**_: Any) -> None:
     structlog.contextvars.clear_contextvars()
 
 
+@signals.task_postrun.connect
+def _count_task(**kwargs: Any) -> None:
+    from worker.pipeline.observe import count_task
+
+    count_task(**kwargs)
+
+
 @signals.worker_ready.connect
 def _reevaluate_changed_fleet(sender: Any = None, **_: Any) -> None:
     """A newly deployed fleet file re-checks every indexed model once.

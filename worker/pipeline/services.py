@@ -56,6 +56,7 @@ def build_checker(settings: Settings) -> Checker:
 
 
 def build_services(settings: Settings) -> Services:
+    from worker.pipeline.observe import metrics_hook
     from worker.sinks.notify import notification_hook
     from worker.sinks.s3 import S3ObjectStore, s3_client
 
@@ -67,7 +68,7 @@ def build_services(settings: Settings) -> Services:
         checker=build_checker(settings),
         location=ReportLocation(settings.report_bucket, settings.report_prefix),
         index=index,
-        hooks=[index_hook(index, store), *([notify] if notify else [])],
+        hooks=[index_hook(index, store), metrics_hook(store), *([notify] if notify else [])],
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -79,7 +80,8 @@ def translate(exc: Exception, what: str) -> TfcompatError:
 class S3Source:
     """One object version read with ranged GETs through a small block cache.
 
-    Memory is bounded by CACHED_BLOCKS x BLOCK whatever the object's size."""
+    Memory is bounded by CACHED_BLOCKS x BLOCK whatever the object's size. Every block
+    fetched is counted in `bytes_read` and passed to `on_read` (the store's total)."""
 
     def __init__(
         self,
@@ -88,10 +90,12 @@ class S3Source:
         key: str,
         version_id: str | None = None,
         size: int | None = None,
+        on_read: Callable[[int], None] | None = None,
     ) -> None:
         self._client, self.bucket, self.key, self.version_id = client, bucket, key, version_id
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self.bytes_read = 0
+        self._on_read = on_read
         if size is None:
             head = self._call("head_object", Bucket=bucket, Key=key, **self._version())
             size = int(head["ContentLength"])
@@ -133,6 +137,8 @@ class S3Source:
         except Exception as exc:
             raise translate(exc, self.name) from None
         self.bytes_read += len(data)
+        if self._on_read is not None:
+            self._on_read(len(data))
         self._blocks[index] = data
         while len(self._blocks) > CACHED_BLOCKS:
             self._blocks.popitem(last=False)
@@ -160,8 +166,15 @@ class S3Source:
 class S3PrefixTree:
     """The objects under a prefix (a SavedModel directory), newest versions."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str,
+        on_read: Callable[[int], None] | None = None,
+    ) -> None:
         self._client, self.bucket = client, bucket
+        self._on_read = on_read
         self.prefix = prefix.rstrip("/") + "/" if prefix else ""
         self._sizes: dict[str, int] = {}
         paginator = client.get_paginator("list_objects_v2")
@@ -182,7 +195,13 @@ class S3PrefixTree:
     def open(self, name: str) -> Source:
         if name not in self._sizes:
             raise NotFound(f"{self.name}/{name}: not found")
-        return S3Source(self._client, self.bucket, self.prefix + name, size=self._sizes[name])
+        return S3Source(
+            self._client,
+            self.bucket,
+            self.prefix + name,
+            size=self._sizes[name],
+            on_read=self._on_read,
+        )
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -193,27 +212,35 @@ def parse_s3_url(url: str) -> tuple[str, str]:
 
 
 def read_s3_artifacts(
-    url: str, settings: Settings, client: Any = None, version_id: str | None = None
+    url: str,
+    settings: Settings,
+    client: Any = None,
+    version_id: str | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> list[Any]:
-    """Artifacts of an s3:// object or prefix; a saved_model.pb brings its directory."""
+    """Artifacts of an s3:// object or prefix; a saved_model.pb brings its directory.
+    `on_read` is told the size of every block read."""
     from worker.formats.read import SAVED_MODEL_FILES, read_saved_model_dir, read_source, read_tree
 
     bucket, key = parse_s3_url(url)
     client = client or s3_client(settings)
     if not key or key.endswith("/"):
-        return read_tree(S3PrefixTree(client, bucket, key), url.rstrip("/"))
+        return read_tree(S3PrefixTree(client, bucket, key, on_read), url.rstrip("/"))
     base = posixpath.basename(key)
     if base in SAVED_MODEL_FILES or key.endswith("variables/variables.index"):
         root = posixpath.dirname(key)
         if base not in SAVED_MODEL_FILES:
             root = posixpath.dirname(root)
-        tree = S3PrefixTree(client, bucket, root)
+        tree = S3PrefixTree(client, bucket, root, on_read)
         return [read_saved_model_dir(tree, "", f"s3://{bucket}/{root}")]
-    return read_source(S3Source(client, bucket, key, version_id), url)
+    return read_source(S3Source(client, bucket, key, version_id, on_read=on_read), url)
 
 
 class S3ObjectStore:
-    """The ObjectStore port over boto3 (any S3-compatible endpoint)."""
+    """The ObjectStore port over boto3 (any S3-compatible endpoint).
+
+    `bytes_read` totals the object bytes this store has read since it was built
+    (metadata calls and reports not counted); it only grows."""
 
     def __init__(self, client: Any, settings: Settings) -> None:
         self._client = client
@@ -246,7 +273,12 @@ class S3ObjectStore:
         )
 
     def read_artifacts(self, bucket: str, key: str, version_id: str | None) -> list[Artifact]:
-        return read_s3_artifacts(f"s3://{bucket}/{key}", self._settings, self._client, version_id)
+        return read_s3_artifacts(
+            f"s3://{bucket}/{key}", self._settings, self._client, version_id, self._count_read
+        )
+
+    def _count_read(self, size: int) -> None:
+        self.bytes_read += size
 
     def get_tags(self, bucket: str, key: str, version_id: str | None) -> list[Tag]:
         response = self._call(

@@ -1,0 +1,194 @@
+"""Is this process able to do its job: the receiver's /healthz and `tfcompat healthcheck`.
+
+`dependency_checks` asks the shared parts, the broker and the object store, with
+least privilege: a Redis PING, and HEAD on a bucket the settings name (S3 allows
+it to whoever has `s3:ListBucket` on that one bucket), never a listing of every
+bucket.
+
+`healthcheck` is what the container image's HEALTHCHECK runs. One image runs
+three commands, so by default it looks at which `tfcompat` command this
+container runs (the process table) and probes that: the receiver's own
+/healthz; a Celery ping answered by this very worker node (its consumer is
+alive and connected: long tasks do not make it fail); the bridge's broker and
+queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from worker.settings import Settings
+
+ROLES = ("serve", "worker", "sqs-bridge")
+OK = "ok"
+
+
+def probe_bucket(settings: Settings) -> str | None:
+    """The bucket whose HEAD proves the object store answers: the report bucket, else
+    the first index bucket; None when the settings name no bucket."""
+    if settings.report_bucket:
+        return settings.report_bucket
+    return settings.index_buckets[0] if settings.index_buckets else None
+
+
+def _outcome(check: Callable[[], Any]) -> str:
+    try:
+        check()
+    except Exception as exc:
+        return f"error: {type(exc).__name__}"
+    return OK
+
+
+def dependency_checks(settings: Settings) -> dict[str, str]:
+    """{"broker": ..., "object_store": ...}: "ok", "error: <type>", or for the object
+    store "skipped: ..." when no bucket is configured (not a failure)."""
+    import redis
+
+    from worker.sinks.s3 import s3_client
+
+    result = {
+        "broker": _outcome(
+            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
+        )
+    }
+    bucket = probe_bucket(settings)
+    if bucket is None:
+        result["object_store"] = "skipped: set TFCOMPAT_REPORT_BUCKET or TFCOMPAT_INDEX_BUCKETS"
+    else:
+        result["object_store"] = _outcome(lambda: s3_client(settings).head_bucket(Bucket=bucket))
+    return result
+
+
+def healthy(checks: dict[str, str]) -> bool:
+    return all(value == OK or value.startswith("skipped") for value in checks.values())
+
+
+# --- the container healthcheck ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Running:
+    """The tfcompat command a process runs, with its parsed options."""
+
+    role: str
+    args: argparse.Namespace
+
+
+def running_command(argv: Sequence[str], parser: argparse.ArgumentParser) -> Running | None:
+    """The tfcompat long-running command in a process's argv, if it is one:
+    `tfcompat worker ...`, `python -m worker.cli serve ...`, `/venv/bin/tfcompat sqs-bridge`."""
+    args = list(argv)
+    for index, part in enumerate(args):
+        is_cli = Path(part).name == "tfcompat" or (
+            part == "worker.cli" and index > 0 and args[index - 1] == "-m"
+        )
+        rest = args[index + 1 :]
+        if is_cli and rest and rest[0] in ROLES:
+            try:
+                parsed, _ = parser.parse_known_args(rest)
+            except SystemExit:
+                return None
+            return Running(rest[0], parsed)
+    return None
+
+
+def find_running(parser: argparse.ArgumentParser, proc: Path = Path("/proc")) -> Running | None:
+    """The tfcompat command of the oldest process running one (PID 1 in a container)."""
+    me = os.getpid()
+    pids = sorted(int(p.name) for p in proc.iterdir() if p.name.isdigit() and int(p.name) != me)
+    for pid in pids:
+        try:
+            raw = (proc / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        found = running_command([a.decode(errors="replace") for a in raw.split(b"\0") if a], parser)
+        if found is not None:
+            return found
+    return None
+
+
+def receiver_url(args: argparse.Namespace) -> str:
+    host = getattr(args, "host", "127.0.0.1")
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    return f"http://{host}:{getattr(args, 'port', 8080)}/healthz"
+
+
+def check_receiver(url: str, timeout: float) -> dict[str, str]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return {"receiver": OK if response.status == 200 else f"error: {response.status}"}
+    except urllib.error.HTTPError as exc:
+        try:
+            checks = json.loads(exc.read()).get("checks") or {}
+        except ValueError:
+            checks = {}
+        return {"receiver": f"error: {exc.code}", **checks}
+    except OSError as exc:
+        return {"receiver": f"error: {type(exc).__name__}"}
+
+
+def worker_node(hostname: str | None) -> str:
+    """The node name Celery gives a worker started with `--hostname` (None: the default)."""
+    from celery.utils.nodenames import default_nodename, host_format
+
+    return str(host_format(default_nodename(hostname)))  # type: ignore[arg-type]
+
+
+def check_worker(settings: Settings, node: str, timeout: float) -> dict[str, str]:
+    from worker.pipeline.app import create_app
+
+    try:
+        replies = create_app(settings).control.ping(destination=[node], timeout=timeout)
+    except Exception as exc:
+        return {"broker": f"error: {type(exc).__name__}"}
+    answered = any(node in reply for reply in replies or [])
+    return {"worker": OK if answered else f"error: {node} did not answer a ping in {timeout}s"}
+
+
+def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
+    import boto3
+    import redis
+
+    result = {
+        "broker": _outcome(
+            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
+        )
+    }
+    if not queue_url:
+        result["queue"] = "error: no queue (TFCOMPAT_SQS_QUEUE_URL)"
+        return result
+    sqs = boto3.client(
+        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
+    )
+    result["queue"] = _outcome(
+        lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+    )
+    return result
+
+
+def healthcheck(
+    settings: Settings,
+    running: Running,
+    *,
+    url: str | None = None,
+    node: str | None = None,
+    timeout: float = 10.0,
+) -> dict[str, str]:
+    """The checks for the command `running` runs; every value "ok" means healthy."""
+    if running.role == "serve":
+        return check_receiver(url or receiver_url(running.args), timeout)
+    if running.role == "worker":
+        return check_worker(
+            settings, node or worker_node(getattr(running.args, "hostname", None)), timeout
+        )
+    queue_url = getattr(running.args, "queue_url", None) or settings.sqs_queue_url
+    return check_bridge(settings, queue_url)
