@@ -268,24 +268,6 @@ class ModelIndex:
             except (ValueError, KeyError, TypeError, zlib.error):
                 log.warning("index.entry_unreadable")
 
-    def fields(self) -> list[str]:
-        """Every indexed object's field name (bucket/key), for splitting the work."""
-        self.ensure_built()
-        return sorted(f.decode() if isinstance(f, bytes) else f for f in self.redis.hkeys(HASH))
-
-    def models_of(self, fields: Sequence[str], batch: int = 500) -> Iterator[IndexedModel]:
-        """The models stored under `fields` (as `fields()` returned them)."""
-        interner = _Interner()
-        for start in range(0, len(fields), batch):
-            part = list(fields[start : start + batch])
-            for blob in self.redis.hmget(HASH, part):
-                if blob is None:
-                    continue  # removed since the fields were listed
-                try:
-                    yield decode_model(blob, interner)
-                except (ValueError, KeyError, TypeError, zlib.error):
-                    log.warning("index.entry_unreadable")
-
     def ensure_built(self) -> None:
         if not self.redis.exists(BUILT):
             self.rebuild()
