@@ -75,33 +75,13 @@ class Catalog:
         self._range_consumers: list[Consumer] | None = None
         by_version: dict[str, Release] = {}
         for row in (releases_doc or {}).get("releases", []):
-            gd = row.get("graph_def_version") or {}
-            ck = row.get("checkpoint_version") or {}
-            if gd.get("producer") is None:
-                continue  # a wheel without version.h: nothing to go on
-            by_version[row["version"]] = Release(
-                row["version"],
-                gd["producer"],
-                gd.get("min_consumer") or 0,
-                gd.get("min_producer") or 0,
-                ck.get("producer") or 1,
-                ck.get("min_consumer") or 0,
-                ck.get("min_producer") or 0,
-            )
-        for row in self._deltas:
-            gd, ck = row["graph_def_version"], row.get("checkpoint_version") or {}
-            by_version.setdefault(
-                row["version"],
-                Release(
-                    row["version"],
-                    gd["producer"],
-                    gd.get("min_consumer") or 0,
-                    gd.get("min_producer") or 0,
-                    ck.get("producer") or 1,
-                    ck.get("min_consumer") or 0,
-                    ck.get("min_producer") or 0,
-                ),
-            )
+            release = _release(row)
+            if release is not None:  # None: a wheel without version.h, nothing to go on
+                by_version[row["version"]] = release
+        for row in self._deltas:  # registries carry their release's numbers too
+            release = _release(row)
+            if release is not None:
+                by_version.setdefault(row["version"], release)
         anchor = (releases_doc or {}).get("graph_def_daily_anchor")
         if anchor:
             self._anchor = (dt.date.fromisoformat(anchor["date"]), int(anchor["graph_def_version"]))
@@ -252,6 +232,23 @@ def consumer_for_release(
         loader=loader,
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
+    )
+
+
+def _release(row: dict[str, Any]) -> Release | None:
+    """A release from a data row (releases.json or a registry delta)."""
+    gd = row.get("graph_def_version") or {}
+    ck = row.get("checkpoint_version") or {}
+    if gd.get("producer") is None:
+        return None
+    return Release(
+        row["version"],
+        gd["producer"],
+        gd.get("min_consumer") or 0,
+        gd.get("min_producer") or 0,
+        ck.get("producer") or 1,
+        ck.get("min_consumer") or 0,
+        ck.get("min_producer") or 0,
     )
 
 
