@@ -28,7 +28,7 @@ from worker.formats.wire import Cursor
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
 # Files that live inside a SavedModel directory but are not graphs.
-_SAVED_MODEL_SIDE_FILES = {"fingerprint.pb", "keras_metadata.pb"}
+_SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
 
 def _checkpoint(source: Source) -> Checkpoint:

@@ -198,6 +198,18 @@ def parse_queue_message(body: str) -> list[ObjectEvent]:
     return parse_records(doc, "sqs")
 
 
+SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
+
+
+def is_saved_model_part(key: str) -> bool:
+    """A file that belongs to a SavedModel but is no model itself: its fingerprint,
+    Keras metadata, or anything under assets/ (vocabularies may well end in .pb)."""
+    parts = key.split("/")
+    return parts[-1] in SAVED_MODEL_SIDE_FILES or any(
+        p in ("assets", "assets.extra") for p in parts[:-1]
+    )
+
+
 @dataclass(frozen=True)
 class EventFilter:
     """Which events start work: model-looking keys only, and never our own writes."""
@@ -209,6 +221,8 @@ class EventFilter:
         if not (event.created or event.removed):
             return False
         if any(event.key.startswith(p) for p in self.ignore_prefixes if p):
+            return False
+        if is_saved_model_part(event.key):
             return False
         return any(fnmatch.fnmatchcase(event.key, p) for p in self.patterns)
 
