@@ -228,3 +228,26 @@ def test_oversized_body_is_rejected(stack: Stack) -> None:
 def test_metrics_count_what_happened(stack: Stack) -> None:
     text = httpx.get(f"{stack.receiver}/metrics", timeout=10).text
     assert "tfcompat_events_received_total" in text
+
+
+def test_each_version_is_read_and_tagged_as_it_was_uploaded(stack: Stack) -> None:
+    bucket = stack.bucket(versioned=True)
+    upload_tree(stack.s3, bucket, "v/1", NEW_OP)
+    key = "v/1/saved_model.pb"
+    first = s3_event(stack.s3, bucket, key)  # names the first version
+    stack.s3.put_object(Bucket=bucket, Key=key, Body=(STRIPPED / "saved_model.pb").read_bytes())
+    second = s3_event(stack.s3, bucket, key)
+    old, new = (e["Records"][0]["s3"]["object"]["versionId"] for e in (first, second))
+    assert old != new
+    assert stack.post("/events/s3", second).status_code == 202
+    assert stack.post("/events/s3", first).status_code == 202  # the older event arrives late
+
+    def version_tags(version: str) -> dict[str, str]:
+        tags = stack.s3.get_object_tagging(Bucket=bucket, Key=key, VersionId=version)
+        return {t["Key"]: t["Value"] for t in tags["TagSet"]}
+
+    wait_until(lambda: version_tags(old).get("tfcompat:status"), 90, "the old version's tags")
+    wait_until(lambda: version_tags(new).get("tfcompat:status"), 90, "the new version's tags")
+    assert version_tags(old)["tfcompat:graph-def"] == "producer 2474 min-consumer 0"  # new_op
+    assert version_tags(new)["tfcompat:graph-def"] == "producer 1395 min-consumer 0"  # 2.12
+    assert version_tags(old)["tfcompat:report"] != version_tags(new)["tfcompat:report"]

@@ -164,7 +164,8 @@ class S3Source:
 
 
 class S3PrefixTree:
-    """The objects under a prefix (a SavedModel directory), newest versions."""
+    """The objects under a prefix (a SavedModel directory): their current versions,
+    except those `pinned` to a version (the object an event named)."""
 
     def __init__(
         self,
@@ -172,9 +173,11 @@ class S3PrefixTree:
         bucket: str,
         prefix: str,
         on_read: Callable[[int], None] | None = None,
+        pinned: dict[str, str] | None = None,
     ) -> None:
         self._client, self.bucket = client, bucket
         self._on_read = on_read
+        self._pinned = pinned or {}
         self.prefix = prefix.rstrip("/") + "/" if prefix else ""
         self._sizes: dict[str, int] = {}
         paginator = client.get_paginator("list_objects_v2")
@@ -195,11 +198,14 @@ class S3PrefixTree:
     def open(self, name: str) -> Source:
         if name not in self._sizes:
             raise NotFound(f"{self.name}/{name}: not found")
+        version = self._pinned.get(name)
         return S3Source(
             self._client,
             self.bucket,
             self.prefix + name,
-            size=self._sizes[name],
+            version,
+            # a pinned version's size may differ from the current one's: asked anew
+            size=None if version else self._sizes[name],
             on_read=self._on_read,
         )
 
@@ -231,7 +237,8 @@ def read_s3_artifacts(
         root = posixpath.dirname(key)
         if base not in SAVED_MODEL_FILES:
             root = posixpath.dirname(root)
-        tree = S3PrefixTree(client, bucket, root, on_read)
+        pinned = {key[len(root) + 1 :]: version_id} if version_id else {}
+        tree = S3PrefixTree(client, bucket, root, on_read, pinned)
         return [read_saved_model_dir(tree, "", f"s3://{bucket}/{root}")]
     return read_source(S3Source(client, bucket, key, version_id, on_read=on_read), url)
 

@@ -1,0 +1,75 @@
+"""`process_event` over the in-memory store: identity, ordering and idempotency rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.truth import SHARED
+from worker.ingest.events import ObjectEvent
+from worker.pipeline.process import ReportLocation, process_event, sequencer_newer
+from worker.pipeline.services import build_checker
+from worker.settings import Settings
+from worker.sinks.memory import MemoryObjectStore
+
+MODEL = SHARED / "artifacts/tf2.12/savedmodel_v1_stripped"
+LOCATION = ReportLocation(None, "reports/")
+
+
+def store_with(root: Path, prefix: str) -> MemoryObjectStore:
+    store = MemoryObjectStore()
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            store.put("b", f"{prefix}/{path.relative_to(root).as_posix()}", path.read_bytes())
+    return store
+
+
+def event(sequencer: str | None = None, etag: str | None = None) -> ObjectEvent:
+    return ObjectEvent("b", "m/saved_model.pb", "ObjectCreated:Put", sequencer=sequencer, etag=etag)
+
+
+CHECKER = build_checker(Settings(fleet="config/fleet.yaml"))
+
+
+def test_sequencers_compare_as_hex_of_any_length() -> None:
+    assert sequencer_newer("0A", "9")
+    assert sequencer_newer("00000000000000000B", "0A")
+    assert not sequencer_newer("0A", "0A")
+
+
+def test_an_older_event_after_a_newer_one_changes_nothing() -> None:
+    store = store_with(MODEL, "m")
+    assert process_event(event("0B"), store, CHECKER, LOCATION).action == "checked"
+    writes = store.tag_writes
+    assert process_event(event("0A"), store, CHECKER, LOCATION).action == "stale"
+    assert store.tag_writes == writes
+
+
+def test_an_event_for_content_since_overwritten_is_stale() -> None:
+    store = store_with(MODEL, "m")
+    assert (
+        process_event(event(etag="not-the-current-etag"), store, CHECKER, LOCATION).action
+        == "stale"
+    )
+    head = store.head("b", "m/saved_model.pb", None)
+    assert process_event(event(etag=head.etag), store, CHECKER, LOCATION).action == "checked"
+
+
+def test_the_same_event_twice_writes_tags_once_and_the_same_report() -> None:
+    store = store_with(MODEL, "m")
+    first = process_event(event("0A"), store, CHECKER, LOCATION)
+    report = store.objects[("b", first.report or "")]
+    second = process_event(event("0A"), store, CHECKER, LOCATION)
+    assert (first.tags, store.tag_writes) == (second.tags, 1)
+    assert store.objects[("b", second.report or "")] == report
+
+
+def test_an_object_gone_before_its_task_ran_is_not_an_error() -> None:
+    assert process_event(event(), MemoryObjectStore(), CHECKER, LOCATION).action == "gone"
+
+
+def test_a_deleted_object_loses_its_report() -> None:
+    store = store_with(MODEL, "m")
+    checked = process_event(event(), store, CHECKER, LOCATION)
+    removed = ObjectEvent("b", "m/saved_model.pb", "ObjectRemoved:Delete")
+    assert process_event(removed, store, CHECKER, LOCATION).action == "removed"
+    assert ("b", checked.report) not in store.objects
