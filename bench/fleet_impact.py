@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from worker.catalog.catalog import load_catalog  # noqa: E402
-from worker.compat import check as check_module  # noqa: E402
+from worker.compat import edges as edges_module  # noqa: E402
 from worker.compat import nodes as nodes_module  # noqa: E402
 from worker.compat.consumer import Loader  # noqa: E402
 from worker.fleet.impact import IndexedModel, assess, consumer_digest  # noqa: E402
@@ -123,7 +123,7 @@ def vary(artifact: Artifact, rng: random.Random, extra_ops: list[str], n: int) -
 
 def cold() -> None:
     nodes_module._CLEAN.clear()
-    check_module._TYPES.clear()
+    edges_module._TYPES.clear()
 
 
 def main() -> int:

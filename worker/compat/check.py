@@ -23,18 +23,12 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from worker.compat.consumer import Consumer, Loader
+from worker.compat.edges import edge_findings
 from worker.compat.findings import Code, Finding, Severity, error, warning
-from worker.compat.nodes import (
-    NodeContext,
-    arg_types,
-    base_type,
-    check_node_kind,
-    effective_attrs,
-)
+from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.versions import check_versions
 from worker.formats.metadata import Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
-from worker.formats.plain import short_dtype
 
 FORWARD_WINDOW_DAYS = 21
 SERVING_TAG = "serve"
@@ -335,88 +329,16 @@ def _with_attr_history(s: Subject, finding: Finding) -> Finding:
     )
 
 
-_TYPES: dict[
-    tuple[int, tuple[str, str, int, bool]], tuple[OpDef, tuple[list[str] | None, list[str] | None]]
-] = {}
-_TYPES_LIMIT = 200_000
-
-
-def kind_types(kind: NodeKind, op: OpDef) -> tuple[list[str] | None, list[str] | None]:
-    """(input types, output types) of a kind under an OpDef; remembered per distinct
-    kind and OpDef, since edges of thousands of models repeat the same kinds."""
-    memo = (id(op), kind.key)
-    hit = _TYPES.get(memo)
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    attrs = effective_attrs(op, kind.attrs)
-    result = (arg_types(op.inputs, attrs), arg_types(op.outputs, attrs))
-    if len(_TYPES) >= _TYPES_LIMIT:
-        _TYPES.clear()
-    _TYPES[memo] = (op, result)
-    return result
+def check_policy(s: Subject) -> Iterable[Finding]:
+    versions = s.graph.versions if s.graph is not None else None
+    return policy_findings(s.consumer, versions, s.policy)
 
 
 def check_edges(s: Subject) -> Iterable[Finding]:
     """Types along every top-level edge, computed under the consumer's OpDefs."""
     if s.graph is None or s.consumer.registry is None or not s.kinds:
         return []
-    ops = s.consumer.registry.ops
-    kinds = s.graph.kinds
-    in_scope = {id(k) for k in s.kinds}
-    signatures: dict[int, tuple[list[str] | None, list[str] | None] | None] = {}
-
-    def signature_of(index: int) -> tuple[list[str] | None, list[str] | None] | None:
-        if index not in signatures:
-            kind = kinds[index]
-            op = ops.get(kind.op)
-            in_graph = op is not None and id(kind) in in_scope
-            signatures[index] = kind_types(kind, op) if in_graph and op is not None else None
-        return signatures[index]
-
-    findings = []
-    reported: set[tuple[int, int]] = set()
-    for edge in s.graph.edges:
-        source, target = signature_of(edge.src), signature_of(edge.dst)
-        if source is None or target is None:
-            continue
-        produced, expected = source[1], target[0]
-        if produced is None or expected is None or edge.input >= len(expected):
-            continue
-        src, dst = kinds[edge.src], kinds[edge.dst]
-        if edge.output >= len(produced):
-            if (edge.src, edge.output) not in reported:
-                reported.add((edge.src, edge.output))
-                findings.append(
-                    error(
-                        Code.EDGE_OUTPUT,
-                        f"Node {dst.example} connects to output {edge.output} of {src.example}, "
-                        f"but {src.op} has {len(produced)} outputs in {s.label}",
-                        op=src.op,
-                    )
-                )
-            continue
-        actual, want = produced[edge.output], expected[edge.input]
-        if actual == want or want == base_type(actual):
-            continue
-        if (edge.dst, edge.input) in reported:
-            continue
-        reported.add((edge.dst, edge.input))
-        findings.append(
-            error(
-                Code.EDGE_TYPE,
-                f"Input {edge.input} of node {dst.example} was passed {short_dtype(actual)} from "
-                f"{src.example}:{edge.output} incompatible with expected {short_dtype(want)} in "
-                f"{s.label}. An attr this consumer does not know changes a type here: re-export "
-                "with attrs this release understands, or upgrade the consumer.",
-                op=dst.op,
-            )
-        )
-    return findings
-
-
-def check_policy(s: Subject) -> Iterable[Finding]:
-    versions = s.graph.versions if s.graph is not None else None
-    return policy_findings(s.consumer, versions, s.policy)
+    return edge_findings(s.graph, s.kinds, s.consumer.registry.ops, s.label)
 
 
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
