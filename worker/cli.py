@@ -305,7 +305,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    port = settings.worker_metrics_port if args.metrics_port is None else args.metrics_port
+    port = settings.metrics_port if args.metrics_port is None else args.metrics_port
     if port:
         from worker.exporter import start_exporter, use_multiprocess_dir
 
@@ -379,6 +379,11 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
     queue_url = args.queue_url or settings.sqs_queue_url
     if not queue_url:
         raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
+    port = settings.metrics_port if args.metrics_port is None else args.metrics_port
+    if port:
+        from prometheus_client import start_http_server
+
+        start_http_server(port)  # one process: its own registry is the whole story
     sqs = boto3.client(
         "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
     )
@@ -524,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PORT",
         help="serve the Prometheus metrics of all worker processes on PORT "
-        "(default: TFCOMPAT_WORKER_METRICS_PORT; 0: none)",
+        "(default: TFCOMPAT_METRICS_PORT; 0: none)",
     )
     p.set_defaults(func=cmd_worker)
 
@@ -536,6 +541,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sqs-bridge", help="long-poll an SQS queue that S3 notifies; enqueue checks")
     p.add_argument("--queue-url", help="queue URL (default: TFCOMPAT_SQS_QUEUE_URL)")
     p.add_argument("--wait", type=int, default=20, help="long-poll seconds (default 20)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on PORT (default: TFCOMPAT_METRICS_PORT; 0: none)",
+    )
     p.set_defaults(func=cmd_sqs_bridge)
 
     p = sub.add_parser(

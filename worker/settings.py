@@ -92,10 +92,11 @@ class Settings(BaseSettings):
         "config/fleet.yaml",
         description="The fleet file's path inside repositories (checked in PRs)",
     )
-    worker_metrics_port: int = Field(
+    metrics_port: int = Field(
         0,
-        description="Port of the Prometheus exporter `tfcompat worker` starts (`--metrics-port`); "
-        "0: none. The container image sets 9808",
+        description="Port of the Prometheus exporter that `tfcompat worker` and "
+        "`tfcompat sqs-bridge` start (`--metrics-port`); 0: none. The receiver serves "
+        "/metrics on its own port. The container image sets 9808",
     )
     metrics_dir: str | None = Field(
         None,

@@ -1,0 +1,42 @@
+# tfcompat-worker: one image for the three processes, chosen by the command.
+#   docker run IMAGE worker --concurrency 2      Celery worker (metrics on :9808)
+#   docker run IMAGE serve --host 0.0.0.0        HTTP receiver (:8080, /healthz, /metrics)
+#   docker run IMAGE sqs-bridge                  SQS -> Celery bridge
+# HEALTHCHECK runs `tfcompat healthcheck`, which probes whichever of them the container runs.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# --- build: the project's wheel and a virtual environment with its runtime dependencies
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY worker ./worker
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip wheel --no-deps --wheel-dir /dist . \
+    && /opt/venv/bin/pip install /dist/tfcompat_worker-*.whl
+
+# --- runtime: the slim base, the virtual environment, the example config; no compilers
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="tfcompat-worker" \
+      org.opencontainers.image.description="Checks TensorFlow models against the TensorFlow releases that will serve them, at upload time." \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 tfcompat \
+    && useradd --system --uid 10001 --gid tfcompat --no-create-home \
+       --home-dir /nonexistent --shell /usr/sbin/nologin tfcompat
+COPY --from=build /opt/venv /opt/venv
+COPY config/fleet.yaml config/owners.yaml /etc/tfcompat/
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    TFCOMPAT_FLEET=/etc/tfcompat/fleet.yaml \
+    TFCOMPAT_OWNERS=/etc/tfcompat/owners.yaml \
+    TFCOMPAT_METRICS_PORT=9808
+WORKDIR /tmp
+USER 10001:10001
+EXPOSE 8080 9808
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=30s --timeout=20s --start-period=30s --retries=3 \
+    CMD ["tfcompat", "healthcheck", "--timeout", "10"]
+ENTRYPOINT ["tfcompat"]
+CMD ["worker"]

@@ -1,0 +1,130 @@
+"""infra/aws/tfcompat.yaml: what cfn-lint (run by `make lint-infra`) cannot judge, the
+permissions. Each policy grants exactly what its process calls, on its own resources."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cfnlint.decode import decode
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "infra" / "aws" / "tfcompat.yaml"
+
+
+@functools.cache
+def resources() -> dict[str, Any]:
+    template, errors = decode(str(TEMPLATE))
+    assert not errors and template is not None
+    found: dict[str, Any] = template["Resources"]
+    return found
+
+
+def properties(name: str) -> dict[str, Any]:
+    props: dict[str, Any] = resources()[name]["Properties"]
+    return props
+
+
+def statements(policy: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for statement in properties(policy)["PolicyDocument"]["Statement"]:
+        if "Fn::If" in statement:  # a conditional statement: the granting branch
+            statement = statement["Fn::If"][1]
+        found.append(statement)
+    return found
+
+
+def grants(policy: str) -> dict[str, list[str]]:
+    """{action: [resource, ...]} of a policy's Allow statements (resources as written)."""
+    granted: dict[str, list[str]] = {}
+    for statement in statements(policy):
+        assert statement["Effect"] == "Allow"
+        actions = statement["Action"]
+        for action in [actions] if isinstance(actions, str) else actions:
+            granted.setdefault(action, []).append(repr(statement["Resource"]))
+    return granted
+
+
+def statement_resource(sid: str) -> Any:
+    (found,) = [s for s in statements("WorkerPolicy") if s.get("Sid") == sid]
+    return found["Resource"]
+
+
+# Exactly the calls each process makes (worker/sinks/s3.py, worker/ingest/sqs_bridge.py,
+# worker/health.py), and where.
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (
+            "WorkerPolicy",
+            {
+                "s3:GetObject": None,  # models and reports: the test below
+                "s3:GetObjectVersion": "ModelsBucket.Arn}/*",
+                "s3:GetObjectTagging": "ModelsBucket.Arn}/*",
+                "s3:GetObjectVersionTagging": "ModelsBucket.Arn}/*",
+                "s3:PutObjectTagging": "ModelsBucket.Arn}/*",
+                "s3:PutObjectVersionTagging": "ModelsBucket.Arn}/*",
+                "s3:ListBucket": "ModelsBucket",  # and a separate report bucket's, if any
+                "s3:PutObject": "${ReportPrefix}*",
+                "s3:DeleteObject": "${ReportPrefix}*",
+            },
+        ),
+        (
+            "BridgePolicy",
+            {
+                "sqs:ReceiveMessage": "EventQueue",
+                "sqs:DeleteMessage": "EventQueue",
+                "sqs:GetQueueAttributes": "EventQueue",
+            },
+        ),
+        ("ReceiverPolicy", {"s3:ListBucket": "ModelsBucket"}),
+    ],
+)
+def test_policy_grants_only_what_its_process_calls(
+    policy: str, expected: dict[str, str | None]
+) -> None:
+    granted = grants(policy)
+    assert set(granted) == set(expected)
+    for action, resource in expected.items():
+        if resource is None:
+            continue
+        assert any(resource in where for where in granted[action]), (action, granted[action])
+    assert not any("*" in action for action in granted)
+
+
+def test_models_and_reports_are_readable_and_only_reports_writable() -> None:
+    assert [w for w in grants("WorkerPolicy")["s3:GetObject"]] == [
+        repr({"Fn::Sub": "${ModelsBucket.Arn}/*"}),
+        repr(statement_resource("Reports")),
+    ]
+    (reports,) = [s for s in statements("WorkerPolicy") if s.get("Sid") == "Reports"]
+    assert set(reports["Action"]) == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"}
+    separate, own = reports["Resource"]["Fn::If"][1:]
+    assert separate["Fn::Sub"].endswith(":::${ReportBucketName}/${ReportPrefix}*")
+    assert own["Fn::Sub"] == "${ModelsBucket.Arn}/${ReportPrefix}*"
+
+
+def test_only_this_buckets_notifications_reach_the_queue() -> None:
+    (statement,) = properties("EventQueuePolicy")["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "s3.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert "aws:SourceArn" in statement["Condition"]["ArnEquals"]
+    assert statement["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": {"Ref": "AWS::AccountId"}
+    }
+
+
+def test_bucket_is_versioned_and_notifies_creations_and_removals() -> None:
+    bucket = properties("ModelsBucket")
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    events = {c["Event"] for c in bucket["NotificationConfiguration"]["QueueConfigurations"]}
+    assert events == {"s3:ObjectCreated:*", "s3:ObjectRemoved:*"}
+    assert "EventQueuePolicy" in str(resources()["ModelsBucket"]["DependsOn"])
+
+
+def test_queue_redrives_to_the_dead_letter_queue() -> None:
+    redrive = properties("EventQueue")["RedrivePolicy"]
+    assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    assert redrive["maxReceiveCount"] == {"Ref": "MaxReceiveCount"}

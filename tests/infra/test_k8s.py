@@ -1,0 +1,157 @@
+"""infra/k8s against the Kubernetes JSON schemas (strict: unknown fields fail) that the PyPI
+package kubernetes-validate ships, generated from each release's OpenAPI; then the
+references between the manifests, the commands, and the mounted fleet and owners files."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from worker.catalog.catalog import load_catalog
+from worker.cli import build_parser
+from worker.fleet.fleet import load_fleet
+from worker.fleet.owners import load_owners
+from worker.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "infra" / "k8s"
+MANIFESTS = sorted(p for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml")
+# The oldest release we claim (autoscaling/v2 and policy/v1 are GA there) and the newest known.
+VERSIONS = ["1.26", kubernetes_validate.latest_version()]
+
+
+@functools.cache
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def applied() -> list[dict[str, Any]]:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    return [d for name in kustomization["resources"] for d in documents(K8S / name)]
+
+
+def named(kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [
+        d
+        for d in applied()
+        if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+
+
+def one(kind: str, name: str) -> dict[str, Any]:
+    (found,) = named(kind, name)
+    return found
+
+
+def pod(deployment: str) -> dict[str, Any]:
+    spec: dict[str, Any] = one("Deployment", deployment)["spec"]["template"]["spec"]
+    return spec
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifest_matches_the_kubernetes_schema(path: Path, version: str) -> None:
+    for document in documents(path):
+        kubernetes_validate.validate(document, version, strict=True)
+
+
+def test_the_schema_check_can_fail() -> None:
+    deployment = one("Deployment", "tfcompat-worker")
+    broken = {**deployment, "spec": {**deployment["spec"], "replica": 2}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, VERSIONS[-1], strict=True)
+
+
+def test_kustomization_applies_every_manifest_but_the_secret_example() -> None:
+    listed = set(yaml.safe_load((K8S / "kustomization.yaml").read_text())["resources"])
+    assert listed == {p.name for p in MANIFESTS} - {"secret.example.yaml"}
+
+
+@pytest.mark.parametrize(
+    ("deployment", "role"),
+    [
+        ("tfcompat-receiver", "serve"),
+        ("tfcompat-worker", "worker"),
+        ("tfcompat-bridge", "sqs-bridge"),
+    ],
+)
+def test_each_deployment_runs_its_command_with_what_it_references(
+    deployment: str, role: str
+) -> None:
+    spec = pod(deployment)
+    (container,) = spec["containers"]
+    assert build_parser().parse_args(container["args"]).command == role
+    assert named("ServiceAccount", spec["serviceAccountName"])
+    for source in container["envFrom"]:
+        if "configMapRef" in source:
+            assert named("ConfigMap", source["configMapRef"]["name"])
+        else:  # created by hand from secret.example.yaml's keys
+            assert source["secretRef"]["name"] == "tfcompat-secrets"
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    for mount in container["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        if "configMap" in volume:
+            assert named("ConfigMap", volume["configMap"]["name"])
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        action = container.get(probe, {})
+        port = (action.get("httpGet") or action.get("tcpSocket") or {}).get("port")
+        assert port is None or port in ports
+        if "exec" in action:
+            command = action["exec"]["command"]
+            assert command[:3] == ["tfcompat", "healthcheck", role]
+            build_parser().parse_args(command[1:])
+
+
+def test_pods_run_as_the_image_user_without_privileges() -> None:
+    for deployment in named("Deployment"):
+        spec = deployment["spec"]["template"]["spec"]
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        for container in spec["containers"]:
+            context = container["securityContext"]
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["readOnlyRootFilesystem"] is True
+            assert context["capabilities"]["drop"] == ["ALL"]
+            assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}
+
+
+def test_receiver_service_and_autoscaler_reach_their_deployments() -> None:
+    service = one("Service", "tfcompat-receiver")
+    labels = one("Deployment", "tfcompat-receiver")["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    (container,) = pod("tfcompat-receiver")["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    target = one("HorizontalPodAutoscaler", "tfcompat-worker")["spec"]["scaleTargetRef"]
+    assert (target["kind"], target["name"]) == ("Deployment", "tfcompat-worker")
+    (worker,) = pod("tfcompat-worker")["containers"]
+    assert worker["resources"]["requests"]["cpu"]  # a CPU utilisation target needs requests
+
+
+def test_settings_configmap_holds_only_known_settings() -> None:
+    data = one("ConfigMap", "tfcompat-settings")["data"]
+    known = {f"TFCOMPAT_{name.upper()}" for name in Settings.model_fields}
+    assert {k for k in data if k.startswith("TFCOMPAT_")} <= known
+    secrets = {k for k, v in Settings.model_fields.items() if "SecretStr" in str(v.annotation)}
+    assert not {f"TFCOMPAT_{s.upper()}" for s in secrets} & set(data)
+
+
+def test_secret_example_names_only_secrets() -> None:
+    (secret,) = documents(K8S / "secret.example.yaml")
+    known = {f"TFCOMPAT_{name.upper()}" for name in Settings.model_fields}
+    assert set(secret["stringData"]) <= known
+
+
+def test_mounted_fleet_and_owners_load(tmp_path: Path) -> None:
+    data = one("ConfigMap", "tfcompat-config")["data"]
+    (tmp_path / "fleet.yaml").write_text(data["fleet.yaml"])
+    (tmp_path / "owners.yaml").write_text(data["owners.yaml"])
+    assert load_fleet(tmp_path / "fleet.yaml", load_catalog()).consumers
+    assert load_owners(tmp_path / "owners.yaml").owners
+    settings = one("ConfigMap", "tfcompat-settings")["data"]
+    mount = {m["mountPath"] for m in pod("tfcompat-worker")["containers"][0]["volumeMounts"]}
+    assert {str(Path(settings["TFCOMPAT_FLEET"]).parent)} <= mount
