@@ -237,7 +237,8 @@ def cmd_fleet_apply(args: argparse.Namespace) -> int:
     )
     print(render_impact(result.impact), end="")
     print(
-        f"re-tagged {result.rewritten} model(s); told {len(result.notified_owners)} owner(s)"
+        f"updated {result.rewritten} report(s), re-tagged {result.retagged} model(s); "
+        f"told {len(result.notified_owners)} owner(s)"
         + (f": {', '.join(result.notified_owners)}" if result.notified_owners else "")
     )
     return 0

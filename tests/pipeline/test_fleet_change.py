@@ -177,3 +177,43 @@ def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
     redis.Redis(db=DB).set(FLEET_APPLIED, build_checker(settings).fleet_digest)
     redis.Redis(db=DB).delete(*redis.Redis(db=DB).keys(f"{FLEET_APPLIED}:claim:*"))
     assert not claim_fleet_change(settings, enqueued.append)  # already applied
+
+
+OWNERS = """
+owners:
+  - {name: platform, slack: [{webhook: TFCOMPAT_SLACK_WEBHOOK_URL}]}
+  - {name: ranking, slack: [{webhook: TFCOMPAT_SLACK_WEBHOOK_RANKING}]}
+routes:
+  - {locations: ["s3://fleet-models/ranking/**"], owner: ranking}
+default: {owner: platform}
+"""
+
+
+def test_fleet_apply_tells_each_owner_once_on_slack(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    from tests.standins.slack import SlackStandIn
+
+    owners = tmp_path / "owners.yaml"
+    owners.write_text(OWNERS)
+    with SlackStandIn() as slack:
+        env = {
+            **indexed["env"],
+            "TFCOMPAT_OWNERS": str(owners),
+            "TFCOMPAT_SLACK_WEBHOOK_URL": slack.webhook_url("platform"),
+            "TFCOMPAT_SLACK_WEBHOOK_RANKING": slack.webhook_url("ranking"),
+        }
+        command = cli("fleet", "apply", "--fleet", str(indexed["after"]))
+        first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+        assert first.returncode == 0, first.stderr
+        assert "updated 4 report(s), re-tagged 2 model(s); told 1 owner(s): ranking" in (
+            first.stdout
+        )
+        assert [path for path, _ in slack.messages] == ["/hooks/ranking"], first.stderr
+        (_, message) = slack.messages[0]
+        text = json.dumps(message)
+        assert "ranking/new-op/1" in text and "ranking/attr/1" in text  # both models in it
+        assert slack.violations == []
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
+        assert again.returncode == 0, again.stderr
+        assert len(slack.messages) == 1  # nothing new broke: nobody is told again

@@ -82,6 +82,7 @@ class Outcome:
     tags: dict[str, str] = field(default_factory=dict)
     dropped_tags: tuple[str, ...] = ()
     document: dict[str, Any] | None = None
+    tags_changed: bool = False
 
 
 def sequencer_newer(a: str, b: str) -> bool:
@@ -223,10 +224,11 @@ def check_and_record(
     document["tags"] = merge.written
     document["dropped_tags"] = {k: ours[k] for k in merge.dropped}
     store.put_json(bucket, key, encode(document))
-    if merge.changes(existing):
+    changed = merge.changes(existing)
+    if changed:
         store.put_tags(event.bucket, event.key, event.version_id, merge.tags)
     return Outcome(
-        "checked", document["status"], key, merge.written, tuple(merge.dropped), document
+        "checked", document["status"], key, merge.written, tuple(merge.dropped), document, changed
     )
 
 

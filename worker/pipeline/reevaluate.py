@@ -33,7 +33,8 @@ BreakageNotifier = Callable[[dict[str, list[ModelImpact]]], None]
 @dataclass
 class Reevaluation:
     impact: Impact
-    rewritten: int = 0
+    rewritten: int = 0  # reports recorded anew
+    retagged: int = 0  # objects whose tags changed
     notified_owners: list[str] = field(default_factory=list)
 
 
@@ -52,8 +53,9 @@ def rewrite(
     checker: Checker,
     location: ReportLocation,
     index: ModelIndex,
-) -> None:
-    """Record a model's new result (report, tags, index) from its stored metadata."""
+) -> bool:
+    """Record a model's new result (report, tags, index) from its stored metadata;
+    True when the object's tags changed."""
     model = changed.model
     event = ObjectEvent(
         model.bucket,
@@ -68,6 +70,7 @@ def rewrite(
         updated = model_from_report(outcome.document, bucket, key)
         if updated is not None:
             index.put(updated)
+    return outcome.tags_changed
 
 
 def reevaluate(
@@ -90,7 +93,7 @@ def reevaluate(
     )
     result = Reevaluation(impact)
     for changed in impact.models:
-        rewrite(changed, store, checker, location, index)
+        result.retagged += rewrite(changed, store, checker, location, index)
         result.rewritten += 1
     grouped = owners_of_breakage(impact, route or (lambda m: m.owners))
     if grouped and notify is not None:

@@ -63,12 +63,17 @@ def build_services(settings: Settings) -> Services:
     store = S3ObjectStore(s3_client(settings), settings)
     notify = notification_hook(settings, store)
     index = build_index(settings, store)
+    location = ReportLocation(settings.report_bucket, settings.report_prefix)
     return Services(
         store=store,
         checker=build_checker(settings),
-        location=ReportLocation(settings.report_bucket, settings.report_prefix),
+        location=location,
         index=index,
-        hooks=[index_hook(index, store), metrics_hook(store), *([notify] if notify else [])],
+        hooks=[
+            index_hook(index, store, location),
+            metrics_hook(store),
+            *([notify] if notify else []),
+        ],
     )
 
 
@@ -83,7 +88,7 @@ def build_index(settings: Settings, store: Any) -> ModelIndex:
     return ModelIndex(client, store, index_buckets(settings), settings.report_prefix)
 
 
-def index_hook(index: ModelIndex, store: ObjectStore) -> AfterHook:
+def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) -> AfterHook:
     """Keep the index current: each checked current version in, deleted objects out."""
 
     def record(event: ObjectEvent, outcome: Outcome) -> None:
@@ -95,8 +100,8 @@ def index_hook(index: ModelIndex, store: ObjectStore) -> AfterHook:
         elif outcome.action == "checked" and outcome.document is not None:
             if not is_current(event, store):
                 return  # an older version finishing late: the index keeps the current one
-            bucket = outcome.document["object"]["bucket"]
-            model = model_from_report(outcome.document, bucket, outcome.report or "")
+            report_bucket, report_key = location.of(event)
+            model = model_from_report(outcome.document, report_bucket, report_key)
             if model is not None:
                 index.put(model)
 
