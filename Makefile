@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo lint typecheck services venv clean
+.PHONY: test demo lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -30,7 +30,12 @@ lint: venv
 typecheck: venv
 	$(BIN)/mypy
 
-test: venv services lint typecheck
+# The container image and the cloud templates (tests/infra validates compose and k8s).
+lint-infra: venv
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/cfn-lint infra/aws/*.yaml
+
+test: venv services lint lint-infra typecheck
 	$(BIN)/python -m pytest -q
 
 demo: venv services

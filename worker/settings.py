@@ -101,8 +101,8 @@ class Settings(BaseSettings):
     metrics_dir: str | None = Field(
         None,
         description="Directory where the worker's processes keep their metrics "
-        "(prometheus_client multiprocess mode); its *.db files are removed when the worker "
-        "starts; a new temporary directory if unset",
+        "(prometheus_client multiprocess mode), one per worker; its `*.db` files are removed "
+        "when the worker starts; a new temporary directory if unset",
     )
 
 
