@@ -267,3 +267,17 @@ def test_tf2_saved_model_load_ignores_the_version_def() -> None:
     artifact = Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
     assert check_artifact(artifact, consumer(False, Loader.SAVED_MODEL_V2)).loads
     assert not check_artifact(artifact, consumer(False, Loader.SAVED_MODEL_V1)).loads
+
+
+def test_function_body_attrs_fail_at_first_call_except_for_saved_model_load() -> None:
+    # TopKV2 index_type inside a function, unknown to a release that rejects unknown attrs.
+    node = NodeKind("TopKV2", {"T": T, "index_type": {"type": "DT_INT32"}}, 2, 1, "k", function="f")
+    graph = Graph(VersionDef(1395), 0, (node,), (), functions=("f",), library_node_count=1)
+    meta = MetaGraph(("serve",), graph, producer_ops=NEW)
+    artifact = Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
+    for loader in (Loader.SAVED_MODEL_V1, Loader.GRAPH_IMPORT):
+        verdict = check_artifact(artifact, consumer(True, loader))
+        (finding,) = verdict.findings
+        assert verdict.loads and finding.code == Code.ATTR_UNKNOWN  # even at its default
+        assert "calling f will fail" in finding.message
+    assert not check_artifact(artifact, consumer(True, Loader.SAVED_MODEL_V2)).loads

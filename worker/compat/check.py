@@ -5,10 +5,13 @@ edge types, ...) and returns findings as data, so one failing check never
 hides another. `loads` is true iff no finding is an error.
 
 Which graph a consumer reads, and what its loader does first, follows
-TensorFlow's loaders (the shared fixtures show each case):
-- SavedModel loaders use the MetaGraph tagged `serve` and drop unknown attrs
-  whose value is the producer's default (from `stripped_op_list`) from the
-  graph's nodes; only the tf.compat.v1 loader drops them inside functions too;
+TensorFlow's loaders (the fixture matrices show each case):
+- SavedModel loaders (and import_meta_graph) use the MetaGraph tagged `serve`
+  and drop unknown attrs whose value is the producer's default (from
+  `stripped_op_list`) from the graph's nodes, never inside functions;
+- function bodies: the tf.compat.v1 loader and a graph import check their ops
+  at load (from 1.14) but their attrs only when a function first runs;
+  `tf.saved_model.load` instantiates them at load;
 - `tf.saved_model.load` judges deprecations at the running binary's GraphDef
   version, and on a TF2 SavedModel (one with an object graph) ignores the
   VersionDef and instantiates only the function library;
@@ -102,7 +105,6 @@ class Subject:
     kinds: list[NodeKind] = field(default_factory=list)
     check_graph_versions: bool = True
     drops_graph_defaults: bool = False
-    drops_library_defaults: bool = False
     policy: Policy = field(default_factory=Policy)
 
     @property
@@ -128,10 +130,8 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
     if artifact.format in ("savedmodel", "metagraph"):
         subject.meta_graph = select_meta_graph(artifact.meta_graphs)
         subject.graph = subject.meta_graph.graph if subject.meta_graph else None
-        # Both SavedModel loaders drop them in the graph; only the tf.compat.v1 loader
-        # (and import_meta_graph) also drops them inside library functions.
+        # The SavedModel loaders drop default-valued unknown attrs from graph nodes.
         subject.drops_graph_defaults = consumer.loader != Loader.GRAPH_IMPORT
-        subject.drops_library_defaults = consumer.loader == Loader.SAVED_MODEL_V1
         tf2_load = (
             consumer.loader == Loader.SAVED_MODEL_V2
             and subject.meta_graph is not None
@@ -294,7 +294,9 @@ def check_nodes(s: Subject) -> Iterable[Finding]:
         producer_version=_deprecation_version(s),
         stripped_default_attrs=bool(s.meta_graph and s.meta_graph.stripped_default_attrs),
     )
-    library_ctx = replace(graph_ctx, drops_producer_defaults=s.drops_library_defaults)
+    # No loader drops default-valued attrs inside functions (measured: the v1 loader
+    # loads such a model and the first call fails); see deferred_to_call.
+    library_ctx = replace(graph_ctx, drops_producer_defaults=False)
     findings: list[Finding] = []
     reported: set[tuple[str, str | None, str]] = set()
     for kind in sorted(s.kinds, key=lambda k: k.function is not None):
@@ -352,15 +354,35 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
 }
 
 
+ATTR_CODES = frozenset(
+    {
+        Code.ATTR_UNKNOWN,
+        Code.ATTR_MISSING,
+        Code.ATTR_NOT_ALLOWED,
+        Code.ATTR_TYPE,
+        Code.ATTR_BELOW_MINIMUM,
+    }
+)
+
+
 def deferred_to_call(s: Subject, finding: Finding, function: str | None) -> Finding:
-    """A library finding for a release that checks function bodies only when called."""
-    if function is None or s.consumer.validates_library or finding.severity != Severity.ERROR:
+    """A function-body error the consumer meets only when the function first runs.
+
+    1.13 checks nothing in function bodies at load; every release's tf.compat.v1
+    loader and graph import check their ops at load (1.14 on) but their attrs only
+    when a function is instantiated; tf.saved_model.load instantiates at load."""
+    if function is None or finding.severity != Severity.ERROR:
+        return finding
+    later = not s.consumer.validates_library or (
+        finding.code in ATTR_CODES and s.consumer.loader != Loader.SAVED_MODEL_V2
+    )
+    if not later:
         return finding
     return Finding(
         finding.code,
         Severity.WARNING,
-        f"{finding.message} This release loads the model anyway (it checks function bodies "
-        f"only when they run): calling {function} will fail.",
+        f"{finding.message} The model loads ({s.consumer.loader} checks this function body "
+        f"only when it first runs): calling {function} will fail.",
         finding.op,
         finding.attr,
     )
