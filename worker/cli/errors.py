@@ -1,0 +1,21 @@
+"""What the command line says when it is used wrongly."""
+
+from __future__ import annotations
+
+import sys
+
+from worker.errors import TfcompatError
+
+LOADERS = ("saved-model-v1", "saved-model-v2", "graph-import")
+
+
+class UsageError(TfcompatError):
+    """Bad command-line arguments."""
+
+
+def _fail(message: str) -> int:
+    print(f"tfcompat: error: {message}", file=sys.stderr)
+    return 2
+
+
+# --- reading paths ----------------------------------------------------------------------------

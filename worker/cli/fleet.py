@@ -1,0 +1,141 @@
+"""Commands about the fleet and the model index: list, dump-manifest, impact, apply."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from worker.cli.models import parse_consumer_spec
+
+
+def cmd_fleet_list(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.fleet import load_fleet
+    from worker.render import render_fleet
+
+    fleet = load_fleet(args.fleet, load_catalog())
+    if args.json:
+        rows = [
+            {
+                "name": c.name,
+                "environment": c.environment,
+                "owners": list(c.owners),
+                "tensorflow": c.tensorflow,
+                "graph_def_version": c.graph_def_version,
+                "loader": str(c.loader),
+                "registry": c.registry.source if c.registry else None,
+                "banned": (
+                    ban.reason if (ban := fleet.policy.banned(c.graph_def_version)) else None
+                ),
+            }
+            for c in fleet.consumers
+        ]
+        json.dump({"consumers": rows}, sys.stdout, indent=1)
+        print()
+    else:
+        print(render_fleet(fleet), end="")
+    return 0
+
+
+def _index_and_store(settings: Any) -> tuple[Any, Any]:
+    from worker.pipeline.services import build_index
+    from worker.sinks.s3 import S3ObjectStore, s3_client
+
+    store = S3ObjectStore(s3_client(settings), settings)
+    return build_index(settings, store), store
+
+
+def _target_fleet(args: argparse.Namespace, settings: Any, catalog: Any) -> tuple[Any, Any]:
+    """(current fleet, the fleet after the change the arguments describe)."""
+    from worker.catalog.opdefs import OpDefCache
+    from worker.fleet.changes import edited_fleet
+    from worker.fleet.fleet import load_fleet
+
+    current = load_fleet(args.current or settings.fleet, catalog)
+    new = load_fleet(args.fleet, catalog) if args.fleet else None
+    cache = OpDefCache()
+    added = [parse_consumer_spec(spec, catalog, cache) for spec in args.add_consumer]
+    return current, edited_fleet(current, new, added, args.remove_consumer)
+
+
+def cmd_fleet_impact(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.changes import Progress
+    from worker.fleet.impact import assess
+    from worker.render import render_impact
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    catalog = load_catalog()
+    _, target = _target_fleet(args, settings, catalog)
+    index, _ = _index_and_store(settings)
+    progress = Progress(index.count(), "checking", sys.stderr.write, sys.stderr.isatty())
+    impact = assess(
+        index.models(), target.consumers, history=catalog, policy=target.policy, progress=progress
+    )
+    if args.json:
+        json.dump(impact.to_json(), sys.stdout, indent=1)
+        print()
+    else:
+        print(render_impact(impact), end="")
+    return 1 if impact.breaking else 0
+
+
+def cmd_fleet_apply(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.changes import Progress
+    from worker.pipeline.process import Checker, ReportLocation
+    from worker.pipeline.reevaluate import breakage_notifier, reevaluate
+    from worker.render import render_impact
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    if args.enqueue:
+        from worker.pipeline.app import TASK_FLEET_CHANGED, create_app
+
+        create_app(settings).send_task(TASK_FLEET_CHANGED, args=[args.fleet or settings.fleet])
+        print(f"queued re-evaluation against {args.fleet or settings.fleet}")
+        return 0
+    catalog = load_catalog()
+    _, target = _target_fleet(args, settings, catalog)
+    index, store = _index_and_store(settings)
+    checker = Checker(target.consumers, target.policy, catalog, target.source)
+    progress = Progress(index.count(), "re-evaluating", sys.stderr.write, sys.stderr.isatty())
+    notify = breakage_notifier(settings, store)
+    result = reevaluate(
+        index,
+        store,
+        checker,
+        ReportLocation(settings.report_bucket, settings.report_prefix),
+        route=notify[0],
+        notify=notify[1],
+        progress=progress,
+    )
+    print(render_impact(result.impact), end="")
+    print(
+        f"updated {result.rewritten} report(s), re-tagged {result.retagged} model(s); "
+        f"told {len(result.notified_owners)} owner(s)"
+        + (f": {', '.join(result.notified_owners)}" if result.notified_owners else "")
+    )
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from worker.settings import load_settings
+
+    index, _ = _index_and_store(load_settings())
+    print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
+    return 0
+
+
+def cmd_dump_manifest(args: argparse.Namespace) -> int:
+    from worker.fleet.manifest import run_dumper
+
+    forwarded = ["-o", args.output]
+    for module in args.imports:
+        forwarded += ["--import", module]
+    for library in args.op_libraries:
+        forwarded += ["--load-op-library", library]
+    return run_dumper(args.python, forwarded)

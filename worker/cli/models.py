@@ -1,0 +1,151 @@
+"""Commands about models and releases: inspect, check, catalog, settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from worker.cli.errors import LOADERS, UsageError
+from worker.errors import TfcompatError
+
+
+def read_any(target: str) -> list[Any]:
+    """Artifacts at a local path or s3:// URL."""
+    if target.startswith("s3://"):
+        from worker.settings import load_settings
+        from worker.sinks.s3 import read_s3_artifacts
+
+        return read_s3_artifacts(target, load_settings())
+    from worker.formats.read import read_path
+
+    return read_path(target)
+
+
+# --- consumers --------------------------------------------------------------------------------
+
+
+def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
+    """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
+    from worker.compat.consumer import Loader
+    from worker.fleet.manifest import consumer_from_manifest
+
+    loader = Loader.SAVED_MODEL_V1
+    body = spec
+    if "@" in spec:
+        head, _, tail = spec.rpartition("@")
+        if tail in LOADERS:
+            body, loader = head, Loader(tail)
+        elif "==" in spec:
+            raise UsageError(
+                f"--consumer {spec}: unknown loader '{tail}' (one of: {', '.join(LOADERS)})"
+            )
+    for prefix in ("tf==", "tensorflow==", "serving=="):
+        if body.startswith(prefix):
+            return catalog.consumer(body[len(prefix) :], loader)
+    name, sep, path = body.partition("=")
+    if not sep or not name or not path:
+        raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
+    return consumer_from_manifest(name, path, loader, cache)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from worker.formats.summary import inspect_json
+    from worker.render import render_inspect
+
+    documents: list[dict[str, Any]] = []
+    failed = False
+    for target in args.paths:
+        try:
+            for artifact in read_any(target):
+                documents.append(inspect_json(artifact))
+        except TfcompatError as exc:
+            failed = True
+            documents.append({"path": target, "error": str(exc)})
+            if not args.json:
+                print(f"tfcompat: error: {exc}", file=sys.stderr)
+    if args.json:
+        json.dump({"artifacts": documents}, sys.stdout, indent=1, sort_keys=True)
+        print()
+    else:
+        print(render_inspect([d for d in documents if "error" not in d]), end="")
+    return 2 if failed else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.catalog.opdefs import OpDefCache
+    from worker.compat.policy import Policy
+    from worker.compat.report import artifact_report, exit_status, invalid_report
+    from worker.fleet.fleet import load_fleet
+    from worker.render import render_check
+
+    catalog = load_catalog()
+    cache = OpDefCache()
+    consumers = [parse_consumer_spec(spec, catalog, cache) for spec in args.consumer]
+    policy = Policy()
+    if args.fleet:
+        fleet = load_fleet(args.fleet, catalog)
+        consumers += list(fleet.consumers)
+        policy = fleet.policy
+    names = [c.name for c in consumers]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UsageError(f"consumer named twice: {', '.join(duplicates)}")
+    releases = catalog.range_consumers()
+    reports: list[dict[str, Any]] = []
+    for target in args.paths:
+        try:
+            artifacts = read_any(target)
+        except TfcompatError as exc:
+            reports.append(invalid_report(target, str(exc)))
+            continue
+        for artifact in artifacts:
+            reports.append(artifact_report(artifact, consumers, releases, catalog, policy))
+    if args.json:
+        json.dump({"artifacts": reports}, sys.stdout, indent=1)
+        print()
+    else:
+        print(render_check(reports), end="")
+    return exit_status(reports)
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+
+    catalog = load_catalog()
+    rows = [
+        {
+            "version": r.version,
+            "graph_def_version": r.graph_def_version,
+            "graph_def_min_consumer": r.graph_def_min_consumer,
+            "graph_def_min_producer": r.graph_def_min_producer,
+            "checkpoint_version": r.checkpoint_version,
+            "registry": r.registry_version,
+        }
+        for r in catalog.releases
+    ]
+    if args.json:
+        json.dump({"releases": rows}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{'release':<10} {'graph-def':>9} {'min-cons':>8} {'min-prod':>8}  registry")
+    for row in rows:
+        print(
+            f"{row['version']:<10} {row['graph_def_version']:>9} "
+            f"{row['graph_def_min_consumer']:>8} {row['graph_def_min_producer']:>8}  "
+            f"{row['registry'] or '-'}"
+        )
+    return 0
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    from worker.settings import load_settings, masked
+
+    for key, value in masked(load_settings()).items():
+        print(f"{key}={json.dumps(value) if not isinstance(value, str) else value}")
+    return 0

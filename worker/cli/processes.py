@@ -1,0 +1,109 @@
+"""The long-running processes: worker, receiver, SQS bridge, and their healthcheck."""
+
+from __future__ import annotations
+
+import argparse
+
+from worker.cli.errors import UsageError
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from worker.logs import configure_logging
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    port = settings.metrics_port if args.metrics_port is None else args.metrics_port
+    if port:
+        from worker.exporter import start_exporter, use_multiprocess_dir
+
+        # Before anything imports worker.metrics: the pool's processes then write to files.
+        directory = use_multiprocess_dir(settings.metrics_dir)
+        start_exporter(port, directory)
+    from worker.pipeline.app import QUEUE, create_app
+
+    app = create_app(settings)
+    argv = [
+        "worker",
+        "-Q",
+        QUEUE,
+        "--loglevel",
+        settings.log_level.upper(),
+        "--concurrency",
+        str(args.concurrency),
+    ]
+    if args.hostname:
+        argv += ["--hostname", args.hostname]
+    app.worker_main(argv)
+    return 0
+
+
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    from worker.cli import build_parser  # the parser that starts the processes
+    from worker.health import Running, find_running, healthcheck, healthy
+    from worker.settings import load_settings
+
+    parser = build_parser()
+    if args.role:
+        running: Running | None = Running(args.role, parser.parse_args([args.role]))
+    else:
+        running = find_running(parser)
+    if running is None:
+        raise UsageError("no tfcompat serve, worker or sqs-bridge runs here; name the ROLE")
+    checks = healthcheck(
+        load_settings(), running, url=args.url, node=args.node, timeout=args.timeout
+    )
+    for name, value in checks.items():
+        print(f"{running.role} {name}: {value}")
+    return 0 if healthy(checks) else 1
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from worker.ingest.app import create_http_app
+    from worker.ingest.github import github_route
+    from worker.logs import configure_logging
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    app = create_http_app(settings, extra_routes=[github_route(settings)])
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    return 0
+
+
+def cmd_sqs_bridge(args: argparse.Namespace) -> int:
+    import threading
+
+    import boto3
+
+    from worker.ingest.app import celery_enqueue, event_filter
+    from worker.ingest.sqs_bridge import install_stop_signals, run_bridge
+    from worker.logs import configure_logging
+    from worker.settings import load_settings
+
+    settings = load_settings()
+    configure_logging(settings.log_level, settings.log_format)
+    queue_url = args.queue_url or settings.sqs_queue_url
+    if not queue_url:
+        raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
+    port = settings.metrics_port if args.metrics_port is None else args.metrics_port
+    if port:
+        from prometheus_client import start_http_server
+
+        start_http_server(port)  # one process: its own registry is the whole story
+    sqs = boto3.client(
+        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
+    )
+    stop = threading.Event()
+    install_stop_signals(stop)
+    run_bridge(
+        sqs,
+        queue_url,
+        celery_enqueue(settings),
+        event_filter(settings),
+        stop=stop,
+        wait_seconds=args.wait,
+    )
+    return 0
