@@ -9,6 +9,7 @@ and returns our `loads` prediction.
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -24,7 +25,15 @@ from worker.formats.read import read_path
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"
 OWN = ROOT / "tests" / "fixtures" / "tf-real"
-FIXTURE_SETS = [p for p in (SHARED, OWN) if (p / "matrix.jsonl").exists()]
+
+
+def matrix_path(fixture_set: Path) -> Path:
+    """matrix.jsonl (the shared set) or matrix.jsonl.gz (ours, 16,667 rows)."""
+    plain = fixture_set / "matrix.jsonl"
+    return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
+
+
+FIXTURE_SETS = [p for p in (SHARED, OWN) if matrix_path(p).exists()]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -56,7 +65,10 @@ class Row:
 def rows() -> list[Row]:
     found = []
     for fixture_set in FIXTURE_SETS:
-        for line in (fixture_set / "matrix.jsonl").read_text().splitlines():
+        path = matrix_path(fixture_set)
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode()
+        for line in text.splitlines():
             if not line.strip():
                 continue
             r = json.loads(line)
