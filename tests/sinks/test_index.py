@@ -82,6 +82,9 @@ class FakeRedis:
     def delete(self, name: str) -> None:
         self.data.pop(name, None)
 
+    def hsetnx(self, name: str, key: str, value: bytes) -> None:
+        self.data.setdefault(name, {}).setdefault(key, value)
+
     def pipeline(self) -> FakeRedis:
         return self
 
@@ -129,4 +132,14 @@ def test_a_lost_cache_is_rebuilt_from_reports_keeping_current_versions_only() ->
     assert BUILT in redis.data and len(redis.data[HASH]) == 2
     index.remove("m", "u")
     assert [m.key for m in index.models()] == ["a"]
+
+
+def test_a_rebuild_never_overwrites_an_entry_a_worker_put_meanwhile() -> None:
+    documents = {"r/a/latest.json": report("a", None, "compatible")}
+    redis = FakeRedis()
+    index = ModelIndex(redis, Reports(documents, {"a": None}), ["m"], "r/")
+    newer = IndexedModel("m", "a", None, "m", "r/a/latest.json", "incompatible", (), {}, {})
+    index.put(newer)  # a worker recorded a newer result before the rebuild wrote
+    index.rebuild()
+    assert [m.status for m in index.models()] == ["incompatible"]
     json.dumps([m.verdicts for m in index.models()])

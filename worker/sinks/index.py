@@ -273,7 +273,10 @@ class ModelIndex:
             self.rebuild()
 
     def rebuild(self) -> int:
-        """Re-read every stored report; keep, per object, the current version's."""
+        """Re-read every stored report; keep, per object, the current version's.
+
+        Runs when Redis has lost the index (`ensure_built`) or on request; it
+        adds what is missing and never drops an entry a worker just put."""
         latest: dict[tuple[str, str], IndexedModel] = {}
         for bucket in self._buckets:
             for report_key in self._reports.list_keys(bucket, self._prefix):
@@ -289,10 +292,11 @@ class ModelIndex:
                 if model.version_id is not None and current != model.version_id:
                     continue  # an overwritten version
                 latest[(model.bucket, model.key)] = model
+        # Workers may put entries while this runs: theirs are at least as new as any
+        # report read here, so rebuilt entries only fill what is missing.
         pipe = self.redis.pipeline()
-        pipe.delete(HASH)
         for model in latest.values():
-            pipe.hset(HASH, self.field(model.bucket, model.key), encode_model(model))
+            pipe.hsetnx(HASH, self.field(model.bucket, model.key), encode_model(model))
         pipe.set(BUILT, "1")
         pipe.execute()
         log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
