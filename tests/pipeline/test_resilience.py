@@ -44,6 +44,14 @@ def enqueue(redis_db: int, bucket: str, key: str) -> None:
     )
 
 
+def check_started(log: Path) -> bool:
+    """The worker took the check task (not another task, such as a startup fleet check)."""
+    return any(
+        "tfcompat.check_object[" in line and "received" in line
+        for line in log.read_text().splitlines()
+    )
+
+
 def children(pid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -62,7 +70,7 @@ def test_worker_process_killed_mid_task_is_redelivered_and_completes(
     with process(cli("worker", "--concurrency", "1", "--hostname", "crash@%h"), env, log) as main:
         wait_until(lambda: "ready" in log.read_text(), 60, "the worker")
         enqueue(12, "crash", "m/1/saved_model.pb")
-        wait_until(lambda: "received" in log.read_text(), 30, "the task to start")
+        wait_until(lambda: check_started(log), 30, "the check task to start")
         (child,) = wait_until(lambda: children(main.pid), 10, "the pool process")
         os.kill(child, signal.SIGKILL)
         proxy.delay = 0.0
@@ -92,3 +100,31 @@ def test_object_store_failing_for_a_while_is_retried_until_it_works(
     assert tags["tfcompat:status"] == "incompatible"
     assert proxy.failed == 7
     assert '"task.retry"' in log.read_text()
+
+
+def test_a_whole_worker_killed_mid_task_leaves_the_task_to_the_next_worker(
+    endpoint: str, proxy: FaultyProxy, logs: Path
+) -> None:
+    """No process of the first worker survives to requeue it: the broker's visibility
+    timeout (20 s here) gives the unacknowledged task to the worker started next."""
+    _redis_ready(12)
+    client = s3(endpoint)
+    client.create_bucket(Bucket="crash-all")
+    upload_tree(client, "crash-all", "m/1", MODEL)
+    proxy.delay = 0.5
+    env = worker_env(proxy.url, 12)
+    first_log, second_log = logs / "killed-worker.log", logs / "next-worker.log"
+    with process(
+        cli("worker", "--concurrency", "1", "--hostname", "doomed@%h"), env, first_log
+    ) as main:
+        wait_until(lambda: "ready" in first_log.read_text(), 60, "the first worker")
+        enqueue(12, "crash-all", "m/1/saved_model.pb")
+        wait_until(lambda: check_started(first_log), 30, "the check task to start")
+        os.killpg(main.pid, signal.SIGKILL)  # the main process and its pool, at once
+        main.wait(10)
+    assert "task.done" not in first_log.read_text()
+    proxy.delay = 0.0
+    with process(cli("worker", "--concurrency", "1", "--hostname", "next@%h"), env, second_log):
+        tags = wait_for_tags(client, "crash-all", "m/1/saved_model.pb", timeout=120)
+    assert tags["tfcompat:status"] == "incompatible"
+    assert "task.done" in second_log.read_text()
