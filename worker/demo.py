@@ -14,6 +14,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -206,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             ),
             started("receiver", [*tfcompat, "serve", "--port", str(port)], env, logs),
         ):
-            wait_for(lambda: "ready" in (logs / "worker.log").read_text(), 60, "the worker")
+            wait_for(
+                lambda: re.search(r"@\S+ ready\.", (logs / "worker.log").read_text()),
+                60,
+                "the worker",
+            )
             say(
                 f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
                 f"(from {fixtures}) plus a broken one"

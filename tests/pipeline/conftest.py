@@ -12,7 +12,16 @@ import httpx
 import pytest
 import redis
 
-from tests.pipeline.services import cli, free_port, moto_server, process, s3, wait_until, worker_env
+from tests.pipeline.services import (
+    cli,
+    free_port,
+    moto_server,
+    process,
+    s3,
+    wait_until,
+    worker_env,
+    worker_ready,
+)
 
 REDIS_DB = 11
 _names = itertools.count()
@@ -78,6 +87,6 @@ def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
             60,
             "the receiver's /healthz",
         )
-        wait_until(lambda: "ready" in (logs / "worker.log").read_text(), 60, "the worker")
+        wait_until(lambda: worker_ready(logs / "worker.log"), 60, "the worker")
         metrics = f"http://127.0.0.1:{metrics_port}/metrics"
         yield Stack(endpoint, env, receiver, s3(endpoint), logs, metrics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,6 +24,11 @@ AWS_ENV = {
     "AWS_SECRET_ACCESS_KEY": "test",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+
+
+def worker_ready(log: Path) -> bool:
+    """Celery's own "celery@host ready." line, not any text containing "ready"."""
+    return re.search(r"@\S+ ready\.", log.read_text()) is not None
 
 
 def free_port() -> int:

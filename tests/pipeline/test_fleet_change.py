@@ -23,6 +23,7 @@ from tests.pipeline.services import (
     wait_for_tags,
     wait_until,
     worker_env,
+    worker_ready,
 )
 from tests.truth import SHARED
 from worker.fleet.impact import ModelImpact
@@ -66,7 +67,7 @@ def indexed(endpoint: str, logs: Path, tmp_path: Path) -> Iterator[dict[str, Any
         env,
         logs / "fleet-worker.log",
     ):
-        wait_until(lambda: "ready" in (logs / "fleet-worker.log").read_text(), 60, "worker")
+        wait_until(lambda: worker_ready(logs / "fleet-worker.log"), 60, "worker")
         for prefix in MODELS:
             app.send_task(
                 TASK_CHECK_OBJECT,

@@ -24,6 +24,7 @@ from tests.pipeline.services import (
     wait_for_tags,
     wait_until,
     worker_env,
+    worker_ready,
 )
 from tests.standins.github import GitHubStandIn
 from tests.standins.http import free_port
@@ -87,7 +88,7 @@ def test_incompatible_upload_tells_its_owner_exactly_once(
     app = create_app(Settings(broker_url=env["TFCOMPAT_BROKER_URL"]))
     log = logs / "notify-worker.log"
     with process(cli("worker", "--concurrency", "2", "--hostname", "notify@%h"), env, log):
-        wait_until(lambda: "ready" in log.read_text(), 60, "the worker")
+        wait_until(lambda: worker_ready(log), 60, "the worker")
         event = s3_event(client, "notify-models", key)
         for _ in range(2):  # a duplicate delivery: two identical tasks
             app.send_task(TASK_CHECK_OBJECT, args=[event_of(event)])

@@ -21,6 +21,7 @@ from tests.pipeline.services import (
     wait_for_tags,
     wait_until,
     worker_env,
+    worker_ready,
 )
 from tests.truth import SHARED
 from worker.ingest.events import ObjectEvent
@@ -68,7 +69,7 @@ def test_worker_process_killed_mid_task_is_redelivered_and_completes(
     env = worker_env(proxy.url, 12)
     log = logs / "crash-worker.log"
     with process(cli("worker", "--concurrency", "1", "--hostname", "crash@%h"), env, log) as main:
-        wait_until(lambda: "ready" in log.read_text(), 60, "the worker")
+        wait_until(lambda: worker_ready(log), 60, "the worker")
         enqueue(12, "crash", "m/1/saved_model.pb")
         wait_until(lambda: check_started(log), 30, "the check task to start")
         (child,) = wait_until(lambda: children(main.pid), 10, "the pool process")
@@ -94,7 +95,7 @@ def test_object_store_failing_for_a_while_is_retried_until_it_works(
         worker_env(proxy.url, 13),
         log,
     ):
-        wait_until(lambda: "ready" in log.read_text(), 60, "the worker")
+        wait_until(lambda: worker_ready(log), 60, "the worker")
         enqueue(13, "flaky", "m/1/saved_model.pb")
         tags = wait_for_tags(client, "flaky", "m/1/saved_model.pb", timeout=120)
     assert tags["tfcompat:status"] == "incompatible"
@@ -117,7 +118,7 @@ def test_a_whole_worker_killed_mid_task_leaves_the_task_to_the_next_worker(
     with process(
         cli("worker", "--concurrency", "1", "--hostname", "doomed@%h"), env, first_log
     ) as main:
-        wait_until(lambda: "ready" in first_log.read_text(), 60, "the first worker")
+        wait_until(lambda: worker_ready(first_log), 60, "the first worker")
         enqueue(12, "crash-all", "m/1/saved_model.pb")
         wait_until(lambda: check_started(first_log), 30, "the check task to start")
         os.killpg(main.pid, signal.SIGKILL)  # the main process and its pool, at once
