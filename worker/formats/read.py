@@ -28,7 +28,7 @@ from worker.formats.wire import Cursor
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
 # Files that live inside a SavedModel directory but are not graphs.
-_SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
+SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
 
 def _checkpoint(source: Source) -> Checkpoint:
@@ -121,7 +121,7 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
             found.append(("checkpoint", name))
         elif base.endswith(".meta"):
             found.append(("metagraph", name))
-        elif base.endswith(GRAPH_SUFFIXES) and base not in _SAVED_MODEL_SIDE_FILES:
+        elif base.endswith(GRAPH_SUFFIXES) and base not in SAVED_MODEL_SIDE_FILES:
             found.append(("graphdef", name))
     return found
 

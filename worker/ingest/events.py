@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from worker.errors import TfcompatError
+from worker.formats.read import SAVED_MODEL_SIDE_FILES
 
 
 class MalformedEvent(TfcompatError):
@@ -196,9 +197,6 @@ def parse_queue_message(body: str) -> list[ObjectEvent]:
     if isinstance(doc, dict) and doc.get("source") == "aws.s3":
         return parse_eventbridge(doc)
     return parse_records(doc, "sqs")
-
-
-SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
 
 def is_saved_model_part(key: str) -> bool:
