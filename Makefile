@@ -26,6 +26,7 @@ services:
 lint: venv
 	$(BIN)/ruff check worker tests
 	$(BIN)/ruff format --check worker tests
+	$(BIN)/lint-imports
 
 typecheck: venv
 	$(BIN)/mypy
@@ -39,7 +40,7 @@ test: venv services lint lint-infra typecheck
 	$(BIN)/python -m pytest -q
 
 demo: venv services
-	$(BIN)/python -m worker.demo
+	$(BIN)/python -m worker.cli.demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -30,10 +30,11 @@ sys.path.insert(0, str(ROOT))
 from worker.catalog.catalog import load_catalog  # noqa: E402
 from worker.compat import edges as edges_module  # noqa: E402
 from worker.compat import nodes as nodes_module  # noqa: E402
-from worker.compat.consumer import Loader  # noqa: E402
-from worker.fleet.impact import IndexedModel, assess, consumer_digest  # noqa: E402
-from worker.formats.metadata import Artifact, Graph, MetaGraph, NodeKind  # noqa: E402
+from worker.fleet.impact import assess, consumer_digest
 from worker.formats.read import read_path  # noqa: E402
+from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind
+from worker.model.consumer import Loader
+from worker.model.index import IndexedModel
 from worker.sinks.index import ModelIndex  # noqa: E402
 
 FIXTURES = [
@@ -81,7 +82,7 @@ def base_artifacts() -> list[Artifact]:
         for saved_model in sorted(root.glob("*/*/saved_model.pb")):
             try:
                 found += read_path(str(saved_model.parent))
-            except Exception:  # noqa: BLE001, S112 - a fixture we cannot read is skipped
+            except Exception:
                 continue
     return [a for a in found if a.meta_graphs]
 

@@ -159,20 +159,3 @@ def test_settings_masks_secrets() -> None:
     assert result.returncode == 0
     assert "secret-token" not in result.stdout
     assert "TFCOMPAT_SLACK_WEBHOOK_URL=********" in result.stdout
-
-
-def _tf_python() -> str | None:
-    for marker in sorted(Path("/work/tfenvs").glob("2.12*/READY")):
-        return marker.read_text().strip()
-    return None
-
-
-@pytest.mark.skipif(_tf_python() is None, reason="no TensorFlow environment on this machine")
-def test_dump_manifest_records_a_real_tensorflow(tmp_path: Path) -> None:
-    out = tmp_path / "m.json"
-    result = run("fleet", "dump-manifest", "--python", str(_tf_python()), "-o", str(out))
-    assert result.returncode == 0, result.stderr
-    check = run("check", str(A / "tf2.21/new_op"), "--consumer", f"mine={out}", "--json")
-    (report,) = json.loads(check.stdout)["artifacts"]
-    (consumer,) = report["consumers"]
-    assert consumer["graph_def_version"] == 1395 and consumer["loads"] is False

@@ -1,4 +1,4 @@
-"""At-most-once claims: the same contract in Redis (real, 127.0.0.1:6379) and in memory."""
+"""At-most-once claims: the same contract in a real Redis (tests/redis_server.py) and in memory."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from tests.redis_server import REDIS_PORT
 from tests.standins.http import free_port
 from worker.errors import TransientError
 from worker.once import Claims, MemoryClaims, RedisClaims
@@ -20,7 +21,7 @@ def claims(request: pytest.FixtureRequest) -> Iterator[Claims]:
     if request.param == "memory":
         yield MemoryClaims()
         return
-    client = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB, socket_timeout=5)
+    client = redis.Redis(host="127.0.0.1", port=REDIS_PORT, db=REDIS_DB, socket_timeout=5)
     client.flushdb()
     yield RedisClaims(client, prefix="test:")
     client.flushdb()

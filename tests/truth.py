@@ -18,9 +18,9 @@ from typing import Any
 
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
-from worker.compat.consumer import Loader
-from worker.formats.metadata import Artifact
 from worker.formats.read import read_path
+from worker.model.artifact import Artifact
+from worker.model.consumer import Loader
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"

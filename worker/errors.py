@@ -43,3 +43,26 @@ class TransientError(TfcompatError):
 
 class NotFound(TfcompatError):
     """The object or file named does not exist (or no longer exists)."""
+
+
+class MalformedEvent(TfcompatError):
+    """An event body that is not what its source sends."""
+
+
+class DestinationBroken(TfcompatError):
+    """The webhook or channel will not accept messages as configured (404, 410,
+    invalid_token, channel_not_found, unset secret). Retrying does not help."""
+
+
+class SnsRejected(TfcompatError):
+    """A POST that is not a genuine, fresh SNS message for one of our topics.
+
+    Permanent for that body: the caller answers 403 (400 for a body that is not
+    an SNS document at all) and does not act on it."""
+
+
+class CertificateUnavailable(SnsRejected, TransientError):
+    """The signing certificate could not be fetched or read.
+
+    Transient: the message may be genuine and the fetch may work next time, so
+    the caller answers 503 and SNS retries the delivery under its retry policy."""

@@ -6,8 +6,9 @@ from dataclasses import replace
 
 from tests.truth import SHARED
 from worker.catalog.catalog import load_catalog
-from worker.fleet.impact import FAILS, LOADS, IndexedModel, assess, consumer_digest
+from worker.fleet.impact import FAILS, LOADS, assess, consumer_digest
 from worker.formats.read import read_path
+from worker.model.index import IndexedModel
 
 
 def model(

@@ -12,9 +12,7 @@ from dataclasses import replace
 import pytest
 
 from worker.compat.check import check_artifact
-from worker.compat.consumer import Consumer, Loader, Registry
-from worker.compat.findings import Code
-from worker.formats.metadata import (
+from worker.model.artifact import (
     ArgDef,
     Artifact,
     AttrDef,
@@ -25,6 +23,8 @@ from worker.formats.metadata import (
     OpDef,
     VersionDef,
 )
+from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.findings import Code
 
 T = {"type": "DT_FLOAT"}
 TOPK = OpDef(
@@ -225,15 +225,7 @@ def test_node_validation(node: NodeKind, expected: list[Code]) -> None:
     assert loads == (not expected)
 
 
-OP_CASES = [
-    # an op the consumer has not registered, but a known release has
-    ("NewOp", True),
-    # an op the consumer registers
-    ("Xlogy", False),
-]
-
-
-def test_unregistered_op_is_reported_once_per_op() -> None:
+def test_an_op_no_release_registers_is_custom_and_reported_once() -> None:
     artifact = saved_model([kind("NewOp", {}, name="a"), kind("NewOp", {"x": {"i": 1}}, name="b")])
     verdict = check_artifact(artifact, consumer(rejects=False))
     assert not verdict.loads

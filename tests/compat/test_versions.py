@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from worker.compat.findings import Code
 from worker.compat.versions import check_versions
-from worker.formats.metadata import VersionDef
+from worker.model.artifact import VersionDef
+from worker.model.findings import Code
 
 CASES = [
     # (producer, min_consumer, bad_consumers), consumer, min_producer -> expected codes

@@ -9,9 +9,9 @@ import pytest
 
 from tests.truth import OWN
 from worker.catalog.catalog import load_catalog
-from worker.compat.consumer import Loader
 from worker.errors import ConfigError, UnknownRelease
 from worker.fleet.fleet import load_fleet
+from worker.model.consumer import Loader
 
 
 def write(tmp_path: Path, text: str) -> Path:

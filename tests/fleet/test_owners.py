@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from worker.errors import ConfigError
-from worker.fleet.owners import (
+from worker.notify.owners import (
     DEFAULT_NOTIFY,
     DEFAULT_WEBHOOK,
     SlackDestination,

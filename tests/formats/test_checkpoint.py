@@ -21,13 +21,14 @@ from worker.formats.checkpoint import (
     masked_crc32c,
     read_checkpoint_index,
 )
-from worker.formats.metadata import Checkpoint
 from worker.formats.source import BytesSource, FileSource
+from worker.model.artifact import Checkpoint
 from worker.proto import tensorflow_subset_pb2 as pb
 
+TESTS = Path(__file__).resolve().parents[1]
 FIXTURE_ROOTS = [
-    Path("/work/shared/fixtures/tf-real"),
-    Path(__file__).resolve().parents[1] / "fixtures" / "tf-real",
+    TESTS.parent.parent / "shared" / "fixtures" / "tf-real",  # shared/ beside the checkout
+    TESTS / "fixtures" / "tf-real",
 ]
 INDEX_FILES = sorted(p for root in FIXTURE_ROOTS for p in root.glob("artifacts/**/*.index"))
 

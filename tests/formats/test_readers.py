@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.truth import FIXTURE_SETS
-from worker.formats.metadata import Artifact, artifact_from_json
 from worker.formats.read import read_path
+from worker.model.artifact import Artifact, artifact_from_json
 
 
 def _entries() -> list[tuple[Path, dict[str, Any]]]:

@@ -53,7 +53,7 @@ def statement_resource(sid: str) -> Any:
 
 
 # Exactly the calls each process makes (worker/sinks/s3.py, worker/ingest/sqs_bridge.py,
-# worker/health.py), and where.
+# worker/pipeline/health.py), and where.
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [

@@ -15,7 +15,7 @@ import yaml
 from worker.catalog.catalog import load_catalog
 from worker.cli import build_parser
 from worker.fleet.fleet import load_fleet
-from worker.fleet.owners import load_owners
+from worker.notify.owners import load_owners
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

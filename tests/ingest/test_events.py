@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from worker.errors import MalformedEvent
 from worker.ingest.events import (
     EventFilter,
-    MalformedEvent,
-    ObjectEvent,
     parse_eventbridge_body,
     parse_queue_message,
     parse_s3_body,
 )
+from worker.model.events import ObjectEvent
 from worker.settings import DEFAULT_MODEL_PATTERNS
 
 FILTER = EventFilter(DEFAULT_MODEL_PATTERNS, ("tfcompat-reports/",))

@@ -20,10 +20,13 @@ import redis
 import uvicorn
 from structlog.testing import capture_logs
 
+from tests.redis_server import REDIS_PORT
 from tests.standins.http import free_port
+from worker.github.webhook import job_from_delivery, signature_valid
 from worker.ingest.app import create_http_app
-from worker.ingest.events import ObjectEvent
-from worker.ingest.github import GithubJob, github_route, job_from_delivery, signature_valid
+from worker.ingest.github import github_route
+from worker.model.events import ObjectEvent
+from worker.model.github import GithubJob
 from worker.once import RedisClaims
 from worker.settings import Settings
 
@@ -47,7 +50,7 @@ class Receiver:
         self.jobs: list[GithubJob] = []
         self.events: list[ObjectEvent] = []
         self.fail_enqueue = fail_enqueue
-        client = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB, socket_timeout=5)
+        client = redis.Redis(host="127.0.0.1", port=REDIS_PORT, db=REDIS_DB, socket_timeout=5)
         client.flushdb()
         route = github_route(settings, self._enqueue, RedisClaims(client, prefix="test:"))
         app = create_http_app(settings, self.events.append, lambda: {}, [route])

@@ -27,14 +27,12 @@ from cryptography.x509.oid import NameOID
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.errors import TransientError
+from worker.errors import CertificateUnavailable, SnsRejected, TransientError
 from worker.ingest.sns import (
     DEFAULT_CERT_URL_PATTERN,
     DEFAULT_SUBSCRIBE_URL_PATTERN,
     CertificateCache,
-    CertificateUnavailable,
     SnsMessage,
-    SnsRejected,
     confirmation_url,
     fetch_certificate,
     parse_sns,

@@ -22,6 +22,7 @@ from tests.pipeline.services import (
     worker_env,
     worker_ready,
 )
+from tests.redis_server import REDIS_PORT
 
 REDIS_DB = 11
 _names = itertools.count()
@@ -50,11 +51,11 @@ class Stack:
 
 
 def _redis_ready(db: int) -> redis.Redis:
-    client = redis.Redis(host="127.0.0.1", port=6379, db=db, socket_timeout=5)
+    client = redis.Redis(host="127.0.0.1", port=REDIS_PORT, db=db, socket_timeout=5)
     try:
         client.ping()
     except redis.ConnectionError:
-        pytest.fail("Redis is not answering on 127.0.0.1:6379 (make test starts it)")
+        pytest.fail(f"Redis is not answering on 127.0.0.1:{REDIS_PORT} (make test starts it)")
     client.flushdb()
     return client
 

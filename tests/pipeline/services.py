@@ -18,6 +18,8 @@ from urllib.parse import quote_plus
 
 import boto3
 
+from tests.redis_server import REDIS_PORT
+
 ROOT = Path(__file__).resolve().parents[2]
 AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "test",
@@ -101,7 +103,7 @@ def worker_env(endpoint: str, redis_db: int, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
         **AWS_ENV,
-        "TFCOMPAT_BROKER_URL": f"redis://127.0.0.1:6379/{redis_db}",
+        "TFCOMPAT_BROKER_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
         "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
         "TFCOMPAT_VISIBILITY_TIMEOUT": "20",

@@ -25,9 +25,10 @@ from tests.pipeline.services import (
     worker_env,
     worker_ready,
 )
+from tests.redis_server import REDIS_PORT
 from tests.truth import SHARED
 from worker.fleet.impact import ModelImpact
-from worker.ingest.events import ObjectEvent
+from worker.model.events import ObjectEvent
 from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
 from worker.pipeline.reevaluate import reevaluate
 from worker.pipeline.services import build_services
@@ -61,7 +62,7 @@ def indexed(endpoint: str, logs: Path, tmp_path: Path) -> Iterator[dict[str, Any
     )
     for prefix, root in MODELS.items():
         upload_tree(client, "fleet-models", prefix, root)
-    app = create_app(Settings(broker_url=f"redis://127.0.0.1:6379/{DB}"))
+    app = create_app(Settings(broker_url=f"redis://127.0.0.1:{REDIS_PORT}/{DB}"))
     with process(
         cli("worker", "--concurrency", "2", "--hostname", "fleet@%h"),
         env,
@@ -119,7 +120,7 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
     }
 
     settings = Settings(
-        broker_url=f"redis://127.0.0.1:6379/{DB}",
+        broker_url=f"redis://127.0.0.1:{REDIS_PORT}/{DB}",
         s3_endpoint_url=env["TFCOMPAT_S3_ENDPOINT_URL"],
         report_bucket="fleet-reports",
         fleet=str(indexed["after"]),
@@ -169,7 +170,9 @@ def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
     fleet = tmp_path / "fleet.yaml"
     fleet.write_text(AFTER)
     settings = Settings(
-        broker_url=f"redis://127.0.0.1:6379/{DB}", s3_endpoint_url=endpoint, fleet=str(fleet)
+        broker_url=f"redis://127.0.0.1:{REDIS_PORT}/{DB}",
+        s3_endpoint_url=endpoint,
+        fleet=str(fleet),
     )
     enqueued: list[str] = []
     assert claim_fleet_change(settings, enqueued.append)

@@ -21,19 +21,15 @@ from hypothesis import strategies as st
 from tests.sinks.documents import NEW_OP, STRIPPED, UNSTRIPPED, checker
 from tests.standins.github import GitHubStandIn
 from tests.truth import ROOT, SHARED
-from worker.errors import InvalidArtifact, TfcompatError, TransientError
-from worker.formats.metadata import Artifact
+from worker.errors import InvalidArtifact, MalformedEvent, TfcompatError, TransientError
 from worker.formats.read import read_path
-from worker.ingest.events import MalformedEvent
-from worker.ingest.github import GithubJob, job_from_delivery
-from worker.pipeline.github_checks import (
-    ANNOTATIONS_PER_REQUEST,
-    CHECK_NAME,
-    check_commit,
-    pointer_target,
-)
+from worker.github.checks import ANNOTATIONS_PER_REQUEST, CHECK_NAME, check_commit, pointer_target
+from worker.github.ports import ChangedFile, MemoryChecks
+from worker.github.webhook import job_from_delivery
+from worker.model.artifact import Artifact
+from worker.model.github import GithubJob
 from worker.settings import Settings
-from worker.sinks.github import ChangedFile, GitHubClients, MemoryChecks
+from worker.sinks.github import GitHubClients
 
 FIXTURES = ROOT / "tests" / "fixtures" / "github"
 TOKEN = "ghp_standin"
@@ -204,7 +200,8 @@ def test_fleet_change_fails_when_it_would_break_a_model_checked_elsewhere(
 ) -> None:
     """The repository has no models; the impact on the index decides."""
     from worker.catalog.catalog import load_catalog
-    from worker.fleet.impact import LOADS, IndexedModel, assess, consumer_digest
+    from worker.fleet.impact import LOADS, assess, consumer_digest
+    from worker.model.index import IndexedModel
 
     catalog = load_catalog()
     serving = catalog.consumer("2.21", name="new-serving")
@@ -488,7 +485,8 @@ def test_a_pushed_fleet_retags_indexed_models_from_stored_metadata(
 
     from tests.sinks.test_index import FakeRedis
     from worker.catalog.catalog import load_catalog
-    from worker.fleet.impact import LOADS, IndexedModel, consumer_digest
+    from worker.fleet.impact import LOADS, consumer_digest
+    from worker.model.index import IndexedModel
     from worker.pipeline.github_tasks import reevaluate_pushed_fleet
     from worker.pipeline.process import ReportLocation
     from worker.sinks.index import BUILT, ModelIndex

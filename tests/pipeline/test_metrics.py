@@ -22,8 +22,10 @@ from tests.pipeline.services import (
     wait_for_tags,
     wait_until,
 )
+from tests.redis_server import REDIS_PORT
 from tests.truth import SHARED
 from worker.ingest.app import create_http_app
+from worker.pipeline.health import dependency_checks
 from worker.settings import Settings
 
 pytestmark = pytest.mark.services
@@ -130,10 +132,10 @@ def test_receiver_healthcheck_reads_healthz(stack: Stack) -> None:
 
 
 def health_of(endpoint: str, **settings: Any) -> tuple[int, dict[str, Any]]:
-    app = create_http_app(
-        Settings(broker_url="redis://127.0.0.1:6379/11", s3_endpoint_url=endpoint, **settings),
-        enqueue=lambda event: None,
+    config = Settings(
+        broker_url=f"redis://127.0.0.1:{REDIS_PORT}/11", s3_endpoint_url=endpoint, **settings
     )
+    app = create_http_app(config, lambda event: None, lambda: dependency_checks(config))
 
     async def get() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 from prometheus_client import REGISTRY
 
-from worker.ingest.events import ObjectEvent
+from worker.model.events import ObjectEvent
+from worker.model.outcome import Outcome
 from worker.pipeline.observe import count_task, metrics_hook, seconds_since, task_outcome
-from worker.pipeline.process import Outcome
 
 EVENT = ObjectEvent(
     "models", "m/saved_model.pb", "ObjectCreated:Put", event_time="2026-12-01T12:00:00.000Z"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.truth import SHARED
-from worker.ingest.events import ObjectEvent
+from worker.model.events import ObjectEvent
 from worker.pipeline.process import ReportLocation, process_event, sequencer_newer
 from worker.pipeline.services import build_checker
 from worker.settings import Settings

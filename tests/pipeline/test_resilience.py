@@ -23,8 +23,9 @@ from tests.pipeline.services import (
     worker_env,
     worker_ready,
 )
+from tests.redis_server import REDIS_PORT
 from tests.truth import SHARED
-from worker.ingest.events import ObjectEvent
+from worker.model.events import ObjectEvent
 from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
 from worker.settings import Settings
 
@@ -39,7 +40,7 @@ def proxy(endpoint: str) -> Iterator[FaultyProxy]:
 
 
 def enqueue(redis_db: int, bucket: str, key: str) -> None:
-    settings = Settings(broker_url=f"redis://127.0.0.1:6379/{redis_db}")
+    settings = Settings(broker_url=f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}")
     create_app(settings).send_task(
         TASK_CHECK_OBJECT, args=[ObjectEvent(bucket, key, "ObjectCreated:Put").to_json()]
     )

@@ -34,6 +34,7 @@ from tests.pipeline.services import (
     wait_until,
     worker_env,
 )
+from tests.redis_server import REDIS_PORT
 from tests.truth import SHARED
 
 pytestmark = pytest.mark.services
@@ -77,7 +78,7 @@ def receiver(
 
 
 def queued() -> int:
-    return int(redis.Redis(host="127.0.0.1", port=6379, db=DB).llen("tfcompat"))
+    return int(redis.Redis(host="127.0.0.1", port=REDIS_PORT, db=DB).llen("tfcompat"))
 
 
 def post(url: str, doc: dict[str, object]) -> httpx.Response:

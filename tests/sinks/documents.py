@@ -7,8 +7,10 @@ import functools
 from pathlib import Path
 
 from tests.truth import ROOT, SHARED
-from worker.ingest.events import ObjectEvent
-from worker.pipeline.process import Checker, Outcome, ReportLocation, process_event
+from worker.fleet.checker import Checker
+from worker.model.events import ObjectEvent
+from worker.model.outcome import Outcome
+from worker.pipeline.process import ReportLocation, process_event
 from worker.pipeline.services import build_checker
 from worker.settings import Settings
 from worker.sinks.memory import MemoryObjectStore

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.truth import FIXTURE_SETS
-from worker.fleet.impact import IndexedModel
 from worker.formats.read import read_path
+from worker.model.index import IndexedModel
 from worker.sinks.index import BUILT, HASH, ModelIndex, decode_model, encode_model
 
 PATHS = (

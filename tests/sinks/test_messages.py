@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.sinks.documents import NEW_OP, NONDEFAULT, STRIPPED, UNSTRIPPED, checked
 from tests.standins.slack import shape_errors
-from worker.sinks.messages import (
+from worker.notify.messages import (
     MAX_BLOCKS,
     artifact_version,
     owner_message,

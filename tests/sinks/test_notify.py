@@ -12,18 +12,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.sinks.documents import NEW_OP, STRIPPED, UNSTRIPPED, checked
-from worker.errors import TransientError
-from worker.fleet.owners import Owners, load_owners
+from worker.errors import DestinationBroken, TransientError
+from worker.notify.dispatch import MemoryNotifier, group_by_owner, notify_owners
+from worker.notify.owners import Owners, load_owners
 from worker.once import MemoryClaims
+from worker.pipeline.notifications import notification_hook
 from worker.pipeline.services import Services
 from worker.settings import Settings
-from worker.sinks.notify import (
-    DestinationBroken,
-    MemoryNotifier,
-    group_by_owner,
-    notification_hook,
-    notify_owners,
-)
 
 TTL = 3600
 OWNERS = """
@@ -104,8 +99,8 @@ def test_claims_expire_when_a_process_died_before_confirming(owners: Owners) -> 
     now = [0.0]
     claims = MemoryClaims(now=lambda: now[0])
     doc = document(NEW_OP)
-    from worker.fleet.owners import SlackDestination
-    from worker.sinks.notify import dedupe_key
+    from worker.notify.dispatch import dedupe_key
+    from worker.notify.owners import SlackDestination
 
     key = dedupe_key(SlackDestination(webhook="TFCOMPAT_SLACK_WEBHOOK_RANKING"), doc)
     assert claims.claim(key, 600) is not None  # taken, then the process died

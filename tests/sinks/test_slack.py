@@ -13,13 +13,13 @@ from structlog.testing import capture_logs
 from tests.sinks.documents import NEW_OP, checked
 from tests.standins.http import Reply, free_port
 from tests.standins.slack import SlackStandIn
-from worker.errors import TfcompatError, TransientError
-from worker.fleet.owners import SlackDestination
+from worker.errors import DestinationBroken, TfcompatError, TransientError
+from worker.notify.messages import owner_message
+from worker.notify.owners import SlackDestination
 from worker.once import MemoryClaims
+from worker.pipeline.notifications import notification_hook
 from worker.pipeline.services import Services
 from worker.settings import Settings
-from worker.sinks.messages import owner_message
-from worker.sinks.notify import DestinationBroken, notification_hook
 from worker.sinks.slack import Answer, SlackNotifier, deliver
 
 HOOK = SlackDestination(webhook="TFCOMPAT_SLACK_WEBHOOK_URL")

@@ -27,9 +27,9 @@ from packaging.version import InvalidVersion, Version
 
 from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
 from worker.catalog.opdefs import OpDefCache
-from worker.compat.consumer import Consumer, Loader, Registry
 from worker.errors import UnknownRelease
-from worker.formats.metadata import OpDef, VersionDef
+from worker.model.artifact import OpDef, VersionDef
+from worker.model.consumer import Consumer, Loader, Registry
 
 DAILY_SINCE = dt.date(2019, 5, 9)
 

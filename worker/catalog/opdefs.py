@@ -2,7 +2,7 @@
 
 Manifests and the built-in registries store OpDefs exactly as TensorFlow's
 `json_format.MessageToDict` wrote them. `op_def_from_json` converts that JSON
-straight to the plain values the readers produce (`formats.plain`), about ten
+straight to the plain values the readers produce (`proto.convert`), about ten
 times faster than going through protobuf, which matters when a range check
 touches every release's registry. `op_def_via_protobuf` is the reference path;
 a test holds the two equal over every op of every shipped registry.
@@ -17,9 +17,9 @@ from typing import Any
 from google.protobuf import json_format
 
 from worker.errors import ConfigError
-from worker.formats.metadata import ArgDef, AttrDef, AttrJSON, OpDef
-from worker.formats.plain import attr_json, op_def
+from worker.model.artifact import ArgDef, AttrDef, AttrJSON, OpDef
 from worker.proto import tensorflow_subset_pb2 as pb
+from worker.proto.convert import attr_json, op_def
 
 _SCALARS = {"s", "i", "f", "b", "type", "placeholder"}
 

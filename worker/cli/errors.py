@@ -6,8 +6,6 @@ import sys
 
 from worker.errors import TfcompatError
 
-LOADERS = ("saved-model-v1", "saved-model-v2", "graph-import")
-
 
 class UsageError(TfcompatError):
     """Bad command-line arguments."""
@@ -16,6 +14,3 @@ class UsageError(TfcompatError):
 def _fail(message: str) -> int:
     print(f"tfcompat: error: {message}", file=sys.stderr)
     return 2
-
-
-# --- reading paths ----------------------------------------------------------------------------

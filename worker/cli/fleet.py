@@ -12,8 +12,8 @@ from worker.cli.models import parse_consumer_spec
 
 def cmd_fleet_list(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
+    from worker.cli.render import render_fleet
     from worker.fleet.fleet import load_fleet
-    from worker.render import render_fleet
 
     fleet = load_fleet(args.fleet, load_catalog())
     if args.json:
@@ -62,9 +62,9 @@ def _target_fleet(args: argparse.Namespace, settings: Any, catalog: Any) -> tupl
 
 def cmd_fleet_impact(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
+    from worker.cli.render import render_impact
     from worker.fleet.changes import Progress
     from worker.fleet.impact import assess
-    from worker.render import render_impact
     from worker.settings import load_settings
 
     settings = load_settings()
@@ -85,10 +85,12 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
 
 def cmd_fleet_apply(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
+    from worker.cli.render import render_impact
     from worker.fleet.changes import Progress
-    from worker.pipeline.process import Checker, ReportLocation
-    from worker.pipeline.reevaluate import breakage_notifier, reevaluate
-    from worker.render import render_impact
+    from worker.fleet.checker import Checker
+    from worker.pipeline.notifications import breakage_notifier
+    from worker.pipeline.process import ReportLocation
+    from worker.pipeline.reevaluate import reevaluate
     from worker.settings import load_settings
 
     settings = load_settings()

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from worker.cli.errors import LOADERS, UsageError
+from worker.cli.errors import UsageError
 from worker.errors import TfcompatError
 
 
@@ -28,18 +28,18 @@ def read_any(target: str) -> list[Any]:
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
     """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
-    from worker.compat.consumer import Loader
     from worker.fleet.manifest import consumer_from_manifest
+    from worker.model.consumer import Loader
 
     loader = Loader.SAVED_MODEL_V1
     body = spec
     if "@" in spec:
         head, _, tail = spec.rpartition("@")
-        if tail in LOADERS:
+        if tail in set(Loader):
             body, loader = head, Loader(tail)
         elif "==" in spec:
             raise UsageError(
-                f"--consumer {spec}: unknown loader '{tail}' (one of: {', '.join(LOADERS)})"
+                f"--consumer {spec}: unknown loader '{tail}' (one of: {', '.join(Loader)})"
             )
     for prefix in ("tf==", "tensorflow==", "serving=="):
         if body.startswith(prefix):
@@ -54,8 +54,8 @@ def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from worker.cli.render import render_inspect
     from worker.formats.summary import inspect_json
-    from worker.render import render_inspect
 
     documents: list[dict[str, Any]] = []
     failed = False
@@ -79,10 +79,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.catalog.opdefs import OpDefCache
+    from worker.cli.render import render_check
     from worker.compat.policy import Policy
     from worker.compat.report import artifact_report, exit_status, invalid_report
     from worker.fleet.fleet import load_fleet
-    from worker.render import render_check
 
     catalog = load_catalog()
     cache = OpDefCache()

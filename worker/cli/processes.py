@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from worker.cli.errors import UsageError
 
@@ -38,12 +39,15 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_healthcheck(args: argparse.Namespace) -> int:
-    from worker.cli import build_parser  # the parser that starts the processes
-    from worker.health import Running, find_running, healthcheck, healthy
+def cmd_healthcheck(
+    args: argparse.Namespace, parser_factory: Callable[[], argparse.ArgumentParser]
+) -> int:
+    """`parser_factory` builds the parser that started the process being probed."""
+    from worker.model.health import healthy
+    from worker.pipeline.health import Running, find_running, healthcheck
     from worker.settings import load_settings
 
-    parser = build_parser()
+    parser = parser_factory()
     if args.role:
         running: Running | None = Running(args.role, parser.parse_args([args.role]))
     else:
@@ -64,11 +68,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from worker.ingest.app import create_http_app
     from worker.ingest.github import github_route
     from worker.logs import configure_logging
+    from worker.once import RedisClaims
+    from worker.pipeline.app import github_enqueuer, object_enqueuer
+    from worker.pipeline.health import dependency_checks
     from worker.settings import load_settings
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    app = create_http_app(settings, extra_routes=[github_route(settings)])
+    github = github_route(
+        settings, github_enqueuer(settings), RedisClaims.from_url(settings.broker_url)
+    )
+    app = create_http_app(
+        settings,
+        object_enqueuer(settings),
+        lambda: dependency_checks(settings),
+        extra_routes=[github],
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0
 
@@ -78,9 +93,10 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
 
     import boto3
 
-    from worker.ingest.app import celery_enqueue, event_filter
+    from worker.ingest.app import event_filter
     from worker.ingest.sqs_bridge import install_stop_signals, run_bridge
     from worker.logs import configure_logging
+    from worker.pipeline.app import object_enqueuer
     from worker.settings import load_settings
 
     settings = load_settings()
@@ -101,7 +117,7 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
     run_bridge(
         sqs,
         queue_url,
-        celery_enqueue(settings),
+        object_enqueuer(settings),
         event_filter(settings),
         stop=stop,
         wait_seconds=args.wait,

@@ -25,13 +25,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from worker.compat.consumer import Consumer, Loader
 from worker.compat.edges import edge_findings
-from worker.compat.findings import Code, Finding, Severity, error, warning
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.versions import check_versions
-from worker.formats.metadata import Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
+from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
+from worker.model.consumer import Consumer, Loader
+from worker.model.findings import Code, Finding, Severity, error, warning
+from worker.model.verdict import Verdict
 
 FORWARD_WINDOW_DAYS = 21
 SERVING_TAG = "serve"
@@ -72,25 +73,6 @@ class NoHistory:
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One consumer's outcome for one artifact."""
-
-    consumer: Consumer
-    loads: bool
-    findings: tuple[Finding, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.consumer.name,
-            "tensorflow": self.consumer.tensorflow,
-            "graph_def_version": self.consumer.graph_def_version,
-            "loader": str(self.consumer.loader),
-            "loads": self.loads,
-            "findings": [f.to_json() for f in self.findings],
-        }
 
 
 @dataclass

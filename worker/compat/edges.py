@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from worker.compat.findings import Code, Finding, error
 from worker.compat.nodes import arg_types, base_type, effective_attrs
-from worker.formats.metadata import Graph, NodeKind, OpDef
-from worker.formats.plain import short_dtype
+from worker.model.artifact import Graph, NodeKind, OpDef
+from worker.model.attrs import short_dtype
+from worker.model.findings import Code, Finding, error
 
 Types = tuple[list[str] | None, list[str] | None]  # (inputs, outputs); None: undecidable
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from worker.compat.findings import Code, Finding, error, warning
-from worker.formats.metadata import ArgDef, AttrDef, AttrJSON, NodeKind, OpDef
-from worker.formats.plain import attr_kind, describe_attr, short_dtype
+from worker.model.artifact import ArgDef, AttrDef, AttrJSON, NodeKind, OpDef
+from worker.model.attrs import attr_kind, describe_attr, short_dtype
+from worker.model.findings import Code, Finding, error, warning
 
 STRIP_FIX = (
     "Re-export with strip_default_attrs=True (tf.compat.v1 SavedModelBuilder."

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.compat.consumer import Consumer
-from worker.compat.findings import Code, Finding, warning
-from worker.formats.metadata import VersionDef
+from worker.model.artifact import VersionDef
+from worker.model.consumer import Consumer
+from worker.model.findings import Code, Finding, warning
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worker.compat.check import History, Verdict, check_artifact, status_of
-from worker.compat.consumer import Consumer
+from worker.compat.check import History, check_artifact, status_of
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
-from worker.formats.metadata import Artifact
+from worker.model.artifact import Artifact
+from worker.model.consumer import Consumer
+from worker.model.verdict import Verdict
 
 INVALID = "invalid"
 

@@ -8,8 +8,8 @@ TensorFlow's own so people recognise them.
 
 from __future__ import annotations
 
-from worker.compat.findings import Code, Finding, error
-from worker.formats.metadata import VersionDef
+from worker.model.artifact import VersionDef
+from worker.model.findings import Code, Finding, error
 
 
 def check_versions(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from worker.compat.consumer import Consumer
 from worker.errors import ConfigError
 from worker.fleet.fleet import Fleet
+from worker.model.consumer import Consumer
 
 
 def edited_fleet(

@@ -28,10 +28,10 @@ import yaml
 
 from worker.catalog.catalog import Catalog, consumer_for_release
 from worker.catalog.opdefs import OpDefCache
-from worker.compat.consumer import Consumer, Loader
 from worker.compat.policy import BannedRelease, Policy
 from worker.errors import ConfigError, UnknownRelease
 from worker.fleet.manifest import consumer_from_manifest
+from worker.model.consumer import Consumer, Loader
 
 _LINE = "__line__"
 

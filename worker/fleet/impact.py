@@ -14,11 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.compat.check import History, Verdict, check_artifact
-from worker.compat.consumer import Consumer
+from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
-from worker.formats.metadata import Artifact
-from worker.sinks.reports import digest
+from worker.model.consumer import Consumer
+from worker.model.digest import digest
+from worker.model.index import IndexedModel
+from worker.model.verdict import Verdict
 
 LOADS, AT_RISK, FAILS = "loads", "at-risk", "fails"
 
@@ -37,6 +38,7 @@ def consumer_digest(consumer: Consumer) -> str:
             consumer.rejects_unknown_attrs,
             consumer.validates_library,
             registry.source if registry else None,
+            registry.fingerprint if registry else None,
             sorted(registry.ops) if registry else None,
         ]
     )
@@ -62,31 +64,6 @@ def status_from(states: Iterable[str], invalid: bool = False) -> str:
     if AT_RISK in states:
         return "at-risk"
     return "compatible"
-
-
-@dataclass(frozen=True)
-class IndexedModel:
-    """One object version as the index keeps it."""
-
-    bucket: str
-    key: str
-    version_id: str | None
-    report_bucket: str
-    report_key: str
-    status: str
-    artifacts: tuple[Artifact, ...]
-    verdicts: dict[str, str]  # consumer name -> loads | at-risk | fails
-    consumer_digests: dict[str, str]  # consumer name -> digest at check time
-    compatible_releases: tuple[str, ...] = ()
-    owners: tuple[str, ...] = ()
-
-    @property
-    def location(self) -> str:
-        return f"s3://{self.bucket}/{self.key}"
-
-    @property
-    def invalid(self) -> bool:
-        return self.status == "invalid"
 
 
 @dataclass(frozen=True)

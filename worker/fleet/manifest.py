@@ -10,8 +10,9 @@ from typing import Any
 
 from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
 from worker.catalog.opdefs import OpDefCache
-from worker.compat.consumer import Consumer, Loader, Registry
 from worker.errors import ConfigError
+from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.digest import digest
 
 MANIFEST_FORMAT = "tfcompat-manifest/1"
 DUMPER = Path(__file__).with_name("dump_manifest.py")
@@ -20,7 +21,7 @@ DUMPER = Path(__file__).with_name("dump_manifest.py")
 def load_manifest_doc(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc = json.loads(p.read_bytes())
     except FileNotFoundError:
         raise ConfigError(f"{p}: manifest not found") from None
     except (OSError, ValueError) as exc:
@@ -33,6 +34,11 @@ def load_manifest_doc(path: str | Path) -> dict[str, Any]:
     if not isinstance(doc.get("ops"), list):
         raise ConfigError(f"{p}: manifest has no op list")
     return doc
+
+
+def doc_fingerprint(doc: dict[str, Any]) -> str:
+    """What a manifest says, digested: the same file re-dumped from another build differs."""
+    return "sha256:" + digest(doc)
 
 
 def consumer_from_manifest(
@@ -62,7 +68,7 @@ def consumer_from_manifest(
         graph_def_min_producer=int(graph.get("min_producer") or 0),
         checkpoint_version=int(ckpt.get("producer") or 1),
         checkpoint_min_producer=int(ckpt.get("min_producer") or 0),
-        registry=Registry(ops, f"manifest {path}"),
+        registry=Registry(ops, f"manifest {path}", doc_fingerprint(doc)),
         loader=loader,
         rejects_unknown_attrs=rejects,
         validates_library=library,

@@ -23,8 +23,8 @@ import cramjam
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped, unused-ignore]
 
 from worker.errors import InvalidArtifact, LimitExceeded, UnsupportedArtifact
-from worker.formats.metadata import Checkpoint, VersionDef
 from worker.formats.source import Source
+from worker.model.artifact import Checkpoint, VersionDef
 from worker.proto import tensorflow_subset_pb2 as pb
 
 MAX_LISTED_ENTRIES = 1000

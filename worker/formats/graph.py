@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from worker.errors import InvalidArtifact, LimitExceeded
 from worker.formats import wire
-from worker.formats.metadata import AttrJSON, Edge, Graph, NodeKind, VersionDef
-from worker.formats.plain import attr_json, version_def
 from worker.formats.wire import Cursor, Field
+from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, VersionDef
 from worker.proto import tensorflow_subset_pb2 as pb
+from worker.proto.convert import attr_json, version_def
 
 SMALL_MESSAGE = 4 << 20
 MAX_NODES = 10_000_000

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from worker.errors import InvalidArtifact, NotFound, UnsupportedArtifact
 from worker.formats.graph import read_graph_def
-from worker.formats.metadata import Artifact, Checkpoint, Graph
 from worker.formats.savedmodel import (
     looks_like_text,
     read_graph_def_text,
@@ -24,6 +23,7 @@ from worker.formats.savedmodel import (
 )
 from worker.formats.source import DirectoryTree, FileSource, MappingTree, Source, Tree, sha256_of
 from worker.formats.wire import Cursor
+from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")

@@ -12,11 +12,11 @@ from google.protobuf import text_format
 from worker.errors import InvalidArtifact, LimitExceeded
 from worker.formats import wire
 from worker.formats.graph import MAX_TEXT_BYTES, SMALL_MESSAGE, graph_from_message, read_graph_def
-from worker.formats.metadata import Graph, MetaGraph
-from worker.formats.plain import op_def
 from worker.formats.source import Source
 from worker.formats.wire import Cursor
+from worker.model.artifact import Graph, MetaGraph
 from worker.proto import tensorflow_subset_pb2 as pb
+from worker.proto.convert import op_def
 
 # Field numbers from TensorFlow's saved_model.proto and meta_graph.proto.
 _SM_SCHEMA_VERSION, _SM_META_GRAPHS = 1, 2

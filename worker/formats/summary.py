@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from worker.formats.metadata import Artifact, Graph, OpDef
+from worker.model.artifact import Artifact, Graph, OpDef
 
 
 def op_usage(graph: Graph, producer_ops: dict[str, OpDef]) -> dict[str, dict[str, Any]]:

@@ -22,16 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.health import dependency_checks, healthy
-from worker.ingest.events import (
-    Enqueue,
-    EventFilter,
-    MalformedEvent,
-    ObjectEvent,
-    parse_eventbridge_body,
-    parse_s3_body,
-)
+from worker.errors import MalformedEvent
+from worker.ingest.events import Enqueue, EventFilter, parse_eventbridge_body, parse_s3_body
 from worker.ingest.sns_route import handle_sns
+from worker.model.events import ObjectEvent
+from worker.model.health import healthy
 from worker.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -44,17 +39,6 @@ class Rejected(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-def celery_enqueue(settings: Settings) -> Enqueue:
-    from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
-
-    app = create_app(settings)
-
-    def enqueue(event: ObjectEvent) -> None:
-        app.send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
-
-    return enqueue
 
 
 def event_filter(settings: Settings) -> EventFilter:
@@ -125,12 +109,12 @@ def guarded(source: str, handler: Handler) -> Handler:
 
 def create_http_app(
     settings: Settings,
-    enqueue: Enqueue | None = None,
-    health: HealthCheck | None = None,
+    enqueue: Enqueue,
+    health: HealthCheck,
     extra_routes: list[Route] | None = None,
 ) -> Starlette:
-    """The receiver; `enqueue` and `health` default to Celery and the real services."""
-    enqueue = enqueue or celery_enqueue(settings)
+    """The receiver. `enqueue` hands events to the pipeline and `health` probes what
+    the receiver depends on; the process that runs it wires both (`cli.processes`)."""
     limit = settings.max_event_bytes
 
     async def s3_events(request: Request) -> Response:
@@ -151,7 +135,7 @@ def create_http_app(
         return response
 
     async def healthz(request: Request) -> Response:
-        checks = await run_in_threadpool(health or default_health(settings))
+        checks = await run_in_threadpool(health)
         ok = healthy(checks)
         return JSONResponse(
             {"status": "ok" if ok else "degraded", "checks": checks}, status_code=200 if ok else 503
@@ -169,8 +153,3 @@ def create_http_app(
         *(extra_routes or []),
     ]
     return Starlette(routes=routes)
-
-
-def default_health(settings: Settings) -> HealthCheck:
-    """The broker and the object store (`worker.health.dependency_checks`)."""
-    return lambda: dependency_checks(settings)

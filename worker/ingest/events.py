@@ -11,57 +11,13 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
 
-from worker.errors import TfcompatError
+from worker.errors import MalformedEvent
 from worker.formats.read import SAVED_MODEL_SIDE_FILES
-
-
-class MalformedEvent(TfcompatError):
-    """An event body that is not what its source sends."""
-
-
-@dataclass(frozen=True)
-class ObjectEvent:
-    """One object-level change; the identity is (bucket, key, version_id or sequencer)."""
-
-    bucket: str
-    key: str
-    event_name: str  # "ObjectCreated:Put", "ObjectRemoved:Delete", ...
-    version_id: str | None = None
-    sequencer: str | None = None
-    event_time: str | None = None
-    size: int | None = None
-    etag: str | None = None
-    source: str = "s3"
-
-    @property
-    def created(self) -> bool:
-        return self.event_name.startswith("ObjectCreated")
-
-    @property
-    def removed(self) -> bool:
-        return self.event_name.startswith("ObjectRemoved")
-
-    @property
-    def identity(self) -> str:
-        return f"{self.bucket}/{self.key}@{self.version_id or self.sequencer or '-'}"
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ObjectEvent:
-        if not isinstance(data, dict):
-            raise MalformedEvent("an object event is a JSON object")
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
-        for name in ("bucket", "key", "event_name"):
-            if not isinstance(known.get(name), str) or not known[name]:
-                raise MalformedEvent(f"object event without {name}")
-        return cls(**known)
-
+from worker.model.events import ObjectEvent
 
 Enqueue = Callable[[ObjectEvent], None]
 """Hands an event to the pipeline (a Celery task in production)."""

@@ -20,12 +20,8 @@ Events acted on: `pull_request` (opened, synchronize, reopened) and
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import structlog
 from starlette.concurrency import run_in_threadpool
@@ -34,162 +30,22 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.errors import TfcompatError
+from worker.errors import MalformedEvent, TfcompatError
+from worker.github.webhook import SOURCE, job_from_delivery, signature_valid
 from worker.ingest.app import Rejected, guarded, read_body
-from worker.ingest.events import MalformedEvent
+from worker.model.github import GithubJob
 from worker.once import Claims
 from worker.settings import Settings
 
 log = structlog.get_logger(__name__)
 
-SOURCE = "github"
-PULL_REQUEST_ACTIONS = {"opened", "synchronize", "reopened"}
-RERUN_EVENTS = {"check_suite", "check_run"}
-
-
-@dataclass(frozen=True)
-class GithubJob:
-    """What the worker needs to check one commit: JSON-safe, small."""
-
-    delivery: str
-    event: str
-    action: str
-    repository: str  # "owner/name"
-    head_sha: str
-    pull_numbers: tuple[int, ...] = ()
-    installation_id: int | None = None
-
-    @property
-    def rerequested(self) -> bool:
-        return self.action == "rerequested"
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["pull_numbers"] = list(self.pull_numbers)
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> GithubJob:
-        if not isinstance(data, dict):
-            raise MalformedEvent("a GitHub job is a JSON object")
-        for name in ("delivery", "event", "action", "repository", "head_sha"):
-            if not isinstance(data.get(name), str) or not data[name]:
-                raise MalformedEvent(f"GitHub job without {name}")
-        installation = data.get("installation_id")
-        return cls(
-            data["delivery"],
-            data["event"],
-            data["action"],
-            data["repository"],
-            data["head_sha"],
-            tuple(int(n) for n in data.get("pull_numbers") or ()),
-            int(installation) if installation is not None else None,
-        )
-
-
-def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
-    """GitHub's `sha256=<hex HMAC of the raw body>`, compared in constant time."""
-    if not header or not header.startswith("sha256="):
-        return False
-    expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected.encode(), header.strip().encode())
-
-
-def _dig(payload: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(payload, dict):
-            return None
-        payload = payload.get(part)
-    return payload
-
-
-def _pull_numbers(items: Any) -> tuple[int, ...]:
-    if not isinstance(items, list):
-        return ()
-    return tuple(sorted({p["number"] for p in items if isinstance(_dig(p, "number"), int)}))
-
-
-NO_COMMIT = "0" * 40
-
-
-def pushes_fleet(payload: dict[str, Any], fleet_path: str | None) -> bool:
-    """A push to the default branch that touches the fleet file (or may: GitHub lists
-    at most 20 commits, so a push without a commit list counts)."""
-    if not fleet_path:
-        return False
-    branch = _dig(payload, "repository", "default_branch")
-    if payload.get("ref") != f"refs/heads/{branch}" or payload.get("after") == NO_COMMIT:
-        return False
-    commits = payload.get("commits")
-    if not isinstance(commits, list) or not commits:
-        return True
-    for commit in commits:
-        for field in ("added", "modified", "removed"):
-            paths = _dig(commit, field)
-            if isinstance(paths, list) and fleet_path in paths:
-                return True
-    return False
-
-
-def job_from_delivery(
-    event: str, delivery: str, payload: Any, fleet_path: str | None = None
-) -> GithubJob | None:
-    """The job a verified delivery asks for, or None if it asks for nothing we do:
-    pull requests and check re-runs are checked; a push of the fleet file to the
-    default branch re-evaluates every indexed model against it."""
-    if not isinstance(payload, dict):
-        raise MalformedEvent("a GitHub webhook body is a JSON object")
-    action = payload.get("action") if isinstance(payload.get("action"), str) else None
-    repository = _dig(payload, "repository", "full_name")
-    installation = _dig(payload, "installation", "id")
-    if event == "pull_request" and action in PULL_REQUEST_ACTIONS:
-        head_sha, number = _dig(payload, "pull_request", "head", "sha"), payload.get("number")
-        pulls: tuple[int, ...] = (number,) if isinstance(number, int) else ()
-    elif event in RERUN_EVENTS and action == "rerequested":
-        holder = payload.get(event)
-        head_sha = _dig(holder, "head_sha")
-        pulls = _pull_numbers(_dig(holder, "pull_requests"))
-    elif event == "push" and pushes_fleet(payload, fleet_path):
-        action, head_sha, pulls = "fleet", payload.get("after"), ()
-    else:
-        return None
-    if not isinstance(repository, str) or not isinstance(head_sha, str) or not head_sha:
-        raise MalformedEvent(f"{event}.{action} without repository.full_name or head sha")
-    return GithubJob(
-        delivery,
-        event,
-        str(action),
-        repository,
-        head_sha,
-        pulls,
-        installation if isinstance(installation, int) else None,
-    )
-
 
 EnqueueJob = Callable[[GithubJob], None]
 
 
-def celery_enqueue_job(settings: Settings) -> EnqueueJob:
-    from worker.pipeline.app import TASK_GITHUB_EVENT, create_app
-
-    app = create_app(settings)
-
-    def enqueue(job: GithubJob) -> None:
-        app.send_task(TASK_GITHUB_EVENT, args=[job.to_json()])
-
-    return enqueue
-
-
-def github_route(
-    settings: Settings, enqueue: EnqueueJob | None = None, deliveries: Claims | None = None
-) -> Route:
-    """The route for `create_http_app(extra_routes=...)`; Celery and Redis by default."""
-    if enqueue is None:
-        enqueue = celery_enqueue_job(settings)
-    if deliveries is None:
-        from worker.once import RedisClaims
-
-        deliveries = RedisClaims.from_url(settings.broker_url)
+def github_route(settings: Settings, enqueue: EnqueueJob, deliveries: Claims) -> Route:
+    """The route for `create_http_app(extra_routes=...)`. `enqueue` hands a job to the
+    pipeline; `deliveries` remembers X-GitHub-Delivery ids so a replay is refused."""
     secret = settings.github_webhook_secret
     limit = settings.max_event_bytes
 
@@ -228,7 +84,6 @@ def github_route(
         return await hand_over(job)
 
     async def hand_over(job: GithubJob) -> Response:
-        assert enqueue is not None and deliveries is not None
         try:
             token = await run_in_threadpool(
                 deliveries.claim, f"github-delivery:{job.delivery}", settings.github_delivery_ttl

@@ -36,22 +36,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from worker.errors import TfcompatError, TransientError
-
-
-class SnsRejected(TfcompatError):
-    """A POST that is not a genuine, fresh SNS message for one of our topics.
-
-    Permanent for that body: the caller answers 403 (400 for a body that is not
-    an SNS document at all) and does not act on it."""
-
-
-class CertificateUnavailable(SnsRejected, TransientError):
-    """The signing certificate could not be fetched or read.
-
-    Transient: the message may be genuine and the fetch may work next time, so
-    the caller answers 503 and SNS retries the delivery under its retry policy."""
-
+from worker.errors import CertificateUnavailable, SnsRejected
 
 MessageType = Literal["Notification", "SubscriptionConfirmation", "UnsubscribeConfirmation"]
 

@@ -18,15 +18,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from worker.ingest.events import MalformedEvent, ObjectEvent, parse_records
-from worker.ingest.sns import (
-    CertificateCache,
-    CertificateUnavailable,
-    SnsRejected,
-    confirmation_url,
-    parse_sns,
-    verify_sns,
-)
+from worker.errors import CertificateUnavailable, MalformedEvent, SnsRejected
+from worker.ingest.events import parse_records
+from worker.ingest.sns import CertificateCache, confirmation_url, parse_sns, verify_sns
+from worker.model.events import ObjectEvent
 from worker.settings import Settings
 
 log = structlog.get_logger(__name__)

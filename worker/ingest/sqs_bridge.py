@@ -18,13 +18,8 @@ from typing import Any
 import structlog
 
 from worker import metrics
-from worker.ingest.events import (
-    Enqueue,
-    EventFilter,
-    MalformedEvent,
-    is_test_event,
-    parse_queue_message,
-)
+from worker.errors import MalformedEvent
+from worker.ingest.events import Enqueue, EventFilter, is_test_event, parse_queue_message
 
 log = structlog.get_logger(__name__)
 

@@ -8,11 +8,15 @@ as a duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 from celery import Celery, signals
 
+from worker.errors import TransientError
+from worker.model.events import ObjectEvent
+from worker.model.github import GithubJob
 from worker.settings import Settings
 
 TASK_CHECK_OBJECT = "tfcompat.check_object"
@@ -20,6 +24,17 @@ TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; the visibility timeout below is 12x that
+MAX_RETRIES = 8
+
+RETRY_POLICY: dict[str, Any] = {
+    "autoretry_for": (TransientError,),
+    "max_retries": MAX_RETRIES,
+    "retry_backoff": 2,  # seconds before the first retry, doubling each time
+    "retry_backoff_max": MAX_BACKOFF,
+    "retry_jitter": True,  # full jitter: uniform in [0, backoff]
+}
+"""Every task's retry policy: only our `TransientError` is worth retrying (the
+object store or broker may answer next time); anything else is final."""
 
 
 def create_app(settings: Settings) -> Celery:
@@ -48,6 +63,26 @@ def create_app(settings: Settings) -> Celery:
     return app
 
 
+def object_enqueuer(settings: Settings) -> Callable[[ObjectEvent], None]:
+    """Hands object events to `check_object` (the receiver's and the bridge's `Enqueue`)."""
+    app = create_app(settings)
+
+    def enqueue(event: ObjectEvent) -> None:
+        app.send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
+
+    return enqueue
+
+
+def github_enqueuer(settings: Settings) -> Callable[[GithubJob], None]:
+    """Hands GitHub jobs to `github_event` (the webhook route's `EnqueueJob`)."""
+    app = create_app(settings)
+
+    def enqueue(job: GithubJob) -> None:
+        app.send_task(TASK_GITHUB_EVENT, args=[job.to_json()])
+
+    return enqueue
+
+
 def settings_of(app: Celery) -> Settings:
     settings: Settings = app.tfcompat_settings  # type: ignore[attr-defined]
     return settings
@@ -70,6 +105,13 @@ def _bind_task_context(
 @signals.task_postrun.connect
 def _clear_task_context(**_: Any) -> None:
     structlog.contextvars.clear_contextvars()
+
+
+@signals.task_retry.connect
+def _log_retry(request: Any = None, reason: Any = None, **_: Any) -> None:
+    structlog.get_logger(__name__).warning(
+        "task.retry", error=str(reason), retries=getattr(request, "retries", None)
+    )
 
 
 @signals.task_postrun.connect

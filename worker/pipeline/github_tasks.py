@@ -7,22 +7,21 @@ from typing import Any
 import structlog
 from celery import Task, shared_task
 
-from worker.errors import ConfigError, TransientError
-from worker.ingest.events import MalformedEvent
-from worker.ingest.github import GithubJob
-from worker.pipeline.app import TASK_GITHUB_EVENT, settings_of
-from worker.pipeline.github_checks import check_commit, describe, fleet_from_head
+from worker.errors import ConfigError, MalformedEvent
+from worker.github.checks import check_commit, describe, fleet_from_head
+from worker.model.github import GithubJob
+from worker.pipeline.app import RETRY_POLICY, TASK_GITHUB_EVENT, settings_of
 from worker.pipeline.impact_run import assess_index
-from worker.pipeline.reevaluate import breakage_notifier, logged_progress, reevaluate
+from worker.pipeline.notifications import breakage_notifier
+from worker.pipeline.reevaluate import logged_progress, reevaluate
 from worker.pipeline.services import services_for
-from worker.pipeline.tasks import MAX_RETRIES, backoff
 from worker.sinks.github import github_clients_for
 from worker.sinks.s3 import read_s3_artifacts
 
 log = structlog.get_logger(__name__)
 
 
-@shared_task(bind=True, name=TASK_GITHUB_EVENT, max_retries=MAX_RETRIES)
+@shared_task(bind=True, name=TASK_GITHUB_EVENT, **RETRY_POLICY)
 def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     try:
         parsed = GithubJob.from_json(job)
@@ -52,9 +51,6 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
                 policy=checker.policy,
             ),
         )
-    except TransientError as exc:
-        log.warning("task.retry", error=str(exc), retries=self.request.retries)
-        raise self.retry(exc=exc, countdown=backoff(self.request.retries)) from None
     except ConfigError as exc:
         log.error("github.not_configured", error=str(exc))
         return {"action": "rejected", "error": str(exc)}

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from worker.compat.check import History
-from worker.compat.consumer import Consumer
 from worker.compat.policy import Policy
 from worker.fleet.impact import Impact, assess
+from worker.model.consumer import Consumer
 from worker.sinks.index import ModelIndex
 
 

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from worker import metrics
-from worker.ingest.events import ObjectEvent
-from worker.pipeline.process import Outcome
+from worker.model.events import ObjectEvent
+from worker.model.outcome import Outcome
 from worker.sinks.ports import ObjectStore
 
 AfterHook = Callable[[ObjectEvent, Outcome], None]

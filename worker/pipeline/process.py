@@ -16,53 +16,26 @@ went away and there is nothing to do.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from worker.catalog.catalog import Catalog
-from worker.compat.consumer import Consumer
-from worker.compat.policy import Policy
 from worker.compat.ranges import compress, tag_value
 from worker.compat.report import artifact_report, invalid_report, release_outcomes
 from worker.errors import InvalidArtifact, NotFound
+from worker.fleet.checker import Checker
 from worker.fleet.impact import AT_RISK, FAILS, LOADS, consumer_digest
-from worker.formats.metadata import Artifact
 from worker.formats.summary import inspect_json
-from worker.ingest.events import ObjectEvent
+from worker.model.artifact import Artifact
+from worker.model.events import ObjectEvent
+from worker.model.outcome import Outcome
+from worker.model.verdict import Status
 from worker.sinks import tags as T
 from worker.sinks.ports import ObjectStore, etag_equal
-from worker.sinks.reports import REPORT_FORMAT, digest, encode, report_key
+from worker.sinks.reports import REPORT_FORMAT, encode, report_key
 
 log = structlog.get_logger(__name__)
-
-_STATUS_ORDER = ["compatible", "at-risk", "incompatible", "invalid"]
-
-
-@dataclass(frozen=True)
-class Checker:
-    """Everything a check needs besides the object: built once per worker process."""
-
-    consumers: tuple[Consumer, ...]
-    policy: Policy
-    catalog: Catalog
-    fleet_source: str = ""
-
-    @property
-    def fleet_digest(self) -> str:
-        return digest(
-            [
-                (
-                    c.name,
-                    c.tensorflow,
-                    c.graph_def_version,
-                    str(c.loader),
-                    c.registry.source if c.registry else None,
-                )
-                for c in self.consumers
-            ]
-        )
 
 
 @dataclass(frozen=True)
@@ -74,25 +47,10 @@ class ReportLocation:
         return self.bucket or event.bucket, report_key(self.prefix, event)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    action: str  # "checked" | "stale" | "gone" | "removed"
-    status: str | None = None
-    report: str | None = None
-    tags: dict[str, str] = field(default_factory=dict)
-    dropped_tags: tuple[str, ...] = ()
-    document: dict[str, Any] | None = None
-    tags_changed: bool = False
-
-
 def sequencer_newer(a: str, b: str) -> bool:
     """S3 sequencers are hex strings of varying length: compare them padded."""
     width = max(len(a), len(b))
     return a.upper().rjust(width, "0") > b.upper().rjust(width, "0")
-
-
-def worst(statuses: Sequence[str]) -> str:
-    return max(statuses, key=_STATUS_ORDER.index) if statuses else "invalid"
 
 
 def combined_ranges(
@@ -157,7 +115,7 @@ def build_document(
         "format": REPORT_FORMAT,
         "object": {"bucket": event.bucket, "key": event.key, "version_id": event.version_id},
         "event": event.to_json(),
-        "status": worst([r["status"] for r in reports]),
+        "status": str(Status.worst(r["status"] for r in reports)),
         "compatible_releases": ranges,
         "min_release": min_release,
         "artifacts": reports,

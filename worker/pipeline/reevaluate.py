@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from worker.fleet.impact import Impact, IndexedModel, ModelImpact, assess
-from worker.ingest.events import ObjectEvent
-from worker.pipeline.process import Checker, ReportLocation, check_and_record
+from worker.fleet.checker import Checker
+from worker.fleet.impact import Impact, ModelImpact, assess
+from worker.model.events import ObjectEvent
+from worker.model.index import IndexedModel
+from worker.pipeline.notifications import breakage_notifier
+from worker.pipeline.process import ReportLocation, check_and_record
 from worker.pipeline.services import Services
 from worker.settings import Settings
 from worker.sinks.index import ModelIndex, model_from_report
@@ -132,17 +135,6 @@ def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reev
     )
     index.redis.set(FLEET_APPLIED, checker.fleet_digest)
     return result
-
-
-def breakage_notifier(
-    settings: Settings, store: ObjectStore
-) -> tuple[Router | None, BreakageNotifier | None]:
-    try:
-        from worker.sinks import notify
-    except ImportError:  # notifications not installed in this build
-        return None, None
-    factory = getattr(notify, "breakage_notifier", None)
-    return factory(settings, store) if factory else (None, None)
 
 
 def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> bool:

@@ -11,9 +11,11 @@ import structlog
 
 from worker.catalog.catalog import load_catalog
 from worker.compat.policy import Policy
+from worker.fleet.checker import Checker
 from worker.fleet.fleet import load_fleet
-from worker.ingest.events import ObjectEvent
-from worker.pipeline.process import Checker, Outcome, ReportLocation, is_current
+from worker.model.events import ObjectEvent
+from worker.model.outcome import Outcome
+from worker.pipeline.process import ReportLocation, is_current
 from worker.settings import Settings, settings_key
 from worker.sinks.index import ModelIndex, model_from_report
 from worker.sinks.ports import ObjectStore
@@ -56,8 +58,8 @@ def build_checker(settings: Settings) -> Checker:
 
 
 def build_services(settings: Settings) -> Services:
+    from worker.pipeline.notifications import notification_hook
     from worker.pipeline.observe import metrics_hook
-    from worker.sinks.notify import notification_hook
     from worker.sinks.s3 import S3ObjectStore, s3_client
 
     store = S3ObjectStore(s3_client(settings), settings)

@@ -17,8 +17,7 @@ from typing import Any, Protocol, TypeVar
 import orjson
 import structlog
 
-from worker.fleet.impact import IndexedModel
-from worker.formats.metadata import (
+from worker.model.artifact import (
     ArgDef,
     Artifact,
     AttrDef,
@@ -30,6 +29,7 @@ from worker.formats.metadata import (
     VersionDef,
     artifact_from_json,
 )
+from worker.model.index import IndexedModel
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")

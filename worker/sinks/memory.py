@@ -8,9 +8,9 @@ import posixpath
 from typing import Any
 
 from worker.errors import NotFound
-from worker.formats.metadata import Artifact
 from worker.formats.read import SAVED_MODEL_FILES, read_saved_model_dir, read_source
 from worker.formats.source import BytesSource, MappingTree, Source
+from worker.model.artifact import Artifact
 from worker.sinks.ports import ObjectHead
 from worker.sinks.tags import Tag
 

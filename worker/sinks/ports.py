@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from worker.formats.metadata import Artifact
+from worker.model.artifact import Artifact
 from worker.sinks.tags import Tag
 
 

@@ -8,11 +8,10 @@ catalog (no wall-clock time), so a redelivered task writes the same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
-from worker.ingest.events import ObjectEvent
+from worker.model.events import ObjectEvent
 
 REPORT_FORMAT = "tfcompat-report/1"
 
@@ -25,7 +24,3 @@ def report_key(prefix: str, event: ObjectEvent) -> str:
 
 def encode(document: dict[str, Any]) -> bytes:
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
-
-
-def digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from worker.errors import ConfigError, NotFound, TfcompatError, TransientError
-from worker.formats.metadata import Artifact
 from worker.formats.source import Source
+from worker.model.artifact import Artifact
 from worker.settings import Settings
 from worker.sinks.ports import ObjectHead
 from worker.sinks.tags import Tag

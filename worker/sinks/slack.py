@@ -23,11 +23,10 @@ from typing import Any
 
 import structlog
 
-from worker.errors import TfcompatError, TransientError
-from worker.fleet.owners import SlackDestination
+from worker.errors import DestinationBroken, TfcompatError, TransientError
+from worker.notify.messages import Message
+from worker.notify.owners import SlackDestination
 from worker.settings import Settings, named_secret
-from worker.sinks.messages import Message
-from worker.sinks.notify import DestinationBroken
 
 log = structlog.get_logger(__name__)
 

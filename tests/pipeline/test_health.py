@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from worker.cli import build_parser
-from worker.health import find_running, healthy, probe_bucket, receiver_url, running_command
+from worker.model.health import healthy
+from worker.pipeline.health import (
+    find_running,
+    probe_bucket,
+    receiver_url,
+    running_command,
+)
 from worker.settings import Settings
 
 PARSER = build_parser()

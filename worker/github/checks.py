@@ -44,15 +44,15 @@ import yaml
 
 from worker.compat.report import artifact_report
 from worker.errors import ConfigError, InvalidArtifact, NotFound, TfcompatError, TransientError
+from worker.fleet.checker import Checker
 from worker.fleet.fleet import load_fleet, load_yaml
 from worker.fleet.impact import Impact
-from worker.formats.metadata import Artifact
 from worker.formats.read import read_source
 from worker.formats.source import BytesSource
-from worker.ingest.github import GithubJob
-from worker.pipeline.process import Checker
-from worker.sinks.checkrun import CheckedFile, CheckOutput, check_output, config_error_output
-from worker.sinks.github import ChecksClient
+from worker.github.checkrun import CheckedFile, CheckOutput, check_output, config_error_output
+from worker.github.ports import ChecksClient
+from worker.model.artifact import Artifact
+from worker.model.github import GithubJob
 
 log = structlog.get_logger(__name__)
 

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.sinks.messages import clip, consumers, fixes, reason
+from worker.model.verdict import Status
+from worker.notify.messages import clip, consumers, fixes, reason
 
 MAX_SUMMARY = 65535
 MAX_TITLE = 255
@@ -33,7 +34,6 @@ STATUS_MARK = {
     "incompatible": "❌ incompatible",
     "invalid": "❔ unreadable",
 }
-ORDER = ["compatible", "at-risk", "invalid", "incompatible"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class CheckedFile:
     def status(self) -> str:
         if self.error is not None or not self.reports:
             return "invalid"
-        return max((str(r["status"]) for r in self.reports), key=ORDER.index)
+        return str(Status.worst(str(r["status"]) for r in self.reports))
 
     @property
     def document(self) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def table(rows: list[list[str]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m worker.demo", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m worker.cli.demo", description=__doc__)
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for results")
     args = parser.parse_args(argv)
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from worker.model.health import OK
 from worker.settings import Settings
 
 ROLES = ("serve", "worker", "sqs-bridge")
-OK = "ok"
 
 
 def probe_bucket(settings: Settings) -> str | None:
@@ -62,10 +62,6 @@ def dependency_checks(settings: Settings) -> dict[str, str]:
     else:
         result["object_store"] = _outcome(lambda: s3_client(settings).head_bucket(Bucket=bucket))
     return result
-
-
-def healthy(checks: dict[str, str]) -> bool:
-    return all(value == OK or value.startswith("skipped") for value in checks.values())
 
 
 # --- the container healthcheck ----------------------------------------------------------------

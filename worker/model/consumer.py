@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from worker.formats.metadata import OpDef
+from worker.model.artifact import OpDef
 
 
 class Loader(StrEnum):
@@ -23,6 +23,7 @@ class Registry:
 
     ops: Mapping[str, OpDef]
     source: str  # "catalog 2.12.1", a manifest path, ...
+    fingerprint: str = ""  # names the contents: a manifest's sha256 (a re-dump changes it)
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,10 @@ from typing import Any
 
 from worker.errors import ConfigError
 from worker.fleet.fleet import load_yaml
+from worker.model.verdict import Status
 
 _LINE = "__line__"  # set by fleet.load_yaml on every mapping
-STATUSES = ("compatible", "at-risk", "incompatible", "invalid")
+STATUSES = tuple(str(s) for s in Status)
 DEFAULT_NOTIFY = frozenset({"incompatible", "at-risk"})
 DEFAULT_WEBHOOK = "TFCOMPAT_SLACK_WEBHOOK_URL"
 DEFAULT_BOT_TOKEN = "TFCOMPAT_SLACK_BOT_TOKEN"

@@ -12,13 +12,14 @@ to drop, the policy that bans a release.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from worker.sinks.reports import digest
+from worker.model.digest import digest
+from worker.model.verdict import Status
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -281,7 +282,7 @@ def owner_message(documents: Sequence[Mapping[str, Any]], team: str, reason: str
         )
         blocks = [_header(header), *model_blocks(document), _footer(documents, reason)]
         return Message(clip(f"[{team}] {text}", MAX_TEXT), blocks)
-    worst = _worst(str(d.get("status")) for d in documents)
+    worst = Status.worst(str(d.get("status")) for d in documents)
     shown = list(documents[:MAX_MODELS])
     blocks = [_header(f"{EMOJI.get(worst, '')} {len(documents)} models need attention")]
     for document in shown:
@@ -291,8 +292,3 @@ def owner_message(documents: Sequence[Mapping[str, Any]], team: str, reason: str
     blocks.append(_footer(documents, reason))
     text = f"[{team}] {len(documents)} models: " + ", ".join(short_name(d) for d in documents)
     return Message(clip(text, MAX_TEXT), blocks[:MAX_BLOCKS])
-
-
-def _worst(statuses: Iterable[str]) -> str:
-    order = ["compatible", "at-risk", "incompatible", "invalid"]
-    return max(statuses, key=lambda s: order.index(s) if s in order else 0)

@@ -1,7 +1,7 @@
 """Plain-text renderings for the terminal (inspect, check, fleet list).
 
-Kept apart from the CLI's argument handling so the pipeline's notifications
-and the README examples can reuse the same wording.
+Kept apart from the commands' argument handling: these functions take the
+report documents and return text, so they are tested without a terminal.
 """
 
 from __future__ import annotations

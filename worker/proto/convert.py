@@ -12,7 +12,7 @@ import base64
 import hashlib
 from typing import Any
 
-from worker.formats.metadata import ArgDef, AttrDef, AttrJSON, OpDef, VersionDef
+from worker.model.artifact import ArgDef, AttrDef, AttrJSON, OpDef, VersionDef
 from worker.proto import tensorflow_subset_pb2 as pb
 
 _DTYPE_NAMES = dict(pb.DataType.items())
@@ -21,12 +21,6 @@ DTYPE_BY_NUMBER = {number: name for name, number in _DTYPE_NAMES.items()}
 
 def dtype_name(number: int) -> str:
     return DTYPE_BY_NUMBER.get(number, f"DT_UNKNOWN_{number}")
-
-
-def short_dtype(name: str) -> str:
-    """'DT_INT64' -> 'int64', as TensorFlow prints types in its errors."""
-    base = name.removeprefix("DT_").lower()
-    return base.removesuffix("_ref") + ("_ref" if base.endswith("_ref") else "")
 
 
 def shape_json(shape: pb.TensorShapeProto) -> dict[str, Any]:
@@ -99,64 +93,6 @@ def attr_json(value: pb.AttrValue) -> AttrJSON:
     if lst.func:
         out["func"] = [name_attr_list_json(f) for f in lst.func]
     return {"list": out}
-
-
-def attr_kind(value: AttrJSON) -> str:
-    """The AttrDef type string a value has ('list(type)', 'int', ...), or '' if unset."""
-    if not value:
-        return ""
-    (key,) = value
-    if key == "list":
-        items = value["list"]
-        if not items:
-            return "list"  # an empty list matches any list(...) type
-        inner = next(iter(items))
-        return f"list({_KIND_NAMES[inner]})"
-    return _KIND_NAMES.get(key, key)
-
-
-_KIND_NAMES = {
-    "s": "string",
-    "i": "int",
-    "f": "float",
-    "b": "bool",
-    "type": "type",
-    "shape": "shape",
-    "tensor": "tensor",
-    "func": "func",
-    "placeholder": "placeholder",
-}
-
-
-def describe_attr(value: AttrJSON) -> str:
-    """A short human form of an attr value, as TensorFlow would print it."""
-    if not value:
-        return "<unset>"
-    (key,) = value
-    inner = value[key]
-    if key == "type":
-        return short_dtype(inner)
-    if key == "s":
-        return repr(base64.b64decode(inner).decode("utf-8", "replace"))
-    if key == "list":
-        parts = []
-        for sub, items in inner.items():
-            if sub == "type":
-                parts.append("[" + ", ".join(short_dtype(t) for t in items) + "]")
-            elif sub == "s":
-                parts.append(
-                    "["
-                    + ", ".join(repr(base64.b64decode(s).decode("utf-8", "replace")) for s in items)
-                    + "]"
-                )
-            else:
-                parts.append(str(items))
-        return ", ".join(parts) or "[]"
-    if key == "tensor":
-        return f"tensor<{short_dtype(inner['dtype'])}>"
-    if key == "func":
-        return f"func {inner['name']}"
-    return str(inner)
 
 
 def arg_def(arg: pb.OpDef.ArgDef) -> ArgDef:

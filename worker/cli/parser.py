@@ -1,0 +1,201 @@
+"""The `tfcompat` argument parser, one function per group of commands.
+
+Kept apart from the command functions so that `healthcheck`, which parses the
+command line of the process it probes, can be handed the same parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from typing import TypeAlias
+
+from worker.cli.fleet import (
+    cmd_dump_manifest,
+    cmd_fleet_apply,
+    cmd_fleet_impact,
+    cmd_fleet_list,
+    cmd_index_rebuild,
+)
+from worker.cli.models import cmd_catalog, cmd_check, cmd_inspect, cmd_settings
+from worker.cli.processes import cmd_healthcheck, cmd_serve, cmd_sqs_bridge, cmd_worker
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfcompat",
+        description="Check TensorFlow models against the TensorFlow releases that load them, "
+        "without TensorFlow.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_model_commands(sub)
+    add_fleet_commands(sub)
+    add_process_commands(sub)
+    return parser
+
+
+def add_model_commands(sub: Subparsers) -> None:
+    """inspect, check, catalog, settings: one-shot commands over models and configuration."""
+
+    p = sub.add_parser("inspect", help="print what a model says about itself")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser(
+        "check",
+        help="predict which consumers can load a model",
+        description="Without --consumer or --fleet, only the catalog ranges are reported "
+        "(exit 1 if no known release loads the model).",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument(
+        "--consumer",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
+        "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import",
+    )
+    p.add_argument("--fleet", metavar="FLEET.yaml", help="check every consumer of a fleet file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("catalog", help="list the TensorFlow releases tfcompat knows")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_catalog)
+
+    p = sub.add_parser("settings", help="print the effective settings, secrets masked")
+    p.set_defaults(func=cmd_settings)
+
+
+def add_fleet_commands(sub: Subparsers) -> None:
+    """fleet list|dump-manifest|impact|apply and index rebuild."""
+    fleet = sub.add_parser("fleet", help="the consumer fleet").add_subparsers(
+        dest="fleet_command", required=True, metavar="SUBCOMMAND"
+    )
+    p = fleet.add_parser("list", help="show the fleet's consumers")
+    p.add_argument("--fleet", default="config/fleet.yaml", metavar="FLEET.yaml")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fleet_list)
+    p = fleet.add_parser(
+        "dump-manifest",
+        help="record a TensorFlow environment's versions and op registry",
+        description="Runs inside any Python that has TensorFlow (use --python to point at it).",
+    )
+    p.add_argument("--python", help="interpreter of the environment to record (default: this one)")
+    p.add_argument("-o", "--output", default="-", help="manifest file (default: stdout)")
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first so its ops are recorded (repeatable)",
+    )
+    p.add_argument(
+        "--load-op-library",
+        dest="op_libraries",
+        action="append",
+        default=[],
+        metavar="SO",
+        help="tf.load_op_library(SO) first (repeatable)",
+    )
+    p.set_defaults(func=cmd_dump_manifest)
+
+    for name, func, text in (
+        ("impact", cmd_fleet_impact, "which indexed models a fleet change would change, and why"),
+        ("apply", cmd_fleet_apply, "re-check every indexed model against a fleet, re-tag, notify"),
+    ):
+        p = fleet.add_parser(
+            name,
+            help=text,
+            description=text + ". Exit 1 (impact) when a "
+            "model would become unloadable by a consumer.",
+        )
+        p.add_argument("--fleet", metavar="NEW.yaml", help="the new fleet file")
+        p.add_argument(
+            "--current", metavar="FLEET.yaml", help="the fleet in force (default: TFCOMPAT_FLEET)"
+        )
+        p.add_argument(
+            "--add-consumer",
+            action="append",
+            default=[],
+            metavar="SPEC",
+            help="add a consumer (tf==X.Y[@LOADER] or NAME=MANIFEST.json)",
+        )
+        p.add_argument(
+            "--remove-consumer",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="remove a consumer by name",
+        )
+        if name == "impact":
+            p.add_argument("--json", action="store_true")
+        else:
+            p.add_argument(
+                "--enqueue",
+                action="store_true",
+                help="hand the re-evaluation to the workers instead",
+            )
+        p.set_defaults(func=func)
+
+    index = sub.add_parser("index", help="the model index").add_subparsers(
+        dest="index_command", required=True, metavar="SUBCOMMAND"
+    )
+    p = index.add_parser("rebuild", help="rebuild the index from the stored reports")
+    p.set_defaults(func=cmd_index_rebuild)
+
+
+def add_process_commands(sub: Subparsers) -> None:
+    """The long-running processes (worker, serve, sqs-bridge) and their healthcheck."""
+    p = sub.add_parser("worker", help="run a Celery worker that checks uploaded models")
+    p.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--hostname", help="Celery node name (default: celery@HOST)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve the Prometheus metrics of all worker processes on PORT "
+        "(default: TFCOMPAT_METRICS_PORT; 0: none)",
+    )
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("serve", help="run the HTTP receiver for object-store events and webhooks")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("sqs-bridge", help="long-poll an SQS queue that S3 notifies; enqueue checks")
+    p.add_argument("--queue-url", help="queue URL (default: TFCOMPAT_SQS_QUEUE_URL)")
+    p.add_argument("--wait", type=int, default=20, help="long-poll seconds (default 20)")
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on PORT (default: TFCOMPAT_METRICS_PORT; 0: none)",
+    )
+    p.set_defaults(func=cmd_sqs_bridge)
+
+    p = sub.add_parser(
+        "healthcheck",
+        help="exit 0 when this container's tfcompat process is healthy (image HEALTHCHECK)",
+        description="Probes the receiver's /healthz, pings the Celery worker node, or checks "
+        "the bridge's broker and queue. Without ROLE, probes the tfcompat command this "
+        "machine or container runs. Exit 0 healthy, 1 not, 2 nothing to probe.",
+    )
+    p.add_argument("role", nargs="?", choices=["serve", "worker", "sqs-bridge"], metavar="ROLE")
+    p.add_argument("--url", help="receiver health URL (default: from its --host/--port)")
+    p.add_argument("--node", help="worker node to ping (default: from its --hostname)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds (default 10)")
+    p.set_defaults(func=functools.partial(cmd_healthcheck, parser_factory=build_parser))

@@ -1,0 +1,17 @@
+"""What processing one object event did, for tasks, metrics and notifications."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: str  # "checked" | "stale" | "gone" | "removed"
+    status: str | None = None
+    report: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    dropped_tags: tuple[str, ...] = ()
+    document: dict[str, Any] | None = None
+    tags_changed: bool = False
