@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
 import struct
@@ -373,7 +374,7 @@ def test_tar_gz_of_several_gzip_members_reads_whole(cuts: list[float]) -> None:
     model = [(f"model/1/{n}", d) for n, d in _saved_model("tf2.21")]
     tar = _plain_tar(model)
     points = [0, *(int(len(tar) * c) for c in cuts), len(tar)]
-    data = b"".join(gzip.compress(tar[a:b]) for a, b in zip(points, points[1:], strict=False))
+    data = b"".join(gzip.compress(tar[a:b]) for a, b in itertools.pairwise(points))
     assert _open(data) == dict(model)
 
 
