@@ -37,6 +37,7 @@ MAX_NODES = 10_000_000
 MAX_TEXT_BYTES = 512 << 20
 
 M = TypeVar("M", bound=Message)
+_NO_ATTRS: tuple[str, dict[str, AttrJSON]] = ("{}", {})
 
 
 def parse(cls: type[M], data: bytes, what: str) -> M:
@@ -55,16 +56,6 @@ def read_message(source: Source, cls: type[M]) -> tuple[M, bytes]:
     else:
         data = skim(source, cls.DESCRIPTOR)
     return parse(cls, data, source.name), data
-
-
-def _split_input(text: str) -> tuple[str, int] | None:
-    """'node:2' -> ('node', 2); 'node' -> ('node', 0); control inputs -> None."""
-    if text.startswith("^"):
-        return None
-    name, sep, index = text.rpartition(":")
-    if sep and index.isdigit():
-        return name, int(index)
-    return text, 0
 
 
 def _summary_attr(value: pb.AttrValue) -> AttrJSON:
@@ -93,26 +84,46 @@ class GraphBuilder:
         self.node_count = 0
         self.library_node_count = 0
 
-    def add_function(self, name: str, raw_nodes: Sequence[bytes]) -> None:
+    def add_function(
+        self, name: str, raw_nodes: Sequence[bytes], nodes: Sequence[views.NodeView]
+    ) -> None:
         self._functions.append(name)
-        self.add_nodes(raw_nodes, function=name)
+        self.add_nodes(raw_nodes, nodes, function=name)
 
-    def add_nodes(self, raw_nodes: Sequence[bytes], function: str | None = None) -> None:
-        """Serialized NodeDefs, already accepted by protobuf as part of their message."""
+    def add_nodes(
+        self,
+        raw_nodes: Sequence[bytes],
+        nodes: Sequence[views.NodeView],
+        function: str | None = None,
+    ) -> None:
+        """Nodes as bytes and as views of one parsed message (index-aligned).
+
+        Identical nodes (same bytes) are counted in C and read once: their
+        kind, name and edges are those of the first.
+        """
         if self.node_count + self.library_node_count + len(raw_nodes) > MAX_NODES:
             raise LimitExceeded(f"graph has more than {MAX_NODES} nodes")
-        for raw, count in Counter(raw_nodes).items():
-            self._add(views.NodeView.FromString(raw), count, function)
+        counts = Counter(raw_nodes)
+        if len(counts) == len(raw_nodes):
+            for node in nodes:
+                self._add(node, 1, function)
+            return
+        # Reversed, so the first occurrence of each node's bytes is the one kept.
+        first = dict(zip(reversed(raw_nodes), range(len(raw_nodes) - 1, -1, -1), strict=True))
+        for raw, count in counts.items():
+            self._add(nodes[first[raw]], count, function)
 
     def _add(self, node: views.NodeView, count: int, function: str | None) -> None:
-        inputs = [i for i in node.input if not i.startswith("^")]
-        attrs_key, attrs = self._attrs(tuple(node.attr))
-        key = (node.op, attrs_key, len(inputs), function)
+        inputs = [i for i in node.input if i[:1] != "^"]
+        attrs = node.attr
+        attrs_key, attr_values = self._attrs(tuple(attrs)) if attrs else _NO_ATTRS
+        op = node.op
+        key = (op, attrs_key, len(inputs), function)
         index = self._kinds.get(key)
         if index is None:
             index = len(self._kind_list)
             self._kinds[key] = index
-            self._kind_list.append(NodeKind(node.op, attrs, len(inputs), 0, node.name, function))
+            self._kind_list.append(NodeKind(op, attr_values, len(inputs), 0, node.name, function))
             self._counts.append(0)
         self._counts[index] += count
         if function is not None:
@@ -122,10 +133,13 @@ class GraphBuilder:
             return
         self.node_count += count
         self._kind_of_node[node.name] = index
+        pending = self._pending
         for position, text in enumerate(inputs):
-            source = _split_input(text)
-            if source is not None:
-                self._pending.add((source[0], source[1], index, position))
+            name, sep, output = text.rpartition(":")
+            if sep and output.isdigit():
+                pending.add((name, int(output), index, position))
+            else:
+                pending.add((text, 0, index, position))
 
     def _attrs(self, entries: tuple[bytes, ...]) -> tuple[str, dict[str, AttrJSON]]:
         """A node's summarised attrs (a map: the last entry for a key wins) and their key."""
@@ -151,11 +165,15 @@ class GraphBuilder:
 
     def build(self, versions: VersionDef | None) -> Graph:
         """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
-        edges = set()
-        for src_name, output, dst, position in self._pending:
-            src = self._kind_of_node.get(src_name)
-            if src is not None:
-                edges.add(Edge(src, output, dst, position))
+        kind_of = self._kind_of_node
+        distinct = {
+            (dst, position, kind_of[name], output)
+            for name, output, dst, position in self._pending
+            if name in kind_of
+        }
+        edges = [
+            Edge(src, output, dst, position) for dst, position, src, output in sorted(distinct)
+        ]
         kinds = tuple(
             NodeKind(k.op, k.attrs, k.inputs, count, k.example, k.function)
             for k, count in zip(self._kind_list, self._counts, strict=True)
@@ -164,7 +182,7 @@ class GraphBuilder:
             versions=versions if versions is not None else VersionDef(producer=0),
             node_count=self.node_count,
             kinds=kinds,
-            edges=tuple(sorted(edges, key=lambda e: (e.dst, e.input, e.src, e.output))),
+            edges=tuple(edges),
             functions=tuple(sorted(self._functions)),
             library_node_count=self.library_node_count,
         )
@@ -184,10 +202,16 @@ def graph_from_message(graph_def: pb.GraphDef, serialized: bytes | None = None) 
     builder = GraphBuilder()
     if serialized is None:
         serialized = graph_def.SerializeToString()
-    builder.add_nodes(views.GraphNodes.FromString(serialized).node)
+    builder.add_nodes(
+        views.GraphNodes.FromString(serialized).node, views.GraphView.FromString(serialized).node
+    )
     for function in graph_def.library.function:
-        raw = views.FunctionNodes.FromString(function.SerializeToString()).node_def
-        builder.add_function(function.signature.name, raw)
+        data = function.SerializeToString()
+        builder.add_function(
+            function.signature.name,
+            views.FunctionNodes.FromString(data).node_def,
+            views.FunctionView.FromString(data).node_def,
+        )
     return builder.build(graph_versions(graph_def))
 
 
