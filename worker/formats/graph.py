@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from google.protobuf.message import Message
@@ -38,6 +38,7 @@ MAX_TEXT_BYTES = 512 << 20
 
 M = TypeVar("M", bound=Message)
 _NO_ATTRS: tuple[str, dict[str, AttrJSON]] = ("{}", {})
+NodeViews = Callable[[], Sequence[views.NodeView]]
 
 
 def parse(cls: type[M], data: bytes, what: str) -> M:
@@ -84,34 +85,36 @@ class GraphBuilder:
         self.node_count = 0
         self.library_node_count = 0
 
-    def add_function(
-        self, name: str, raw_nodes: Sequence[bytes], nodes: Sequence[views.NodeView]
-    ) -> None:
+    def add_function(self, name: str, raw_nodes: list[bytes], nodes: NodeViews) -> None:
         self._functions.append(name)
         self.add_nodes(raw_nodes, nodes, function=name)
 
     def add_nodes(
-        self,
-        raw_nodes: Sequence[bytes],
-        nodes: Sequence[views.NodeView],
-        function: str | None = None,
+        self, raw_nodes: list[bytes], nodes: NodeViews, function: str | None = None
     ) -> None:
-        """Nodes as bytes and as views of one parsed message (index-aligned).
+        """Nodes as bytes, and `nodes()` parsing them as views of one message
+        (index-aligned).
 
         Identical nodes (same bytes) are counted in C and read once: their
-        kind, name and edges are those of the first.
+        kind, name and edges are those of the first. When most nodes repeat,
+        only the distinct ones are parsed.
         """
         if self.node_count + self.library_node_count + len(raw_nodes) > MAX_NODES:
             raise LimitExceeded(f"graph has more than {MAX_NODES} nodes")
         counts = Counter(raw_nodes)
+        if len(counts) * 4 < len(raw_nodes):
+            for raw, count in counts.items():
+                self._add(views.NodeView.FromString(raw), count, function)
+            return
+        parsed = nodes()
         if len(counts) == len(raw_nodes):
-            for node in nodes:
+            for node in parsed:
                 self._add(node, 1, function)
             return
         # Reversed, so the first occurrence of each node's bytes is the one kept.
         first = dict(zip(reversed(raw_nodes), range(len(raw_nodes) - 1, -1, -1), strict=True))
         for raw, count in counts.items():
-            self._add(nodes[first[raw]], count, function)
+            self._add(parsed[first[raw]], count, function)
 
     def _add(self, node: views.NodeView, count: int, function: str | None) -> None:
         inputs = [i for i in node.input if i[:1] != "^"]
@@ -197,28 +200,40 @@ def graph_versions(graph_def: pb.GraphDef) -> VersionDef | None:
     return None
 
 
-def graph_from_message(graph_def: pb.GraphDef, serialized: bytes | None = None) -> Graph:
-    """Summarise a parsed GraphDef; `serialized` is its bytes when the caller has them."""
+def _summarise(
+    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
+) -> Graph:
     builder = GraphBuilder()
-    if serialized is None:
-        serialized = graph_def.SerializeToString()
     builder.add_nodes(
-        views.GraphNodes.FromString(serialized).node, views.GraphView.FromString(serialized).node
+        list(views.GraphNodes.FromString(serialized).node),
+        lambda: views.GraphView.FromString(serialized).node,
     )
-    for function in graph_def.library.function:
-        data = function.SerializeToString()
+    for name, data in functions:
         builder.add_function(
-            function.signature.name,
-            views.FunctionNodes.FromString(data).node_def,
-            views.FunctionView.FromString(data).node_def,
+            name,
+            list(views.FunctionNodes.FromString(data).node_def),
+            lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
         )
-    return builder.build(graph_versions(graph_def))
+    return builder.build(versions)
+
+
+def _functions(graph_def: pb.GraphDef) -> list[tuple[str, bytes]]:
+    return [(f.signature.name, f.SerializeToString()) for f in graph_def.library.function]
+
+
+def graph_from_message(graph_def: pb.GraphDef) -> Graph:
+    """Summarise a parsed GraphDef."""
+    return _summarise(
+        graph_def.SerializeToString(), _functions(graph_def), graph_versions(graph_def)
+    )
 
 
 def read_graph_def(source: Source) -> Graph:
     """A binary frozen GraphDef. One with no node, function or version at all is
     refused: whatever those bytes are, they are no graph."""
     graph_def, data = read_message(source, pb.GraphDef)
-    if not graph_def.node and not graph_def.library.function and graph_versions(graph_def) is None:
+    versions, functions = graph_versions(graph_def), _functions(graph_def)
+    if not graph_def.node and not functions and versions is None:
         raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes, functions or versions)")
-    return graph_from_message(graph_def, data)
+    del graph_def  # the summary reads views of `data`; the parsed copy can go
+    return _summarise(data, functions, versions)
