@@ -10,6 +10,7 @@ peak RSS is the process's own maximum):
   - ours: `read_path(FILE)` and `inspect_json` of what it returns, which is what
     `tfcompat inspect --json` does (sha256 of the whole file included);
   - upb: `GraphDef.FromString(open(FILE).read())` with our proto subset;
+  - reader: ours without the digest (`read_graph_source`), what reading costs;
   - sha256: hashing the file alone, the floor ours cannot go under while every
     artifact carries the sha256 of all its bytes.
 Interpreter start-up and imports are outside every timing; bench/read_memory.py
@@ -43,6 +44,11 @@ SIDES = {
         "from worker.formats.read import read_path\n"
         "from worker.formats.summary import inspect_json",
         "docs = [inspect_json(a) for a in read_path(sys.argv[1])]",
+    ),
+    "reader": (
+        "from worker.formats.read import read_graph_source\n"
+        "from worker.formats.source import FileSource",
+        "read_graph_source(FileSource(sys.argv[1]))",
     ),
     "upb": (
         "from worker.proto import tensorflow_subset_pb2 as pb",
@@ -87,7 +93,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="+", choices=list(GOALS), default=list(GOALS))
     args = parser.parse_args()
     header = (
-        "input", "size", "ours s", "upb s", "ours/upb", "sha256 s",
+        "input", "size", "ours s", "upb s", "ours/upb", "reader s", "sha256 s",
         "ours MiB", "upb MiB", "ours/upb", "goal",
     )  # fmt: skip
     rows = [header]
@@ -105,6 +111,7 @@ def main() -> int:
             nodes = int(written.stdout)
             ours_s, ours_mb = measure("ours", path, args.runs)
             upb_s, upb_mb = measure("upb", path, args.runs)
+            reader_s, _ = measure("reader", path, args.runs)
             sha_s, _ = measure("sha256", path, args.runs)
             size = path.stat().st_size / (1 << 20)
             rows.append(
@@ -114,6 +121,7 @@ def main() -> int:
                     f"{ours_s:.3f}",
                     f"{upb_s:.3f}",
                     f"{ours_s / upb_s:.2f}x",
+                    f"{reader_s:.3f}",
                     f"{sha_s:.3f}",
                     f"{ours_mb:,.0f}",
                     f"{upb_mb:,.0f}",
