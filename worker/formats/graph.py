@@ -85,12 +85,12 @@ class GraphBuilder:
         self.node_count = 0
         self.library_node_count = 0
 
-    def add_function(self, name: str, raw_nodes: list[bytes], nodes: NodeViews) -> None:
+    def add_function(self, name: str, raw_nodes: Sequence[bytes], nodes: NodeViews) -> None:
         self._functions.append(name)
         self.add_nodes(raw_nodes, nodes, function=name)
 
     def add_nodes(
-        self, raw_nodes: list[bytes], nodes: NodeViews, function: str | None = None
+        self, raw_nodes: Sequence[bytes], nodes: NodeViews, function: str | None = None
     ) -> None:
         """Nodes as bytes, and `nodes()` parsing them as views of one message
         (index-aligned).
@@ -205,13 +205,13 @@ def _summarise(
 ) -> Graph:
     builder = GraphBuilder()
     builder.add_nodes(
-        list(views.GraphNodes.FromString(serialized).node),
+        views.GraphNodes.FromString(serialized).node,
         lambda: views.GraphView.FromString(serialized).node,
     )
     for name, data in functions:
         builder.add_function(
             name,
-            list(views.FunctionNodes.FromString(data).node_def),
+            views.FunctionNodes.FromString(data).node_def,
             lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
         )
     return builder.build(versions)
