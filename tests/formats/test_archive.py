@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
+import struct
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -360,6 +362,58 @@ def test_gzip_with_a_bad_checksum_is_invalid() -> None:
     data = bytearray(_tgz([("a", b"hello")]))
     data[-8] ^= 0xFF  # the CRC32 in the gzip trailer
     _rejects(InvalidArtifact, bytes(data), "corrupt gzip stream")
+
+
+# --- Strange but valid, and headers that disagree -----------------------------------
+
+
+@pytest.mark.parametrize("cuts", [[0.5], [0.2, 0.7], [0.0, 1.0]])
+def test_tar_gz_of_several_gzip_members_reads_whole(cuts: list[float]) -> None:
+    # One tar stream, gzipped in pieces and concatenated (what `gzip -d`, GNU tar and
+    # parallel compressors treat as one stream); empty members included.
+    model = [(f"model/1/{n}", d) for n, d in _saved_model("tf2.21")]
+    tar = _plain_tar(model)
+    points = [0, *(int(len(tar) * c) for c in cuts), len(tar)]
+    data = b"".join(gzip.compress(tar[a:b]) for a, b in itertools.pairwise(points))
+    assert _open(data) == dict(model)
+
+
+def test_concatenated_gzip_members_still_check_each_trailer() -> None:
+    tar = _plain_tar([("a", b"x" * 4000)])
+    second = bytearray(gzip.compress(tar[2048:]))
+    second[-8] ^= 0xFF
+    _rejects(InvalidArtifact, gzip.compress(tar[:2048]) + bytes(second), "corrupt gzip stream")
+
+
+def _zip_with_local_header(change: Callable[[bytearray], None]) -> bytes:
+    data = bytearray(_zip([("model/saved_model.pb", b"graph bytes " * 20)]))
+    change(data)  # the first local header starts at offset 0
+    return bytes(data)
+
+
+def _set(offset: int, fmt: str, value: int) -> Callable[[bytearray], None]:
+    return lambda data: struct.pack_into(fmt, data, offset, value)
+
+
+def test_zip_as_written_passes_the_local_header_check() -> None:
+    assert list(_open(_zip_with_local_header(lambda _: None))) == ["model/saved_model.pb"]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda d: d.__setitem__(slice(30, 35), b"other"), "local header names it|differ"),
+        (_set(8, "<H", zipfile.ZIP_STORED), "compression 0"),
+        (_set(18, "<I", 5), "says 5 bytes compressed"),
+        (_set(22, "<I", 7), "7 uncompressed"),
+        (_set(14, "<I", 0xDEADBEEF), "CRC deadbeef"),
+    ],
+    ids=["name", "method", "compressed-size", "size", "crc"],
+)
+def test_zip_whose_local_header_disagrees_with_the_directory_is_invalid(
+    change: Callable[[bytearray], None], match: str
+) -> None:
+    _rejects(InvalidArtifact, _zip_with_local_header(change), match)
 
 
 # --- Anything in, a tree or our error out ------------------------------------------

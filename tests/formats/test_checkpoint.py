@@ -391,3 +391,48 @@ def test_damaged_real_files_give_a_checkpoint_or_our_error(
     for position, mask in flips:
         data[position % len(data)] ^= mask
     _read_or_our_error(bytes(data[: len(data) - cut % len(data)]))
+
+
+# --- Restart arrays: TensorFlow's Block::Iter seeks through them -----------------
+
+
+def _index_with_block(contents: bytes) -> bytes:
+    """A table whose only data block is `contents` (checksummed), listed by a valid index."""
+    table = bytearray()
+    handle = _append_block(table, contents, False)
+    index = _append_block(table, _block([(b"\xff", handle)]), False)
+    footer = (_varint(0) + _varint(0) + index).ljust(40, b"\0") + struct.pack("<Q", TABLE_MAGIC)
+    return bytes(table + footer)
+
+
+def _with_restarts(block: bytes, offsets: list[int]) -> bytes:
+    (count,) = struct.unpack_from("<I", block, len(block) - 4)
+    body = block[: len(block) - 4 - 4 * count]
+    return body + b"".join(struct.pack("<I", o) for o in offsets) + struct.pack("<I", len(offsets))
+
+
+GOOD_BLOCK = _block([(b"", _header()), (b"a", _entry()), (b"b", _entry())])
+
+
+def test_block_as_written_reads() -> None:
+    assert _read(_index_with_block(GOOD_BLOCK)).tensors == 2
+
+
+def test_block_with_zero_restart_points_is_invalid() -> None:
+    with pytest.raises(InvalidArtifact, match="no restart points"):
+        _read(_index_with_block(_with_restarts(GOOD_BLOCK, [])))
+
+
+def test_restart_offset_past_the_block_is_invalid() -> None:
+    with pytest.raises(InvalidArtifact, match="past its entries"):
+        _read(_index_with_block(_with_restarts(GOOD_BLOCK, [0, 10_000])))
+
+
+def test_restart_offset_inside_an_entry_is_invalid() -> None:
+    with pytest.raises(InvalidArtifact, match="restart point at offset 1"):
+        _read(_index_with_block(_with_restarts(GOOD_BLOCK, [0, 1])))
+
+
+def test_crc32c_comes_from_the_c_extension() -> None:
+    # ~10 MB/s in pure Python was the reason to switch; the extension is what runs.
+    assert checkpoint.google_crc32c.implementation == "c"

@@ -1,10 +1,13 @@
-"""GraphDef reading: nodes in, node kinds and edges out, in bounded memory.
+"""GraphDef reading: node kinds and edges out, in time that follows the metadata.
 
-`read_graph_def` walks a binary GraphDef on its source: a node or function of
-at most `SMALL_MESSAGE` bytes is parsed by protobuf; a larger one (a Const
-holding weights) is walked, its tensor contents skipped by offset. Memory is
-then bounded by the summary (kinds, edges, one name per node), never by the
-file.
+A binary message is parsed by protobuf (upb), after `skim` has left out its
+bulk when the file is large, so what is accepted is what TensorFlow's parser
+accepts and memory follows the metadata, not the weights.
+
+The summary is built from views (`views.proto`) that hand nodes and attr
+entries over as bytes: identical nodes and identical attr entries are found
+by comparing bytes in C and turned into Python objects once, so a graph of a
+million copies of one node costs about what protobuf's own parse costs.
 
 Internal attrs (names starting with "_", such as `_output_shapes`) are left
 out of the summary: TensorFlow's node validation skips them too.
@@ -13,106 +16,167 @@ out of the summary: TensorFlow's node validation skips them too.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from google.protobuf.message import Message
 
 from worker.errors import InvalidArtifact, LimitExceeded
-from worker.formats import wire
-from worker.formats.wire import Cursor, Field
+from worker.formats.skim import skim
+from worker.formats.source import Source
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, VersionDef
 from worker.proto import tensorflow_subset_pb2 as pb
-from worker.proto.convert import attr_json, version_def
+from worker.proto import views_pb2 as views
+from worker.proto.convert import attr_json, dtype_name, shape_json, version_def
 
-SMALL_MESSAGE = 4 << 20
+WHOLE_BYTES = 16 << 20
+"""Files up to this size are parsed whole; larger ones are skimmed first."""
+
 MAX_NODES = 10_000_000
 MAX_TEXT_BYTES = 512 << 20
 
-# Field numbers, from TensorFlow's graph.proto, node_def.proto, function.proto,
-# attr_value.proto and tensor.proto.
-_GRAPH_NODE, _GRAPH_LIBRARY, _GRAPH_VERSION, _GRAPH_VERSIONS = 1, 2, 3, 4
-_NODE_NAME, _NODE_OP, _NODE_INPUT, _NODE_DEVICE, _NODE_ATTR = 1, 2, 3, 4, 5
-_LIB_FUNCTION = 1
-_FUNC_SIGNATURE, _FUNC_NODE_DEF = 1, 3
-_ENTRY_KEY, _ENTRY_VALUE = 1, 2
-_ATTR_TENSOR = 8
-_TENSOR_DTYPE, _TENSOR_SHAPE = 1, 2
+M = TypeVar("M", bound=Message)
+_NO_ATTRS: tuple[str, dict[str, AttrJSON]] = ("{}", {})
+NodeViews = Callable[[], Sequence[views.NodeView]]
 
 
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", "replace")
+def parse(cls: type[M], data: bytes, what: str) -> M:
+    """`data` parsed as `cls`; protobuf's complaint becomes our one-line error."""
+    try:
+        return cls.FromString(data)
+    except Exception as exc:
+        reason = " ".join(str(exc).split()).rsplit(": ", 1)[-1]
+        raise InvalidArtifact(f"{what}: not valid protobuf ({reason})") from None
 
 
-def _summary_attrs(node: pb.NodeDef) -> dict[str, AttrJSON]:
-    attrs = {}
-    for name, value in node.attr.items():
-        if name.startswith("_"):
-            continue
-        converted = attr_json(value)
-        if "tensor" in converted:
-            # Tensor contents never decide whether a node loads; dtype and shape
-            # are kept so Consts of one type and shape collapse into one kind.
-            converted = {"tensor": {k: converted["tensor"][k] for k in ("dtype", "shape")}}
-        attrs[name] = converted
-    return attrs
+def read_message(source: Source, cls: type[M]) -> tuple[M, bytes]:
+    """The source parsed as `cls`, and the (possibly skimmed) bytes that were parsed."""
+    if source.size <= WHOLE_BYTES:
+        data = source.read_at(0, source.size)
+    else:
+        data = skim(source, cls.DESCRIPTOR)
+    return parse(cls, data, source.name), data
 
 
-def _split_input(text: str) -> tuple[str, int] | None:
-    """'node:2' -> ('node', 2); 'node' -> ('node', 0); control inputs -> None."""
-    if text.startswith("^"):
-        return None
-    name, sep, index = text.rpartition(":")
-    if sep and index.isdigit():
-        return name, int(index)
-    return text, 0
+def _summary_attr(value: pb.AttrValue) -> AttrJSON:
+    if value.WhichOneof("value") == "tensor":
+        # Tensor contents never decide whether a node loads; dtype and shape
+        # are kept so Consts of one type and shape collapse into one kind.
+        tensor = value.tensor
+        return {
+            "tensor": {"dtype": dtype_name(tensor.dtype), "shape": shape_json(tensor.tensor_shape)}
+        }
+    return attr_json(value)
 
 
-@dataclass
 class GraphBuilder:
     """Collects nodes into kinds; edges are resolved once every name is known."""
 
-    _kinds: dict[tuple[str, str, int, str | None], int] = field(default_factory=dict)
-    _kind_list: list[NodeKind] = field(default_factory=list)
-    _counts: list[int] = field(default_factory=list)
-    _kind_of_node: dict[str, int] = field(default_factory=dict)
-    _pending: set[tuple[str, int, int, int]] = field(default_factory=set)
-    _functions: list[str] = field(default_factory=list)
-    node_count: int = 0
-    library_node_count: int = 0
+    def __init__(self) -> None:
+        self._kinds: dict[tuple[str, str, int, str | None], int] = {}
+        self._kind_list: list[NodeKind] = []
+        self._counts: list[int] = []
+        self._kind_of_node: dict[str, int] = {}
+        self._pending: set[tuple[str, int, int, int]] = set()
+        self._functions: list[str] = []
+        self._attr_sets: dict[tuple[bytes, ...], tuple[str, dict[str, AttrJSON]]] = {}
+        self._entries: dict[bytes, tuple[str, AttrJSON | None]] = {}
+        self.node_count = 0
+        self.library_node_count = 0
 
-    def add_function(self, name: str) -> None:
+    def add_function(self, name: str, raw_nodes: Sequence[bytes], nodes: NodeViews) -> None:
         self._functions.append(name)
+        self.add_nodes(raw_nodes, nodes, function=name)
 
-    def add_node(self, node: pb.NodeDef, function: str | None = None) -> None:
-        if self.node_count + self.library_node_count >= MAX_NODES:
+    def add_nodes(
+        self, raw_nodes: Sequence[bytes], nodes: NodeViews, function: str | None = None
+    ) -> None:
+        """Nodes as bytes, and `nodes()` parsing them as views of one message
+        (index-aligned).
+
+        Identical nodes (same bytes) are counted in C and read once: their
+        kind, name and edges are those of the first. When most nodes repeat,
+        only the distinct ones are parsed.
+        """
+        if self.node_count + self.library_node_count + len(raw_nodes) > MAX_NODES:
             raise LimitExceeded(f"graph has more than {MAX_NODES} nodes")
-        attrs = _summary_attrs(node)
-        inputs = [i for i in node.input if not i.startswith("^")]
-        key = (node.op, json.dumps(attrs, sort_keys=True), len(inputs), function)
+        counts = Counter(raw_nodes)
+        if len(counts) * 4 < len(raw_nodes):
+            for raw, count in counts.items():
+                self._add(views.NodeView.FromString(raw), count, function)
+            return
+        parsed = nodes()
+        if len(counts) == len(raw_nodes):
+            for node in parsed:
+                self._add(node, 1, function)
+            return
+        # Reversed, so the first occurrence of each node's bytes is the one kept.
+        first = dict(zip(reversed(raw_nodes), range(len(raw_nodes) - 1, -1, -1), strict=True))
+        for raw, count in counts.items():
+            self._add(parsed[first[raw]], count, function)
+
+    def _add(self, node: views.NodeView, count: int, function: str | None) -> None:
+        inputs = [i for i in node.input if i[:1] != "^"]
+        attrs = node.attr
+        attrs_key, attr_values = self._attrs(tuple(attrs)) if attrs else _NO_ATTRS
+        op = node.op
+        key = (op, attrs_key, len(inputs), function)
         index = self._kinds.get(key)
         if index is None:
             index = len(self._kind_list)
             self._kinds[key] = index
-            self._kind_list.append(NodeKind(node.op, attrs, len(inputs), 0, node.name, function))
+            self._kind_list.append(NodeKind(op, attr_values, len(inputs), 0, node.name, function))
             self._counts.append(0)
-        self._counts[index] += 1
+        self._counts[index] += count
         if function is not None:
             # Function bodies name outputs as "node:arg:index"; their edges are
             # typed when the function is instantiated, not at load time.
-            self.library_node_count += 1
+            self.library_node_count += count
             return
-        self.node_count += 1
+        self.node_count += count
         self._kind_of_node[node.name] = index
+        pending = self._pending
         for position, text in enumerate(inputs):
-            source = _split_input(text)
-            if source is not None:
-                self._pending.add((source[0], source[1], index, position))
+            name, sep, output = text.rpartition(":")
+            if sep and output.isdigit():
+                pending.add((name, int(output), index, position))
+            else:
+                pending.add((text, 0, index, position))
+
+    def _attrs(self, entries: tuple[bytes, ...]) -> tuple[str, dict[str, AttrJSON]]:
+        """A node's summarised attrs (a map: the last entry for a key wins) and their key."""
+        found = self._attr_sets.get(entries)
+        if found is None:
+            attrs: dict[str, AttrJSON] = {}
+            for raw in entries:
+                name, value = self._entry(raw)
+                attrs.pop(name, None)
+                if value is not None:
+                    attrs[name] = value
+            attrs = dict(sorted(attrs.items()))
+            found = self._attr_sets[entries] = (json.dumps(attrs, sort_keys=True), attrs)
+        return found
+
+    def _entry(self, raw: bytes) -> tuple[str, AttrJSON | None]:
+        found = self._entries.get(raw)
+        if found is None:
+            entry = pb.NodeDef.AttrEntry.FromString(raw)
+            value = None if entry.key.startswith("_") else _summary_attr(entry.value)
+            found = self._entries[raw] = (entry.key, value)
+        return found
 
     def build(self, versions: VersionDef | None) -> Graph:
         """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
-        edges = set()
-        for src_name, output, dst, position in self._pending:
-            src = self._kind_of_node.get(src_name)
-            if src is not None:
-                edges.add(Edge(src, output, dst, position))
+        kind_of = self._kind_of_node
+        distinct = {
+            (dst, position, kind_of[name], output)
+            for name, output, dst, position in self._pending
+            if name in kind_of
+        }
+        edges = [
+            Edge(src, output, dst, position) for dst, position, src, output in sorted(distinct)
+        ]
         kinds = tuple(
             NodeKind(k.op, k.attrs, k.inputs, count, k.example, k.function)
             for k, count in zip(self._kind_list, self._counts, strict=True)
@@ -121,151 +185,55 @@ class GraphBuilder:
             versions=versions if versions is not None else VersionDef(producer=0),
             node_count=self.node_count,
             kinds=kinds,
-            edges=tuple(sorted(edges, key=lambda e: (e.dst, e.input, e.src, e.output))),
+            edges=tuple(edges),
             functions=tuple(sorted(self._functions)),
             library_node_count=self.library_node_count,
         )
 
 
-def _parse(
-    message: pb.NodeDef | pb.FunctionDef | pb.OpDef, data: bytes, what: str, source: str
-) -> None:
-    try:
-        message.ParseFromString(data)
-    except Exception as exc:
-        raise InvalidArtifact(f"{source}: {what} is not valid protobuf ({exc})") from None
+def graph_versions(graph_def: pb.GraphDef) -> VersionDef | None:
+    """The VersionDef, or the deprecated `version` field as a producer, or None."""
+    if graph_def.HasField("versions"):
+        return version_def(graph_def.versions)
+    if graph_def.version:
+        return VersionDef(producer=graph_def.version)
+    return None
 
 
-def _walk_tensor(cursor: Cursor, into: pb.TensorProto) -> None:
-    for f in cursor.fields():
-        if f.number == _TENSOR_DTYPE and f.wire_type == wire.VARINT:
-            into.dtype = f.value  # type: ignore[assignment]
-        elif f.number == _TENSOR_SHAPE and f.wire_type == wire.LENGTH_DELIMITED:
-            into.tensor_shape.ParseFromString(cursor.payload(f))
-
-
-def _walk_attr_entry(cursor: Cursor, node: pb.NodeDef) -> None:
-    key = ""
-    value_field: Field | None = None
-    for f in cursor.fields():
-        if f.number == _ENTRY_KEY and f.wire_type == wire.LENGTH_DELIMITED:
-            key = _text(cursor.payload(f))
-        elif f.number == _ENTRY_VALUE and f.wire_type == wire.LENGTH_DELIMITED:
-            value_field = f
-    if value_field is None:
-        node.attr[key].Clear()
-        return
-    if value_field.value <= SMALL_MESSAGE:
-        node.attr[key].ParseFromString(cursor.payload(value_field))
-        return
-    value_cursor = cursor.sub(value_field)
-    for f in value_cursor.fields():
-        if f.number == _ATTR_TENSOR and f.wire_type == wire.LENGTH_DELIMITED:
-            _walk_tensor(value_cursor.sub(f), node.attr[key].tensor)
-
-
-def _walk_node(cursor: Cursor) -> pb.NodeDef:
-    node = pb.NodeDef()
-    for f in cursor.fields():
-        if f.wire_type != wire.LENGTH_DELIMITED:
-            continue
-        if f.number == _NODE_ATTR:
-            if f.value <= SMALL_MESSAGE:
-                entry = pb.NodeDef.AttrEntry()
-                entry.ParseFromString(cursor.payload(f))
-                node.attr[entry.key].CopyFrom(entry.value)
-            else:
-                _walk_attr_entry(cursor.sub(f), node)
-        elif f.value > SMALL_MESSAGE:
-            raise LimitExceeded(f"{cursor.source.name}: node field {f.number} of {f.value} bytes")
-        elif f.number == _NODE_NAME:
-            node.name = _text(cursor.payload(f))
-        elif f.number == _NODE_OP:
-            node.op = _text(cursor.payload(f))
-        elif f.number == _NODE_INPUT:
-            node.input.append(_text(cursor.payload(f)))
-        elif f.number == _NODE_DEVICE:
-            node.device = _text(cursor.payload(f))
-    return node
-
-
-def _node(cursor: Cursor, f: Field) -> pb.NodeDef:
-    if f.value <= SMALL_MESSAGE:
-        node = pb.NodeDef()
-        _parse(node, cursor.payload(f), "a node", cursor.source.name)
-        return node
-    return _walk_node(cursor.sub(f))
-
-
-def _walk_function(cursor: Cursor, builder: GraphBuilder) -> None:
-    name = ""
-    nodes: list[Field] = []
-    for f in cursor.fields():
-        if f.wire_type != wire.LENGTH_DELIMITED:
-            continue
-        if f.number == _FUNC_SIGNATURE:
-            signature = pb.OpDef()
-            _parse(signature, cursor.payload(f), "a function signature", cursor.source.name)
-            name = signature.name
-        elif f.number == _FUNC_NODE_DEF:
-            nodes.append(f)
-    builder.add_function(name)
-    for f in nodes:
-        builder.add_node(_node(cursor, f), function=name)
-
-
-def _read_library(cursor: Cursor, builder: GraphBuilder) -> None:
-    for f in cursor.fields():
-        if f.number != _LIB_FUNCTION or f.wire_type != wire.LENGTH_DELIMITED:
-            continue
-        if f.value <= SMALL_MESSAGE:
-            function = pb.FunctionDef()
-            _parse(function, cursor.payload(f), "a library function", cursor.source.name)
-            add_function(builder, function)
-        else:
-            _walk_function(cursor.sub(f), builder)
-
-
-def add_function(builder: GraphBuilder, function: pb.FunctionDef) -> None:
-    builder.add_function(function.signature.name)
-    for node in function.node_def:
-        builder.add_node(node, function=function.signature.name)
-
-
-def read_graph_def(cursor: Cursor) -> Graph:
-    """Summarise the binary GraphDef between the cursor's position and end."""
+def _summarise(
+    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
+) -> Graph:
     builder = GraphBuilder()
-    versions: VersionDef | None = None
-    legacy_version: int | None = None
-    for f in cursor.fields():
-        if f.number == _GRAPH_NODE and f.wire_type == wire.LENGTH_DELIMITED:
-            builder.add_node(_node(cursor, f))
-        elif f.number == _GRAPH_LIBRARY and f.wire_type == wire.LENGTH_DELIMITED:
-            _read_library(cursor.sub(f), builder)
-        elif f.number == _GRAPH_VERSIONS and f.wire_type == wire.LENGTH_DELIMITED:
-            message = pb.VersionDef()
-            try:
-                message.ParseFromString(cursor.payload(f))
-            except Exception:
-                raise InvalidArtifact(f"{cursor.source.name}: VersionDef is not valid") from None
-            versions = version_def(message)
-        elif f.number == _GRAPH_VERSION and f.wire_type == wire.VARINT:
-            legacy_version = f.value
-    if versions is None and legacy_version is not None:
-        versions = VersionDef(producer=legacy_version)
+    builder.add_nodes(
+        views.GraphNodes.FromString(serialized).node,
+        lambda: views.GraphView.FromString(serialized).node,
+    )
+    for name, data in functions:
+        builder.add_function(
+            name,
+            views.FunctionNodes.FromString(data).node_def,
+            lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
+        )
     return builder.build(versions)
+
+
+def _functions(graph_def: pb.GraphDef) -> list[tuple[str, bytes]]:
+    return [(f.signature.name, f.SerializeToString()) for f in graph_def.library.function]
 
 
 def graph_from_message(graph_def: pb.GraphDef) -> Graph:
-    """Summarise a parsed GraphDef (the text-format path)."""
-    builder = GraphBuilder()
-    for node in graph_def.node:
-        builder.add_node(node)
-    for function in graph_def.library.function:
-        add_function(builder, function)
-    versions: VersionDef | None = None
-    if graph_def.HasField("versions"):
-        versions = version_def(graph_def.versions)
-    elif graph_def.version:
-        versions = VersionDef(producer=graph_def.version)
-    return builder.build(versions)
+    """Summarise a parsed GraphDef."""
+    return _summarise(
+        graph_def.SerializeToString(), _functions(graph_def), graph_versions(graph_def)
+    )
+
+
+def read_graph_def(source: Source) -> Graph:
+    """A binary frozen GraphDef. One with no node, function or version at all is
+    refused: whatever those bytes are, they are no graph."""
+    graph_def, data = read_message(source, pb.GraphDef)
+    versions, functions = graph_versions(graph_def), _functions(graph_def)
+    if not graph_def.node and not functions and versions is None:
+        raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes, functions or versions)")
+    del graph_def  # the summary reads views of `data`; the parsed copy can go
+    return _summarise(data, functions, versions)

@@ -10,9 +10,12 @@ archive or directory may hold several artifacts (TF Serving's
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from worker.errors import InvalidArtifact, NotFound, UnsupportedArtifact
+from worker.formats.digest import Sha256
 from worker.formats.graph import read_graph_def
 from worker.formats.savedmodel import (
     looks_like_text,
@@ -21,12 +24,20 @@ from worker.formats.savedmodel import (
     read_saved_model,
     read_saved_model_text,
 )
-from worker.formats.source import DirectoryTree, FileSource, MappingTree, Source, Tree, sha256_of
-from worker.formats.wire import Cursor
+from worker.formats.source import (
+    FILE_NAMES,
+    DirectoryTree,
+    FileSource,
+    MappingTree,
+    Source,
+    Tree,
+)
 from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
+TEXT_SUFFIXES = (".pbtxt", ".pbtx")
+BINARY_SUFFIXES = (".pb", ".graphdef")  # TensorFlow parses these as binary only
 # Files that live inside a SavedModel directory but are not graphs.
 SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
@@ -38,28 +49,48 @@ def _checkpoint(source: Source) -> Checkpoint:
 
 
 def read_graph_source(source: Source) -> Graph:
-    """A frozen GraphDef, binary or text."""
+    """A frozen GraphDef: text when named `.pbtxt`, binary when named `.pb`
+    (as TensorFlow reads them), by content when the name does not say."""
     if source.size == 0:
         raise InvalidArtifact(f"{source.name}: empty file")
-    if looks_like_text(source):
-        graph = read_graph_def_text(source)
-    else:
-        graph = read_graph_def(Cursor(source))
-    if graph.node_count == 0 and not graph.functions:
-        raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes)")
-    return graph
+    name = source.name.lower()
+    if name.endswith(TEXT_SUFFIXES) or (
+        not name.endswith(BINARY_SUFFIXES) and looks_like_text(source)
+    ):
+        return read_graph_def_text(source)
+    try:
+        return read_graph_def(source)
+    except InvalidArtifact:
+        if looks_like_text(source):
+            raise InvalidArtifact(
+                f"{source.name}: text-format protobuf in a binary GraphDef file; TensorFlow "
+                "reads this name as binary (name a text graph .pbtxt)"
+            ) from None
+        raise
+
+
+def _check_saved_model_shape(names: set[str], prefix: str, display: str) -> None:
+    """Refuse layouts TensorFlow's loader refuses, or reads differently than it looks."""
+    for name in ("saved_model.pb", "saved_model.pbtxt", "variables/variables.index"):
+        if any(n.startswith(f"{prefix}{name}/") for n in names):
+            raise InvalidArtifact(f"{display}: {name} is a directory, not a file")
+    if f"{prefix}variables" in names:
+        raise InvalidArtifact(
+            f"{display}: variables is a file; a SavedModel's variables/ is a directory"
+        )
 
 
 def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
     names = set(tree.names())
     prefix = f"{root}/" if root else ""
     notes: list[str] = []
+    _check_saved_model_shape(names, prefix, display)
     if f"{prefix}saved_model.pb" in names:
         source = tree.open(f"{prefix}saved_model.pb")
-        schema, meta_graphs = read_saved_model(source)
+        (schema, meta_graphs), sha256 = _with_digest(source, read_saved_model)
     else:
         source = tree.open(f"{prefix}saved_model.pbtxt")
-        schema, meta_graphs = read_saved_model_text(source)
+        (schema, meta_graphs), sha256 = _with_digest(source, read_saved_model_text)
     checkpoint = None
     variables = f"{prefix}variables/variables.index"
     if variables in names:
@@ -70,7 +101,7 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
         path=display,
         format="savedmodel",
         size=source.size,
-        sha256=sha256_of(source),
+        sha256=sha256,
         meta_graphs=tuple(meta_graphs),
         checkpoint=checkpoint,
         saved_model_schema_version=schema,
@@ -78,23 +109,30 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
     )
 
 
+T = TypeVar("T")
+
+
+def _with_digest(source: Source, read: Callable[[Source], T]) -> tuple[T, str]:
+    """`read(source)` and the source's sha256, computed side by side where possible."""
+    digest = Sha256(source)
+    try:
+        result = read(source)
+    except BaseException:
+        digest.cancel()
+        raise
+    return result, digest.result()
+
+
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
     if kind == "checkpoint":
-        return Artifact(
-            display, "checkpoint", source.size, sha256_of(source), checkpoint=_checkpoint(source)
-        )
+        checkpoint, sha256 = _with_digest(source, _checkpoint)
+        return Artifact(display, "checkpoint", source.size, sha256, checkpoint=checkpoint)
     if kind == "metagraph":
-        return Artifact(
-            display,
-            "metagraph",
-            source.size,
-            sha256_of(source),
-            meta_graphs=(read_meta_graph_file(source),),
-        )
-    return Artifact(
-        display, "graphdef", source.size, sha256_of(source), graph=read_graph_source(source)
-    )
+        meta_graph, sha256 = _with_digest(source, read_meta_graph_file)
+        return Artifact(display, "metagraph", source.size, sha256, meta_graphs=(meta_graph,))
+    graph, sha256 = _with_digest(source, read_graph_source)
+    return Artifact(display, "graphdef", source.size, sha256, graph=graph)
 
 
 def discover(names: list[str]) -> list[tuple[str, str]]:
@@ -126,10 +164,55 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def read_tree(tree: Tree, display_root: str) -> list[Artifact]:
-    """Every artifact in a tree, in a stable order; raises if there is none."""
+def _check_tree_shape(names: list[str], display_root: str) -> None:
+    """Refuse layouts where a model file is a directory, or variables/ has no graph.
+
+    A SavedModel's `variables/` without its `saved_model.pb` is no model any
+    loader reads, though its index alone would pass for a checkpoint.
+    """
+    for name in names:
+        parts = name.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if part in FILE_NAMES:
+                shown = "/".join(parts[: i + 1])
+                raise InvalidArtifact(f"{display_root}: {shown} is a directory, not a file")
+    present = set(names)
+    for name in names:
+        if name == "variables/variables.index" or name.endswith("/variables/variables.index"):
+            root = name[: -len("variables/variables.index")]
+            if not any(f"{root}{file}" in present for file in SAVED_MODEL_FILES):
+                where = posixpath.join(display_root, root.rstrip("/")) if root else display_root
+                raise InvalidArtifact(
+                    f"{where}: has variables/ but no saved_model.pb; not a SavedModel"
+                )
+
+
+def _check_serving_base(found: list[tuple[str, str]], display_root: str) -> None:
+    """A folder whose SavedModels all sit one level down is a TF Serving base path;
+    TF Serving loads only numeric version folders there (`<base>/<version>/`)."""
+    roots = [name for kind, name in found if kind == "savedmodel"]
+    if not roots or "" in roots or any("/" in r for r in roots) or any(r.isdigit() for r in roots):
+        return
+    raise InvalidArtifact(
+        f"{display_root}: no numeric version directory; TF Serving loads "
+        f"<base>/<version>/saved_model.pb (found {', '.join(r + '/' for r in roots)}); "
+        "point at the SavedModel itself or name its folder with a version number"
+    )
+
+
+def read_tree(tree: Tree, display_root: str, *, serving_base: bool = False) -> list[Artifact]:
+    """Every artifact in a tree, in a stable order; raises if there is none.
+
+    With `serving_base`, the tree is a folder TF Serving could be pointed at,
+    and SavedModels in non-numeric folders one level down are refused.
+    """
+    names = tree.names()
+    _check_tree_shape(names, display_root)
+    found = discover(names)
+    if serving_base:
+        _check_serving_base(found, display_root)
     artifacts = []
-    for kind, name in discover(tree.names()):
+    for kind, name in found:
         display = posixpath.join(display_root, name) if name else display_root
         if kind == "savedmodel":
             artifacts.append(read_saved_model_dir(tree, name, display))
@@ -178,7 +261,9 @@ def read_path(path: str) -> list[Artifact]:
     """Every artifact at a local path (file, directory or checkpoint prefix)."""
     p = Path(path)
     if p.is_dir():
-        return read_tree(DirectoryTree(p), str(p))
+        if p.name in FILE_NAMES:
+            raise InvalidArtifact(f"{path}: a directory, where a file of that name belongs")
+        return read_tree(DirectoryTree(p), str(p), serving_base=True)
     if p.is_file():
         if p.name in SAVED_MODEL_FILES:
             return [read_saved_model_dir(DirectoryTree(p.parent), "", str(p.parent))]

@@ -1,27 +1,24 @@
 """SavedModel (`saved_model.pb`/`.pbtxt`) and bare MetaGraphDef (`.meta`) reading.
 
-The MetaGraphDef's graph is walked with `graph.read_graph_def`, so a SavedModel
-with large embedded constants stays within bounded memory; `meta_info_def`
-(tags, producer version strings, `stripped_op_list`) is small and parsed whole.
+Binary files are parsed whole by protobuf, skimmed first when large (see
+`graph.read_message`), so a SavedModel with large embedded constants stays
+within bounded memory and is accepted exactly when TensorFlow's parser
+accepts it.
 """
 
 from __future__ import annotations
 
 from google.protobuf import text_format
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from worker.errors import InvalidArtifact, LimitExceeded
-from worker.formats import wire
-from worker.formats.graph import MAX_TEXT_BYTES, SMALL_MESSAGE, graph_from_message, read_graph_def
+from worker.formats.graph import MAX_TEXT_BYTES, graph_from_message, read_message
 from worker.formats.source import Source
-from worker.formats.wire import Cursor
 from worker.model.artifact import Graph, MetaGraph
 from worker.proto import tensorflow_subset_pb2 as pb
 from worker.proto.convert import op_def
 
-# Field numbers from TensorFlow's saved_model.proto and meta_graph.proto.
-_SM_SCHEMA_VERSION, _SM_META_GRAPHS = 1, 2
-_MG_META_INFO, _MG_GRAPH_DEF, _MG_SIGNATURE_DEF, _MG_OBJECT_GRAPH = 1, 2, 5, 7
-MAX_META_INFO_BYTES = 256 << 20
+_MG_OBJECT_GRAPH = 7  # meta_graph.proto: object_graph_def, not in our subset
 
 
 def _meta_graph(
@@ -39,52 +36,28 @@ def _meta_graph(
     )
 
 
-def read_meta_graph(cursor: Cursor) -> MetaGraph:
-    """Summarise the binary MetaGraphDef between the cursor's position and end."""
-    info = pb.MetaGraphDef.MetaInfoDef()
-    graph: Graph | None = None
-    signatures: list[str] = []
-    has_object_graph = False
-    name = cursor.source.name
-    for f in cursor.fields():
-        if f.wire_type != wire.LENGTH_DELIMITED:
-            continue
-        if f.number == _MG_META_INFO:
-            if f.value > MAX_META_INFO_BYTES:
-                raise LimitExceeded(f"{name}: meta_info_def of {f.value} bytes")
-            try:
-                info.ParseFromString(cursor.payload(f))
-            except Exception:
-                raise InvalidArtifact(f"{name}: meta_info_def is not valid protobuf") from None
-        elif f.number == _MG_GRAPH_DEF:
-            graph = read_graph_def(cursor.sub(f))
-        elif f.number == _MG_SIGNATURE_DEF and f.value <= SMALL_MESSAGE:
-            entry = pb.MetaGraphDef.SignatureDefEntry()
-            try:
-                entry.ParseFromString(cursor.payload(f))
-            except Exception:
-                raise InvalidArtifact(f"{name}: a signature_def is not valid protobuf") from None
-            signatures.append(entry.key)
-        elif f.number == _MG_OBJECT_GRAPH:
-            has_object_graph = True
-    if graph is None:
+def _binary_meta_graph(message: pb.MetaGraphDef, name: str) -> MetaGraph:
+    if not message.HasField("graph_def"):
         raise InvalidArtifact(f"{name}: MetaGraphDef has no graph_def")
-    return _meta_graph(info, graph, signatures, has_object_graph)
+    # object_graph_def is unknown to our subset; protobuf keeps it as an unknown field.
+    unknown = UnknownFieldSet(message)
+    has_object_graph = any(unknown[i].field_number == _MG_OBJECT_GRAPH for i in range(len(unknown)))
+    return _meta_graph(
+        message.meta_info_def,
+        graph_from_message(message.graph_def),
+        list(message.signature_def),
+        has_object_graph,
+    )
 
 
 def read_saved_model(source: Source) -> tuple[int, list[MetaGraph]]:
     """(saved_model_schema_version, meta graphs) of a binary saved_model.pb."""
-    cursor = Cursor(source)
-    schema = 0
-    meta_graphs = []
-    for f in cursor.fields():
-        if f.number == _SM_SCHEMA_VERSION and f.wire_type == wire.VARINT:
-            schema = f.value
-        elif f.number == _SM_META_GRAPHS and f.wire_type == wire.LENGTH_DELIMITED:
-            meta_graphs.append(read_meta_graph(cursor.sub(f)))
-    if not meta_graphs:
+    message, _ = read_message(source, pb.SavedModel)
+    if not message.meta_graphs:
         raise InvalidArtifact(f"{source.name}: not a SavedModel (no MetaGraphDef inside)")
-    return schema, meta_graphs
+    return message.saved_model_schema_version, [
+        _binary_meta_graph(m, source.name) for m in message.meta_graphs
+    ]
 
 
 def _parse_text(source: Source, message: pb.SavedModel | pb.MetaGraphDef | pb.GraphDef) -> None:
@@ -128,7 +101,8 @@ def read_meta_graph_file(source: Source) -> MetaGraph:
         message = pb.MetaGraphDef()
         _parse_text(source, message)
         return _meta_graph_from_message(message)
-    return read_meta_graph(Cursor(source))
+    binary, _ = read_message(source, pb.MetaGraphDef)
+    return _binary_meta_graph(binary, source.name)
 
 
 def read_graph_def_text(source: Source) -> Graph:

@@ -11,15 +11,14 @@ S3 prefix. Format detection works on trees.
 
 from __future__ import annotations
 
-import hashlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 from worker.errors import InvalidArtifact, NotFound
 
-HASH_CHUNK = 1 << 20
+FILE_NAMES = frozenset({"saved_model.pb", "saved_model.pbtxt", "variables.index"})
+"""Names a model reader opens as files; a directory so named is refused."""
 
 
 class Source(Protocol):
@@ -90,6 +89,10 @@ class FileSource:
         return str(self._path)
 
     @property
+    def path(self) -> str:
+        return str(self._path)
+
+    @property
     def size(self) -> int:
         return self._size
 
@@ -113,31 +116,57 @@ class FileSource:
 
 
 class DirectoryTree:
-    """A local directory; symlinks pointing outside it are not followed."""
+    """A local directory that never reads outside itself.
+
+    A symlink inside it is followed only when it resolves to a file inside
+    the directory; one that dangles, loops or leads outside is refused (it
+    would make the model read something the upload does not hold), as is a
+    directory where the model needs a file (`saved_model.pb/`,
+    `variables.index/`). Symlinked directories are not descended into.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Path(root)
         if not self._root.is_dir():
             raise NotFound(f"{self._root}: not a directory")
+        self._real_root = os.path.realpath(self._root)
 
     @property
     def name(self) -> str:
         return str(self._root)
 
+    def _inside(self, path: Path) -> str:
+        """The real path of `path`, refused unless it is an existing file inside the root."""
+        real = os.path.realpath(path)
+        shown = path.relative_to(self._root).as_posix()
+        if os.path.commonpath([real, self._real_root]) != self._real_root:
+            raise InvalidArtifact(f"{self._root}: {shown} points outside the model directory")
+        if not os.path.exists(real):
+            raise InvalidArtifact(f"{self._root}: {shown} is a dangling or looping symlink")
+        return real
+
     def names(self) -> list[str]:
         found = []
-        root = self._root.resolve()
-        for dirpath, _dirs, files in os.walk(self._root):
+        for dirpath, dirs, files in os.walk(self._root):
+            for entry in dirs:
+                full = Path(dirpath, entry)
+                if full.is_symlink():
+                    self._inside(full)
+                elif entry in FILE_NAMES:
+                    shown = full.relative_to(self._root).as_posix()
+                    raise InvalidArtifact(f"{self._root}: {shown} is a directory, not a file")
             for file in files:
                 full = Path(dirpath, file)
-                if full.is_symlink() and not full.resolve().is_relative_to(root):
-                    continue
+                if full.is_symlink():
+                    self._inside(full)
                 if full.is_file():
                     found.append(full.relative_to(self._root).as_posix())
         return sorted(found)
 
     def open(self, name: str) -> Source:
-        return FileSource(self._root / name)
+        path = self._root / name
+        self._inside(path)
+        return FileSource(path)
 
 
 class MappingTree:
@@ -159,18 +188,3 @@ class MappingTree:
             return self._sources[name]
         except KeyError as exc:
             raise NotFound(f"{self._name}: no member {name}") from exc
-
-
-def sha256_of(source: Source) -> str:
-    digest = hashlib.sha256()
-    for offset, length in chunks(source.size, HASH_CHUNK):
-        digest.update(source.read_at(offset, length))
-    return digest.hexdigest()
-
-
-def chunks(size: int, chunk: int) -> Iterator[tuple[int, int]]:
-    offset = 0
-    while offset < size:
-        length = min(chunk, size - offset)
-        yield offset, length
-        offset += length
