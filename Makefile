@@ -1,15 +1,16 @@
 # The two entry points a newcomer needs (see README):
 #   make demo   the product's main job end to end on local defaults
 #   make test   lint, type-check and the whole test suite (what CI runs)
-# Both create .venv and start the services they need (Redis; the local S3
-# endpoint is started by the demo and the tests themselves).
+#   make demo KEEP=1, make demo-stop   the same, left running to try commands on
+# Both create .venv; the tests use Redis on 6379 (started when none answers), the
+# demo its own; both start their local S3 endpoint themselves.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo lint lint-infra typecheck services venv clean
+.PHONY: test demo demo-stop lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -39,8 +40,13 @@ lint-infra: venv
 test: venv services lint lint-infra typecheck
 	$(BIN)/python -m pytest -q
 
-demo: venv services
-	$(BIN)/python -m worker.cli.demo
+# The demo starts its own redis-server on a free port (TFCOMPAT_DEMO_REDIS_URL picks one
+# instead). KEEP=1 leaves the stack running, with the commands to try; demo-stop ends it.
+demo: venv
+	$(BIN)/python -m worker.cli.demo $(if $(KEEP),--keep)
+
+demo-stop:
+	$(BIN)/python -m worker.cli.demo --stop
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

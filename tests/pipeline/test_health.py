@@ -3,6 +3,12 @@ as healthy. No network: argv lists and a stand-in /proc."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import socket
+import threading
+import urllib.error
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,10 +16,12 @@ import pytest
 from worker.cli import build_parser
 from worker.model.health import healthy
 from worker.pipeline.health import (
+    check_receiver,
     find_running,
     probe_bucket,
     receiver_url,
     running_command,
+    unreachable,
 )
 from worker.settings import Settings
 
@@ -122,3 +130,66 @@ def test_probe_bucket(settings: dict[str, object], bucket: str | None) -> None:
 )
 def test_healthy(checks: dict[str, str], ok: bool) -> None:
     assert healthy(checks) is ok
+
+
+# --- what `tfcompat healthcheck serve` says when the receiver does not answer ok -----------
+
+
+@contextlib.contextmanager
+def http_server(status: int, body: bytes) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_receiver_ok() -> None:
+    with http_server(200, b'{"status": "ok"}') as url:
+        assert check_receiver(url, 5) == {"receiver": "ok"}
+
+
+def test_receiver_refused_names_the_url_and_the_cause() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/healthz"
+    (value,) = check_receiver(url, 5).values()
+    assert value.startswith(f"error: {url}: connection refused")
+
+
+def test_receiver_that_never_answers_is_a_timeout() -> None:
+    with socket.socket() as listener:  # accepts connections (backlog), never replies
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/healthz"
+        assert check_receiver(url, 0.2) == {"receiver": f"error: {url}: no answer within 0.2s"}
+
+
+def test_receiver_http_error_gives_the_status_and_its_checks() -> None:
+    body = b'{"status": "error", "checks": {"broker": "error: ConnectionError"}}'
+    with http_server(503, body) as url:
+        assert check_receiver(url, 5) == {
+            "receiver": f"error: {url}: HTTP 503 Service Unavailable",
+            "broker": "error: ConnectionError",
+        }
+
+
+def test_unresolvable_host_says_so() -> None:
+    url = "http://receiver.example:8080/healthz"
+    failure = urllib.error.URLError(socket.gaierror(-2, "Name or service not known"))
+    assert unreachable(url, failure, 5) == (
+        f"error: {url}: cannot resolve the host (Name or service not known)"
+    )

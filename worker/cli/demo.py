@@ -1,37 +1,40 @@
 """`make demo`: the product's main job end to end on one machine, local defaults.
 
-Starts a local S3-compatible endpoint (moto's server) whose bucket notifies an
-SQS queue, the SQS bridge, a Celery worker on Redis (127.0.0.1:6379, database
-9, emptied first) and the HTTP receiver; uploads real TensorFlow-written
-models; waits until each carries its `tfcompat:*` tags; prints model, status,
-releases and each consumer's verdict. Nobody calls a check: S3 notifies, the
-bridge enqueues, the worker checks, tags and reports.
+Starts its own Redis (a redis-server on a free port; or the one
+TFCOMPAT_DEMO_REDIS_URL names, whose database it empties), a local
+S3-compatible endpoint (moto's server) whose bucket notifies an SQS queue, the
+SQS bridge, a Celery worker and the HTTP receiver; uploads real
+TensorFlow-written models; waits until each carries its `tfcompat:*` tags;
+prints model, status, releases and each consumer's verdict. Nobody calls a
+check: S3 notifies, the bridge enqueues, the worker checks, tags and reports.
+With --keep the stack stays up, with the commands to try next; --stop ends it.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-ROOT = Path(__file__).resolve().parent.parent
+from worker.cli.demo_stack import (
+    CREDENTIALS,
+    ROOT,
+    DemoError,
+    Stack,
+    free_port,
+    prepare,
+    start_redis,
+    stop_recorded,
+    wait_for,
+)
+
 BUCKET = "models"
-REDIS_DB = 9
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "demo",
-    "AWS_SECRET_ACCESS_KEY": "demo",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
+STATE = ROOT / "var" / "demo"
 
 # (what, fixture path under artifacts/, key prefix in the bucket, object to watch)
 MODELS = [
@@ -43,16 +46,11 @@ MODELS = [
     ("frozen graph (2.21)", "tf2.21/frozen_graph", "edge/frozen", "frozen_graph.pb"),
     ("checkpoint (2.12)", "tf2.12/checkpoint", "training/ckpt", "ckpt-1.index"),
 ]
+BROKEN = ("random bytes", "broken/model.pb")
 
 
 def say(text: str) -> None:
     print(text, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def fixtures_root() -> Path:
@@ -62,49 +60,64 @@ def fixtures_root() -> Path:
     ):
         if candidate.is_dir():
             return candidate
-    raise SystemExit("demo: no fixture models found")
+    raise DemoError("no fixture models found")
 
 
-@contextlib.contextmanager
-def started(name: str, args: list[str], env: dict[str, str], logs: Path) -> Iterator[None]:
-    log = (logs / f"{name}.log").open("wb")
-    proc = subprocess.Popen(
-        args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
+def client(service: Literal["s3", "sqs"], endpoint: str) -> Any:
+    import boto3
+
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
     )
-    try:
-        yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
-def wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            result = predicate()
-            if result:
-                return result
-        time.sleep(0.3)
-    raise SystemExit(f"demo: timed out waiting for {what}")
+# --- the stack ----------------------------------------------------------------------------
 
 
-def redis_empty_db(url: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url, socket_timeout=3)
-    try:
-        client.ping()
-    except redis.ConnectionError:
-        raise SystemExit(
-            "demo: Redis is not answering on 127.0.0.1:6379 "
-            "(`make demo` starts it; or run tools/services.sh redis)"
-        ) from None
-    client.flushdb()
+def start_stack(stack: Stack) -> tuple[Any, str]:
+    """Redis, the S3 endpoint with a notifying bucket, worker, bridge and receiver:
+    (an S3 client, the receiver's port)."""
+    broker = start_redis(stack)
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    stack.env.update(
+        {
+            **CREDENTIALS,
+            "TFCOMPAT_BROKER_URL": broker,
+            "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
+            "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
+            "TFCOMPAT_INDEX_BUCKETS": json.dumps([BUCKET]),
+            "TFCOMPAT_LOG_FORMAT": "json",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    say(f"1/5 {stack.notes[-1]}; local S3 endpoint (moto) on {endpoint}")
+    stack.start(
+        "moto",
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", endpoint.rsplit(":", 1)[1]],
+    )
+    s3 = client("s3", endpoint)
+    wait_for(lambda: s3.list_buckets() is not None, 30, "the S3 endpoint")
+    queue = set_up_bucket(s3, client("sqs", endpoint))
+    say(f"2/5 bucket s3://{BUCKET} (versioned) notifies SQS {queue.rsplit('/', 1)[1]}")
+    port = free_port()
+    say(
+        f"3/5 starting the worker, the SQS bridge and the receiver (port {port}); "
+        f"logs in {stack.logs}"
+    )
+    tfcompat = [sys.executable, "-m", "worker.cli"]
+    stack.start("worker", [*tfcompat, "worker", "--concurrency", "2"])
+    stack.start("sqs-bridge", [*tfcompat, "sqs-bridge", "--queue-url", queue, "--wait", "1"])
+    stack.start("receiver", [*tfcompat, "serve", "--port", str(port)])
+    wait_for(
+        lambda: re.search(r"@\S+ ready\.", (stack.logs / "worker.log").read_text()),
+        60,
+        "the worker",
+    )
+    return s3, str(port)
 
 
 def set_up_bucket(s3: Any, sqs: Any) -> str:
@@ -123,19 +136,47 @@ def set_up_bucket(s3: Any, sqs: Any) -> str:
     return str(queue)
 
 
-def upload(s3: Any, source: Path, prefix: str) -> None:
-    for path in sorted(source.rglob("*")):
-        if path.is_file():
-            s3.put_object(
-                Bucket=BUCKET,
-                Key=f"{prefix}/{path.relative_to(source).as_posix()}",
-                Body=path.read_bytes(),
-                Tagging="team=demo",
-            )
+# --- the models ---------------------------------------------------------------------------
+
+
+def upload_models(s3: Any) -> list[tuple[str, str]]:
+    """Every demo model and a broken one; (what, key to watch) of each."""
+    fixtures = fixtures_root()
+    say(
+        f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
+        f"(from {fixtures}) plus a broken one"
+    )
+    for _, fixture, prefix, _ in MODELS:
+        source = fixtures / fixture
+        for path in sorted(source.rglob("*")):
+            if path.is_file():
+                s3.put_object(
+                    Bucket=BUCKET,
+                    Key=f"{prefix}/{path.relative_to(source).as_posix()}",
+                    Body=path.read_bytes(),
+                    Tagging="team=demo",
+                )
+    s3.put_object(Bucket=BUCKET, Key=BROKEN[1], Body=os.urandom(2048))
+    return [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS] + [BROKEN]
 
 
 def tags(s3: Any, key: str) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]}
+
+
+def wait_for_tags(s3: Any, watched: list[tuple[str, str]], timeout: float) -> dict[str, Any]:
+    say("5/5 waiting for tags and reports (S3 -> SQS -> bridge -> Celery -> tags)")
+    start = time.monotonic()
+    results = {}
+    for _, key in watched:
+
+        def tagged(key: str = key) -> dict[str, str] | None:
+            found = tags(s3, key)
+            return found if found.get("tfcompat:status") else None
+
+        results[key] = wait_for(tagged, timeout, f"tags on {key}")
+        say(f"     {key}: {results[key]['tfcompat:status']} ({time.monotonic() - start:.1f}s)")
+    return results
 
 
 def table(rows: list[list[str]]) -> str:
@@ -145,121 +186,101 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, Any]) -> str:
+    rows = [["model", "object", "status", "releases", "consumers (loads / FAILS)"]]
+    for what, key in watched:
+        found = results[key]
+        report = json.loads(
+            s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
+        )
+        verdicts = ", ".join(
+            f"{c['name']} {'ok' if c['loads'] else 'FAILS'}"
+            for a in report["artifacts"]
+            for c in a["consumers"]
+        )
+        rows.append(
+            [
+                what,
+                key,
+                found["tfcompat:status"],
+                found.get("tfcompat:releases", "-"),
+                verdicts or "-",
+            ]
+        )
+    return table(rows)
+
+
+def next_steps(stack: Stack, receiver_port: str) -> str:
+    """What to try on a kept stack, and how to stop it."""
+    env = stack.state / "env.sh"
+    return "\n".join(
+        [
+            f"The demo stack is still running (state and logs in {stack.state}). Try:",
+            f"  . {env}    # its settings: Redis, the S3 endpoint, TFCOMPAT_INDEX_BUCKETS, PATH",
+            "  tfcompat fleet impact --add-consumer tf==2.10   # models a new consumer cannot load",
+            "  tfcompat fleet impact --remove-consumer legacy-edge",
+            f"  tfcompat inspect s3://{BUCKET}/vision/7/saved_model.pb",
+            f"  tfcompat check s3://{BUCKET}/edge/frozen/frozen_graph.pb --consumer tf==2.4",
+            "  tfcompat index rebuild",
+            f"  tfcompat healthcheck serve --url http://127.0.0.1:{receiver_port}/healthz",
+            "Stop it with: make demo-stop   (or: .venv/bin/python -m worker.cli.demo --stop)",
+        ]
+    )
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def run(state: Path, keep: bool, timeout: float) -> None:
+    stack = prepare(state)
+    kept = False
+    try:
+        s3, receiver_port = start_stack(stack)
+        watched = upload_models(s3)
+        results = wait_for_tags(s3, watched, timeout)
+        say("")
+        say(verdicts_table(s3, watched, results))
+        say("")
+        mid = watched[2][1]
+        say(
+            f"Tags of s3://{BUCKET}/{mid}: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(results[mid].items()))
+        )
+        say(f"Reports: s3://{BUCKET}/tfcompat-reports/...; logs: {stack.logs}")
+        if keep:
+            say("")
+            say(next_steps(stack, receiver_port))
+            kept = True
+    finally:
+        if not kept:
+            stack.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m worker.cli.demo", description=__doc__)
     parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for results")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument(
+        "--keep", action="store_true", help="leave the stack running, with commands to try"
+    )
+    action.add_argument("--stop", action="store_true", help="stop a stack left by --keep")
+    parser.add_argument(
+        "--state", type=Path, default=STATE, help=f"state and logs folder (default {STATE})"
+    )
     args = parser.parse_args(argv)
-
-    import boto3
-
-    logs = Path(tempfile.mkdtemp(prefix="tfcompat-demo-"))
-    endpoint = f"http://127.0.0.1:{free_port()}"
-    broker = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    env = {
-        **os.environ,
-        **CREDENTIALS,
-        "TFCOMPAT_BROKER_URL": broker,
-        "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
-        "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
-        "TFCOMPAT_LOG_FORMAT": "json",
-        "PYTHONUNBUFFERED": "1",
-    }
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="demo",
-        aws_secret_access_key="demo",
-    )
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="demo",
-        aws_secret_access_key="demo",
-    )
-    fixtures = fixtures_root()
-    tfcompat = [sys.executable, "-m", "worker.cli"]
-    port = free_port()
-
-    say(f"1/5 local S3 endpoint (moto) on {endpoint}; Redis {broker} (emptied)")
-    redis_empty_db(broker)
-    with started(
-        "moto",
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", endpoint.rsplit(":", 1)[1]],
-        env,
-        logs,
-    ):
-        wait_for(lambda: s3.list_buckets() is not None, 30, "the S3 endpoint")
-        queue = set_up_bucket(s3, sqs)
-        say(f"2/5 bucket s3://{BUCKET} (versioned) notifies SQS {queue.rsplit('/', 1)[1]}")
-        say(
-            f"3/5 starting the worker, the SQS bridge and the receiver (port {port}); "
-            f"logs in {logs}"
-        )
-        with (
-            started("worker", [*tfcompat, "worker", "--concurrency", "2"], env, logs),
-            started(
-                "sqs-bridge",
-                [*tfcompat, "sqs-bridge", "--queue-url", queue, "--wait", "1"],
-                env,
-                logs,
-            ),
-            started("receiver", [*tfcompat, "serve", "--port", str(port)], env, logs),
-        ):
-            wait_for(
-                lambda: re.search(r"@\S+ ready\.", (logs / "worker.log").read_text()),
-                60,
-                "the worker",
-            )
+    try:
+        if args.stop:
+            stopped = stop_recorded(args.state)
             say(
-                f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-                f"(from {fixtures}) plus a broken one"
+                f"stopped {', '.join(stopped)}"
+                if stopped
+                else f"no demo stack runs from {args.state}"
             )
-            for _, fixture, prefix, _ in MODELS:
-                upload(s3, fixtures / fixture, prefix)
-            s3.put_object(Bucket=BUCKET, Key="broken/model.pb", Body=os.urandom(2048))
-            watched = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
-            watched.append(("random bytes", "broken/model.pb"))
-            say("5/5 waiting for tags and reports (S3 -> SQS -> bridge -> Celery -> tags)")
-            start = time.monotonic()
-            results = {}
-            for _, key in watched:
-                results[key] = wait_for(
-                    lambda k=key: (t := tags(s3, k)).get("tfcompat:status") and t,
-                    args.timeout,
-                    f"tags on {key}",
-                )
-                say(
-                    f"     {key}: {results[key]['tfcompat:status']} "
-                    f"({time.monotonic() - start:.1f}s)"
-                )
-            rows = [["model", "object", "status", "releases", "consumers (loads / FAILS)"]]
-            for what, key in watched:
-                t = results[key]
-                report = json.loads(
-                    s3.get_object(Bucket=BUCKET, Key=t["tfcompat:report"])["Body"].read()
-                )
-                verdicts = (
-                    ", ".join(
-                        f"{c['name']} {'ok' if c['loads'] else 'FAILS'}"
-                        for a in report["artifacts"]
-                        for c in a["consumers"]
-                    )
-                    or "-"
-                )
-                rows.append(
-                    [what, key, t["tfcompat:status"], t.get("tfcompat:releases", "-"), verdicts]
-                )
-            say("")
-            say(table(rows))
-            say("")
-            first = results[watched[2][1]]
-            say(
-                f"Tags of s3://{BUCKET}/{watched[2][1]}: "
-                + ", ".join(f"{k}={v}" for k, v in sorted(first.items()))
-            )
-            say(f"Reports: s3://{BUCKET}/tfcompat-reports/...; logs: {logs}")
+            return 0
+        run(args.state, args.keep, args.timeout)
+    except DemoError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -5,17 +5,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from worker.cli.errors import UsageError
 from worker.cli.models import parse_consumer_spec
+from worker.errors import TransientError
+
+
+def chosen_fleet(given: str | None, settings: Any) -> str:
+    """--fleet, else TFCOMPAT_FLEET when set, else config/fleet.yaml when it is here, else
+    the built-in fleet, saying so on stderr (a listing must not pass for the user's fleet)."""
+    from worker.fleet.fleet import BUILTIN, BUILTIN_TEXT, DEFAULT_FLEET
+
+    if given:
+        return given
+    if "fleet" in settings.model_fields_set or Path(settings.fleet).is_file():
+        return str(settings.fleet)
+    print(
+        f"tfcompat: no {DEFAULT_FLEET} in {Path.cwd()} and TFCOMPAT_FLEET is unset: "
+        f"the built-in fleet ({BUILTIN_TEXT}); name yours with --fleet FILE or "
+        f"TFCOMPAT_FLEET=FILE",
+        file=sys.stderr,
+    )
+    return BUILTIN
 
 
 def cmd_fleet_list(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.cli.render import render_fleet
     from worker.fleet.fleet import load_fleet
+    from worker.settings import load_settings
 
-    fleet = load_fleet(args.fleet, load_catalog())
+    fleet = load_fleet(chosen_fleet(args.fleet, load_settings()), load_catalog())
     if args.json:
         rows = [
             {
@@ -39,12 +61,39 @@ def cmd_fleet_list(args: argparse.Namespace) -> int:
     return 0
 
 
+SET_A_BUCKET = (
+    "set TFCOMPAT_REPORT_BUCKET=BUCKET (the bucket workers write reports to) or "
+    "TFCOMPAT_INDEX_BUCKETS='[\"BUCKET\", ...]' (the models' buckets, when reports sit "
+    "beside the models), with TFCOMPAT_BROKER_URL the workers' Redis"
+)
+
+
 def _index_and_store(settings: Any) -> tuple[Any, Any]:
-    from worker.pipeline.services import build_index
+    """The model index, or a UsageError when there is none to speak of: no bucket holds
+    reports and the broker's Redis has no indexed model either (an empty answer would
+    pass for "no model is affected")."""
+    from worker.pipeline.services import build_index, index_buckets
     from worker.sinks.s3 import S3ObjectStore, s3_client
 
     store = S3ObjectStore(s3_client(settings), settings)
-    return build_index(settings, store), store
+    index = build_index(settings, store)
+    if not index_buckets(settings) and _redis_count(index) == 0:
+        raise UsageError(
+            "no model index: the Redis at TFCOMPAT_BROKER_URL holds none and no report bucket "
+            f"is configured to rebuild it from; {SET_A_BUCKET}"
+        )
+    return index, store
+
+
+def _redis_count(index: Any) -> int:
+    import redis
+
+    from worker.sinks.index import HASH
+
+    try:
+        return int(index.redis.hlen(HASH))
+    except redis.RedisError as exc:
+        raise TransientError(f"Redis (TFCOMPAT_BROKER_URL) did not answer: {exc}") from None
 
 
 def _target_fleet(args: argparse.Namespace, settings: Any, catalog: Any) -> tuple[Any, Any]:
@@ -69,8 +118,8 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     catalog = load_catalog()
-    _, target = _target_fleet(args, settings, catalog)
     index, _ = _index_and_store(settings)
+    _, target = _target_fleet(args, settings, catalog)
     progress = Progress(index.count(), "checking", sys.stderr.write, sys.stderr.isatty())
     impact = assess(
         index.models(), target.consumers, history=catalog, policy=target.policy, progress=progress
@@ -101,8 +150,8 @@ def cmd_fleet_apply(args: argparse.Namespace) -> int:
         print(f"queued re-evaluation against {args.fleet or settings.fleet}")
         return 0
     catalog = load_catalog()
-    _, target = _target_fleet(args, settings, catalog)
     index, store = _index_and_store(settings)
+    _, target = _target_fleet(args, settings, catalog)
     checker = Checker(target.consumers, target.policy, catalog, target.source)
     progress = Progress(index.count(), "re-evaluating", sys.stderr.write, sys.stderr.isatty())
     notify = breakage_notifier(settings, store)
@@ -125,9 +174,15 @@ def cmd_fleet_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
+    from worker.pipeline.services import index_buckets
     from worker.settings import load_settings
 
-    index, _ = _index_and_store(load_settings())
+    settings = load_settings()
+    if not index_buckets(settings):
+        raise UsageError(
+            f"no report bucket is configured to rebuild the index from; {SET_A_BUCKET}"
+        )
+    index, _ = _index_and_store(settings)
     print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
     return 0
 

@@ -64,7 +64,11 @@ def add_model_commands(sub: Subparsers) -> None:
         help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
         "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import",
     )
-    p.add_argument("--fleet", metavar="FLEET.yaml", help="check every consumer of a fleet file")
+    p.add_argument(
+        "--fleet",
+        metavar="FLEET.yaml",
+        help="check every consumer of a fleet file; 'builtin': every catalogued release",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_check)
 
@@ -82,7 +86,12 @@ def add_fleet_commands(sub: Subparsers) -> None:
         dest="fleet_command", required=True, metavar="SUBCOMMAND"
     )
     p = fleet.add_parser("list", help="show the fleet's consumers")
-    p.add_argument("--fleet", default="config/fleet.yaml", metavar="FLEET.yaml")
+    p.add_argument(
+        "--fleet",
+        metavar="FLEET.yaml",
+        help="a fleet file, or 'builtin' (every catalogued release); default: TFCOMPAT_FLEET, "
+        "else config/fleet.yaml when present, else the built-in fleet",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fleet_list)
     p = fleet.add_parser(

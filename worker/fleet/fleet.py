@@ -16,6 +16,10 @@ policy:
   require_models_to_ban: false     # models must list those versions in bad_consumers
 ```
 Every error names the file and line of the entry at fault.
+
+`builtin` names the fleet shipped in the package (`data/builtin-fleet.yaml`):
+every catalogued release, as a consumer `tf-X.Y.Z` with the default loader, so
+`tfcompat check --fleet builtin` and `fleet list` work without a file of one's own.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ from worker.fleet.manifest import consumer_from_manifest
 from worker.model.consumer import Consumer, Loader
 
 _LINE = "__line__"
+DEFAULT_FLEET = "config/fleet.yaml"  # TFCOMPAT_FLEET's default, relative to the working dir
+BUILTIN = "builtin"
+BUILTIN_FILE = Path(__file__).resolve().parent / "data" / "builtin-fleet.yaml"
+BUILTIN_TEXT = "every TensorFlow release in `tfcompat catalog`, loaded by saved-model-v1"
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -149,9 +157,25 @@ def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
     return Policy(tuple(bans), bool(data.get("require_models_to_ban", False)))
 
 
+def fleet_file(path: str | Path) -> Path:
+    """The file a fleet setting or `--fleet` names: `builtin` is the packaged one."""
+    return BUILTIN_FILE if str(path) == BUILTIN else Path(path)
+
+
+def missing_fleet(path: str | Path) -> ConfigError:
+    """A fleet file that is not there, with the ways to name one."""
+    return ConfigError(
+        f"{path}: fleet file not found (in {Path.cwd()}); name yours with --fleet FILE or "
+        f"TFCOMPAT_FLEET=FILE, or use the built-in fleet ({BUILTIN_TEXT}) with --fleet {BUILTIN}"
+    )
+
+
 def load_fleet(path: str | Path, catalog: Catalog) -> Fleet:
-    """The fleet in a YAML file; ConfigError/UnknownRelease name the line at fault."""
-    p = Path(path)
+    """The fleet in a YAML file, or the built-in one for `builtin`; ConfigError and
+    UnknownRelease name the line at fault, or say how to name a fleet when there is none."""
+    p = fleet_file(path)
+    if not p.is_file():
+        raise missing_fleet(path)
     data = load_yaml(p)
     entries = data.get("consumers")
     if not isinstance(entries, list) or not entries:
@@ -173,4 +197,5 @@ def load_fleet(path: str | Path, catalog: Catalog) -> Fleet:
     policy_data = data.get("policy") or {}
     if not isinstance(policy_data, dict):
         raise ConfigError(f"{p}: policy must be a mapping")
-    return Fleet(tuple(consumers), _parse_policy(p, policy_data, catalog), str(p))
+    source = BUILTIN if p == BUILTIN_FILE else str(p)
+    return Fleet(tuple(consumers), _parse_policy(p, policy_data, catalog), source)

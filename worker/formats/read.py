@@ -24,6 +24,7 @@ from worker.formats.savedmodel import (
     read_saved_model,
     read_saved_model_text,
 )
+from worker.formats.sniff import no_model_message, sniff_source
 from worker.formats.source import (
     FILE_NAMES,
     DirectoryTree,
@@ -219,7 +220,7 @@ def read_tree(tree: Tree, display_root: str, *, serving_base: bool = False) -> l
         else:
             artifacts.append(read_file_artifact(tree.open(name), display, kind))
     if not artifacts:
-        raise UnsupportedArtifact(f"{display_root}: no TensorFlow model found")
+        raise UnsupportedArtifact(no_model_message(tree, display_root))
     return artifacts
 
 
@@ -247,6 +248,8 @@ def read_source(source: Source, display: str) -> list[Artifact]:
 
     if source.size == 0:
         raise InvalidArtifact(f"{display}: empty file")
+    if (foreign := sniff_source(source)) is not None:
+        raise UnsupportedArtifact(f"{display}: {foreign.message()}")
     if is_archive(source):
         return read_tree(open_archive(source, wanted=is_model_file), display)
     kind = kind_of_file(display)

@@ -36,11 +36,18 @@ def probe_bucket(settings: Settings) -> str | None:
     return settings.index_buckets[0] if settings.index_buckets else None
 
 
-def _outcome(check: Callable[[], Any]) -> str:
+def _error(exc: BaseException, detail: bool) -> str:
+    """ "error: <type>"; with `detail` (a local command, not the public /healthz, which
+    must not tell strangers our hosts) the error's own first line too."""
+    text = str(exc).splitlines()[0] if detail and str(exc).strip() else ""
+    return f"error: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def _outcome(check: Callable[[], Any], detail: bool = False) -> str:
     try:
         check()
     except Exception as exc:
-        return f"error: {type(exc).__name__}"
+        return _error(exc, detail)
     return OK
 
 
@@ -114,22 +121,44 @@ def receiver_url(args: argparse.Namespace) -> str:
     return f"http://{host}:{getattr(args, 'port', 8080)}/healthz"
 
 
+def unreachable(url: str, exc: BaseException, timeout: float) -> str:
+    """Why `url` gave no HTTP answer, in words a person acts on."""
+    import socket
+    import urllib.error
+
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ConnectionRefusedError):
+        why = "connection refused (is `tfcompat serve` running with that --host and --port?)"
+    elif isinstance(reason, TimeoutError):
+        why = f"no answer within {timeout:g}s"
+    elif isinstance(reason, socket.gaierror):
+        why = f"cannot resolve the host ({reason.strerror})"
+    elif isinstance(reason, OSError) and reason.strerror:
+        why = reason.strerror
+    else:
+        why = str(reason).splitlines()[0] if str(reason) else type(reason).__name__
+    return f"error: {url}: {why}"
+
+
 def check_receiver(url: str, timeout: float) -> dict[str, str]:
+    """{"receiver": "ok"} or why not: the URL and connection refused, no answer in time, or
+    the HTTP status with the receiver's own failing checks beside it."""
     import json
     import urllib.error
     import urllib.request
 
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:
-            return {"receiver": OK if response.status == 200 else f"error: {response.status}"}
+            status = response.status
     except urllib.error.HTTPError as exc:
         try:
             checks = json.loads(exc.read()).get("checks") or {}
-        except ValueError:
+        except (ValueError, OSError, AttributeError):
             checks = {}
-        return {"receiver": f"error: {exc.code}", **checks}
-    except OSError as exc:
-        return {"receiver": f"error: {type(exc).__name__}"}
+        return {"receiver": f"error: {url}: HTTP {exc.code} {exc.reason}".rstrip(), **checks}
+    except (OSError, ValueError) as exc:  # ValueError: not a URL urllib can fetch
+        return {"receiver": unreachable(url, exc, timeout)}
+    return {"receiver": OK if status == 200 else f"error: {url}: HTTP {status}"}
 
 
 def worker_node(hostname: str | None) -> str:
@@ -145,7 +174,7 @@ def check_worker(settings: Settings, node: str, timeout: float) -> dict[str, str
     try:
         replies = create_app(settings).control.ping(destination=[node], timeout=timeout)
     except Exception as exc:
-        return {"broker": f"error: {type(exc).__name__}"}
+        return {"broker": _error(exc, detail=True)}
     answered = any(node in reply for reply in replies or [])
     return {"worker": OK if answered else f"error: {node} did not answer a ping in {timeout}s"}
 
@@ -156,7 +185,8 @@ def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
 
     result = {
         "broker": _outcome(
-            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
+            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping(),
+            detail=True,
         )
     }
     if not queue_url:
@@ -166,7 +196,8 @@ def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
         "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
     )
     result["queue"] = _outcome(
-        lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])
+        lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
+        detail=True,
     )
     return result
 

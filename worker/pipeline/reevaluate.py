@@ -139,11 +139,10 @@ def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reev
 
 def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> bool:
     """Enqueue a re-evaluation if the fleet file differs from the one last applied."""
-    from pathlib import Path
-
+    from worker.fleet.fleet import fleet_file
     from worker.pipeline.services import build_checker, services_for
 
-    if not Path(settings.fleet).exists():
+    if not fleet_file(settings.fleet).exists():
         return False
     digest = build_checker(settings).fleet_digest
     redis = services_for(settings).index.redis

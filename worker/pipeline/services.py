@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -12,7 +11,7 @@ import structlog
 from worker.catalog.catalog import load_catalog
 from worker.compat.policy import Policy
 from worker.fleet.checker import Checker
-from worker.fleet.fleet import load_fleet
+from worker.fleet.fleet import fleet_file, load_fleet
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
 from worker.pipeline.process import ReportLocation, is_current
@@ -45,7 +44,7 @@ class Services:
 
 def build_checker(settings: Settings) -> Checker:
     catalog = load_catalog()
-    path = Path(settings.fleet)
+    path = fleet_file(settings.fleet)
     if not path.exists():
         log.warning(
             "fleet.missing",
@@ -54,7 +53,7 @@ def build_checker(settings: Settings) -> Checker:
         )
         return Checker((), Policy(), catalog, "")
     fleet = load_fleet(path, catalog)
-    return Checker(fleet.consumers, fleet.policy, catalog, str(path))
+    return Checker(fleet.consumers, fleet.policy, catalog, fleet.source)
 
 
 def build_services(settings: Settings) -> Services:

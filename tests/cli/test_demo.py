@@ -1,0 +1,135 @@
+"""`make demo`: its own Redis, a stack left running on request, stopped by its own ids."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.redis_server import REDIS_PORT, redis_url
+from worker.cli.demo_stack import (
+    REDIS_URL_VARIABLE,
+    DemoError,
+    Stack,
+    alive,
+    start_redis,
+    start_time,
+    stop_recorded,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "worker.cli"]
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
+
+
+def demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli.demo", *args],
+        capture_output=True,
+        text=True,
+        env=env or ENV,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def exported(env_sh: Path) -> dict[str, str]:
+    found = {}
+    for line in env_sh.read_text().splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        if name != "PATH":
+            found[name] = shlex.split(value)[0]
+    return found
+
+
+def test_without_redis_server_the_demo_says_how_to_pick_a_redis(tmp_path: Path) -> None:
+    result = demo("--state", str(tmp_path / "state"), env={**ENV, "PATH": str(tmp_path)})
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert "redis-server is not installed" in line and REDIS_URL_VARIABLE in line
+    assert "Traceback" not in result.stdout
+
+
+def test_a_chosen_redis_is_emptied_and_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = redis_url(14)
+    redis.Redis.from_url(url).set("left-over", "1")
+    monkeypatch.setenv(REDIS_URL_VARIABLE, url)
+    stack = Stack(tmp_path)
+    assert start_redis(stack) == url
+    assert stack.processes == {}  # nothing started
+    assert redis.Redis.from_url(url).dbsize() == 0
+    assert "its database emptied" in stack.notes[-1]
+
+
+def test_a_chosen_redis_that_does_not_answer_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(REDIS_URL_VARIABLE, "redis://127.0.0.1:1/0")
+    with pytest.raises(DemoError, match=r"redis://127\.0\.0\.1:1/0: Redis does not answer"):
+        start_redis(Stack(tmp_path))
+
+
+def test_stop_ends_only_the_processes_recorded(tmp_path: Path) -> None:
+    ours = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    reused = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        record = {
+            "mine": {"pid": ours.pid, "started": start_time(ours.pid)},
+            # the same pid number, a process started at another time: not ours any more
+            "gone": {"pid": reused.pid, "started": "1"},
+        }
+        (tmp_path / "stack.json").write_text(json.dumps(record))
+        assert stop_recorded(tmp_path) == ["mine"]
+        assert ours.wait(15) is not None
+        assert reused.poll() is None and alive(reused.pid, start_time(reused.pid))
+        assert not (tmp_path / "stack.json").exists()
+    finally:
+        reused.kill()
+        ours.kill()
+        reused.wait()
+        ours.wait()
+
+
+@pytest.mark.services
+def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    try:
+        result = demo("--keep", "--state", str(state))
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        assert "legacy-edge FAILS" in result.stdout
+        assert "tfcompat fleet impact" in result.stdout and "make demo-stop" in result.stdout
+        env = exported(state / "env.sh")
+        port = int(env["TFCOMPAT_BROKER_URL"].rsplit(":", 1)[1].split("/")[0])
+        assert port not in (6379, REDIS_PORT)
+        record = json.loads((state / "stack.json").read_text())
+        assert set(record) == {"redis", "moto", "worker", "sqs-bridge", "receiver"}
+        # the stack outlived the demo: the index it built answers a fleet change
+        impact = subprocess.run(
+            [*CLI, "fleet", "impact", "--add-consumer", "tf==2.10", "--json"],
+            capture_output=True,
+            text=True,
+            env={**ENV, **env},
+            cwd=tmp_path,
+            timeout=300,
+        )
+        assert impact.returncode == 1, impact.stderr  # DecodeWebP cannot load in 2.10
+        assert json.loads(impact.stdout)["models_examined"] >= 7
+    finally:
+        stopped = demo("--stop", "--state", str(state))
+    assert stopped.returncode == 0
+    assert stopped.stdout.startswith("stopped redis, moto, worker, sqs-bridge, receiver")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+        alive(p["pid"], p["started"]) for p in record.values()
+    ):
+        time.sleep(0.1)
+    assert not any(alive(p["pid"], p["started"]) for p in record.values())
