@@ -1,15 +1,17 @@
 # The two entry points a newcomer needs (see README):
 #   make demo   the product's main job end to end on local defaults
 #   make test   lint, type-check and the whole test suite (what CI runs)
-# Both create .venv and start the services they need (Redis; the local S3
-# endpoint is started by the demo and the tests themselves).
+#   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
+# They create .venv and start the services they need (Redis; the local S3
+# endpoint is started by the demo, the tests and the benchmarks themselves).
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+comma  := ,
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo lint lint-infra typecheck services venv clean
+.PHONY: test demo bench lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -41,6 +43,12 @@ test: venv services lint lint-infra typecheck
 
 demo: venv services
 	$(BIN)/python -m worker.cli.demo
+
+# Timings, not tests: each bench/*.py script with a __main__ block, one after the
+# other, then their result rows as one table with the machine's load noted.
+# BENCH=name1,name2 runs only those.
+bench: venv services
+	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH)))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

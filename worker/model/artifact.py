@@ -198,18 +198,22 @@ def op_def_from_dict(d: dict[str, Any]) -> OpDef:
     )
 
 
+def producer_ops_from_json(d: dict[str, Any]) -> dict[str, OpDef]:
+    return {name: op_def_from_dict(op) for name, op in d.items()}
+
+
 def artifact_from_json(
     data: dict[str, Any],
     *,
     graph: Callable[[Any], Graph] = graph_from_json,
-    op_def: Callable[[Any], OpDef] = op_def_from_dict,
+    producer_ops: Callable[[Any], dict[str, OpDef]] = producer_ops_from_json,
 ) -> Artifact:
     """Inverse of `Artifact.to_json`; raises KeyError/TypeError on foreign data.
 
     The one place that knows how an artifact's fields map to JSON. A store with
     its own form for the bulky parts (the model index keeps graphs packed and
-    OpDefs interned) passes `graph` and `op_def` to decode those, and shares the
-    rest."""
+    OpDefs interned) passes `graph` and `producer_ops` to decode those, and
+    shares the rest."""
     ckpt = data.get("checkpoint")
     checkpoint = None
     if ckpt is not None:
@@ -235,7 +239,7 @@ def artifact_from_json(
                 tensorflow_version=m["tensorflow_version"],
                 tensorflow_git_version=m["tensorflow_git_version"],
                 stripped_default_attrs=m["stripped_default_attrs"],
-                producer_ops={k: op_def(v) for k, v in m["producer_ops"].items()},
+                producer_ops=producer_ops(m["producer_ops"]),
                 signatures=tuple(m["signatures"]),
                 has_object_graph=m["has_object_graph"],
             )

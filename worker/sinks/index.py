@@ -10,11 +10,11 @@ older one; deleted objects are removed.
 from __future__ import annotations
 
 import gc
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
+import cramjam
 import redis
 import structlog
 
@@ -172,7 +172,7 @@ class ModelIndex:
                     seen.add(field)
                     try:
                         decoded.append(decoder.entry(blob))
-                    except (ValueError, KeyError, TypeError, zlib.error):
+                    except (ValueError, KeyError, TypeError, cramjam.DecompressionError):
                         log.warning("index.entry_unreadable", field=str(field))
             yield from decoded
             if cursor == 0:
