@@ -10,7 +10,7 @@ older one; deleted objects are removed.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
@@ -131,17 +131,32 @@ class ModelIndex:
     def put(self, model: IndexedModel) -> None:
         """Store one entry with the parts it refers to, in one round trip (parts first:
         a reader that sees the entry finds its parts)."""
+        self.put_many([model])
+
+    def put_many(self, models: Iterable[IndexedModel], batch: int = BATCH) -> None:
+        """`put` for many entries, a batch per round trip, each shared part sent once
+        per batch."""
+        pending: list[IndexedModel] = []
+        for model in models:
+            pending.append(model)
+            if len(pending) >= batch:
+                self._put_batch(pending)
+                pending = []
+        if pending:
+            self._put_batch(pending)
+
+    def _put_batch(self, models: list[IndexedModel]) -> None:
         encoder = Encoder()
-        blob = encoder.entry(model)
+        entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
 
         def write() -> None:
             pipe = self._redis.pipeline(transaction=False)
             if encoder.parts:
                 pipe.hset(PARTS, mapping=encoder.parts)
-            pipe.hset(HASH, self.field(model.bucket, model.key), blob)
+            pipe.hset(HASH, mapping=entries)
             pipe.execute()
 
-        self._call("writing an entry", write)
+        self._call("writing entries", write)
 
     def remove(self, bucket: str, key: str) -> None:
         self._call("removing an entry", self._redis.hdel, HASH, self.field(bucket, key))
