@@ -2,15 +2,17 @@
 #   make demo   the product's main job end to end on local defaults
 #   make test   lint, type-check and the whole test suite (what CI runs)
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
-# Both create .venv; the tests use Redis on 6379 (started when none answers), the
-# demo its own; both start their local S3 endpoint themselves.
+#   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
+# They create .venv; the tests use Redis on 6379 (started when none answers), the
+# demo its own; the demo, the tests and the benchmarks start their local S3 endpoint.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+comma  := ,
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo demo-stop lint lint-infra typecheck services venv clean
+.PHONY: test demo demo-stop bench lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -47,6 +49,12 @@ demo: venv
 
 demo-stop:
 	$(BIN)/python -m worker.cli.demo --stop
+
+# Timings, not tests: each bench/*.py script with a __main__ block, one after the
+# other, then their result rows as one table with the machine's load noted.
+# BENCH=name1,name2 runs only those.
+bench: venv services
+	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH)))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

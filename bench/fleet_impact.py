@@ -3,18 +3,33 @@
 Builds N index entries from the metadata of real TensorFlow-written fixtures
 (each entry a real artifact with its node names, producer version and a few
 ops varied, so kinds differ between models as they do between real models),
-stores them in Redis (database 6, emptied), records verdicts for a 20-consumer
-fleet, then times fleet changes side by side, each from a cold process state
-(index read back from Redis, caches cleared):
+stores them in Redis (database 6 of --redis-url, emptied), records verdicts
+for a 20-consumer fleet, then times fleet changes side by side, each from a
+cold process state (compat caches cleared) and streamed from Redis the way
+`tfcompat fleet impact` reads the index:
 
-  add one consumer | upgrade one consumer | replace all 20 (full re-check)
+  add one consumer | upgrade one consumer | replace all 20 (20 new definitions:
+  a full re-check; a renamed consumer would keep its recorded verdicts)
+
+For each: `load` is one pass decoding every entry (nothing checked), `total`
+the assessment streamed from Redis, and the reference, measured in the same
+run, the same assessment over models already in memory (the checks alone).
+Wall and CPU seconds are both shown: wall time inflates with the machine's load.
+
+Beyond --distinct (10,000) models, entries are copies of the distinct ones under
+other keys: each is decoded and checked on its own, as costly as a distinct
+one. --baseline recorded records every fleet consumer as `loads` instead of
+checking 20 consumers per model up front (a faster setup); the add and replace
+scenarios check the same work either way.
 
 Run: .venv/bin/python bench/fleet_impact.py [--models 10000] [--consumers 20]
+     [--redis-url redis://127.0.0.1:6379/6] (or TFCOMPAT_BENCH_REDIS_URL)
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import sys
@@ -26,16 +41,22 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-from worker.catalog.catalog import load_catalog  # noqa: E402
+from rows import row  # noqa: E402
+
+from worker.catalog.catalog import Catalog, load_catalog  # noqa: E402
 from worker.compat import edges as edges_module  # noqa: E402
 from worker.compat import nodes as nodes_module  # noqa: E402
-from worker.fleet.impact import assess, consumer_digest
+from worker.fleet.impact import assess, consumer_digest  # noqa: E402
 from worker.formats.read import read_path  # noqa: E402
-from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind
-from worker.model.consumer import Loader
-from worker.model.index import IndexedModel
-from worker.sinks.index import ModelIndex  # noqa: E402
+from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind  # noqa: E402
+from worker.model.consumer import Consumer, Loader  # noqa: E402
+from worker.model.index import IndexedModel  # noqa: E402
+from worker.pipeline.impact_run import assess_index  # noqa: E402
+from worker.sinks.index import BUILT, ModelIndex, gc_paused  # noqa: E402
+
+GOALS_S = {"add one consumer": 1.0, "replace all 20": 5.0}
 
 FIXTURES = [
     ROOT.parent / "shared/fixtures/tf-real/artifacts",
@@ -127,11 +148,55 @@ def cold() -> None:
     edges_module._TYPES.clear()
 
 
+def new_fleet(catalog: Catalog, fleet: list[Consumer]) -> list[Consumer]:
+    """As many consumers as the fleet, each defined unlike any of its consumers (other
+    patch releases and loaders), so every model is checked against every one of them:
+    a renamed copy would take the recorded verdict without a check."""
+    taken = {consumer_digest(c) for c in fleet}
+    fresh: list[Consumer] = []
+    for release in reversed(catalog.releases):
+        for loader in Loader:
+            if release.registry_version is None or len(fresh) == len(fleet):
+                continue
+            candidate = catalog.consumer(release.version, loader, name=f"next-{len(fresh)}")
+            if consumer_digest(candidate) not in taken:
+                taken.add(consumer_digest(candidate))
+                fresh.append(candidate)
+    return fresh
+
+
+def default_redis_url() -> str:
+    port = os.environ.get("TFCOMPAT_TEST_REDIS_PORT", "6379")
+    return os.environ.get("TFCOMPAT_BENCH_REDIS_URL", f"redis://127.0.0.1:{port}/6")
+
+
+def clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def since(started: tuple[float, float]) -> tuple[float, float]:
+    """(wall s, CPU s) since `clocks()` returned `started`."""
+    return time.perf_counter() - started[0], time.process_time() - started[1]
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", type=int, default=10_000)
     parser.add_argument("--consumers", type=int, default=20)
+    parser.add_argument("--redis-url", default=default_redis_url())
+    parser.add_argument("--baseline", choices=["checked", "recorded"], default=None)
+    parser.add_argument(
+        "--distinct",
+        type=int,
+        default=10_000,
+        help="models built; beyond that, entries are copies of them under other keys "
+        "(as costly to decode: every entry is decoded on its own)",
+    )
+    parser.add_argument(
+        "--scenarios", default="add,upgrade,replace", help="which of add,upgrade,replace to time"
+    )
     args = parser.parse_args()
+    baseline_mode = args.baseline or "checked"
     rng = random.Random(7)
     catalog = load_catalog()
     loaders = list(Loader)
@@ -143,79 +208,111 @@ def main() -> int:
     registry = catalog.consumer("2.21").registry
     assert registry is not None
     extra_ops = sorted(registry.ops)[:400]
-    client = redis.Redis(db=6)
+    client = redis.Redis.from_url(args.redis_url)
     client.flushdb()
     index = ModelIndex(client, NoReports(), [], "r/")
+    digests = {c.name: consumer_digest(c) for c in fleet}
 
     t = time.perf_counter()
-    models = []
-    for n in range(args.models):
+    checks = 0
+    batch: list[IndexedModel] = []
+    distinct = min(args.models, args.distinct)
+    stored: list[IndexedModel] = []
+    for n in range(distinct):
         artifact = vary(rng.choice(bases), rng, extra_ops, n)
-        models.append(
-            IndexedModel(
-                "models",
-                f"m{n}/saved_model.pb",
-                None,
-                "models",
-                f"r/m{n}.json",
-                "compatible",
-                (artifact,),
-                {},
-                {},
-            )
+        model = IndexedModel(
+            "models", f"m{n}/saved_model.pb", None, "models", f"r/m{n}.json", "compatible",
+            (artifact,), {c.name: "loads" for c in fleet}, dict(digests),
+        )  # fmt: skip
+        batch.append(model)
+        if len(batch) == 1000 or n == distinct - 1:
+            if baseline_mode == "checked":
+                baseline = assess(
+                    [replace(m, verdicts={}, consumer_digests={}) for m in batch],
+                    fleet,
+                    history=catalog,
+                )
+                checks += baseline.checks
+                batch = [
+                    replace(
+                        m.model,
+                        verdicts=m.verdicts_after,
+                        consumer_digests=digests,
+                        status=m.status_after,
+                    )
+                    for m in baseline.models
+                ]
+            index.put_many(batch)
+            stored += batch if distinct < args.models else []
+            batch = []
+    for start in range(distinct, args.models, 1000):  # copies under other keys
+        index.put_many(
+            replace(stored[n % distinct], key=f"m{n}/saved_model.pb", report_key=f"r/m{n}.json")
+            for n in range(start, min(start + 1000, args.models))
         )
+    del stored
+    client.set(BUILT, "1")
     print(
-        f"setup: {args.models} models from {len(bases)} real fixtures "
-        f"({time.perf_counter() - t:.1f}s)",
-        file=sys.stderr,
-    )
-    t = time.perf_counter()
-    baseline = assess(models, fleet, history=catalog)
-    digests = {c.name: consumer_digest(c) for c in fleet}
-    for m in baseline.models:
-        index.put(
-            replace(
-                m.model, verdicts=m.verdicts_after, consumer_digests=digests, status=m.status_after
-            )
-        )
-    client.set("tfcompat:index:v1:built", "1")
-    print(
-        f"baseline: {baseline.checks} checks, index stored ({time.perf_counter() - t:.1f}s)",
+        f"setup: {args.models} models ({distinct} distinct) from {len(bases)} real "
+        "fixtures, baseline "
+        f"{baseline_mode} ({checks} checks), stored ({time.perf_counter() - t:.0f} s)",
         file=sys.stderr,
     )
 
     upgraded = list(fleet)
     upgraded[3] = catalog.consumer("2.21", upgraded[3].loader, name=upgraded[3].name)
-    scenarios = {
-        "add one consumer": fleet + [catalog.consumer("2.16", name="new-edge")],
-        "upgrade one consumer": upgraded,
-        "replace all 20": [replace(c, name=f"{c.name}-next") for c in fleet],
+    every = {
+        "add": ("add one consumer", [*fleet, catalog.consumer("2.16", name="new-edge")]),
+        "upgrade": ("upgrade one consumer", upgraded),
+        "replace": (f"replace all {args.consumers}", new_fleet(catalog, fleet)),
     }
-    rows = [("scenario", "models", "checks", "load s", "check s", "total s", "models/s")]
+    scenarios = dict(every[s] for s in args.scenarios.split(","))
+    header = ("scenario", "models", "checks", "load s", "total s", "in memory s", "CPU total s")
+    table = [header]
     for name, consumers in scenarios.items():
         cold()
-        t0 = time.perf_counter()
-        loaded = list(index.models())
-        t1 = time.perf_counter()
-        impact = assess(loaded, consumers, history=catalog)
-        t2 = time.perf_counter()
-        rows.append(
+        started = clocks()
+        with gc_paused():
+            examined = sum(1 for _ in index.models())
+        load_wall, _ = since(started)
+        cold()
+        started = clocks()
+        impact = assess_index(index, consumers, history=catalog)  # as `fleet impact` runs it
+        total_wall, total_cpu = since(started)
+        assert impact.examined == examined
+        del impact.models[:]
+        with gc_paused():
+            loaded = list(index.models())
+            cold()
+            started = clocks()
+            assess(loaded, consumers, history=catalog)
+            memory_wall, memory_cpu = since(started)
+        del loaded
+        table.append(
             (
                 name,
                 str(impact.examined),
                 str(impact.checks),
-                f"{t1 - t0:.2f}",
-                f"{t2 - t1:.2f}",
-                f"{t2 - t0:.2f}",
-                f"{impact.examined / (t2 - t0):.0f}",
+                f"{load_wall:.2f}",
+                f"{total_wall:.2f}",
+                f"{memory_wall:.2f}",
+                f"{total_cpu:.2f}",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
+        goal = GOALS_S.get(name.replace(str(args.consumers), "20"))
+        row(
+            f"fleet impact: {name}, {args.models:,} models x {args.consumers} consumers",
+            f"{total_wall:.2f} s wall ({load_wall:.2f} s of it loading), {total_cpu:.2f} s CPU",
+            f"same checks on models in memory {memory_wall:.2f} s wall, {memory_cpu:.2f} s CPU",
+            f"<= {goal} s" if goal else "",
+            (total_wall <= goal) if goal else None,
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for line in table:
         print(
             "  ".join(
                 c.rjust(w) if i else c.ljust(w)
-                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
             )
         )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -11,20 +11,25 @@ For every release in RECIPES (or those named with --releases) this script
    interpreter, writing ``<build>/manifests/tf-<version>.json``;
 
 and then packs *every* manifest found in ``<build>/manifests`` into one
-compact, delta-encoded file, ``worker/catalog/data/registries.json.gz``
-(format ``tfcompat-registries/1``, see ``pack_registries``).
+file, ``worker/catalog/data/registries.jsonl`` (format
+``tfcompat-registries/2``, see ``pack_registries``): a header line naming, per
+release, what changed since the previous one, then each distinct OpDef once,
+one per line, so the catalog reads the header at start-up and decodes an
+OpDef only when a check asks for it.  ``--from-packed FILE`` repacks the
+releases of an already packed file (either format) instead of manifests.
 
 It is idempotent: a release whose venv is READY is not reinstalled and a
 release whose manifest exists is not dumped again, unless ``--force``
 (reinstall and re-dump) or ``--redump`` (re-dump only, e.g. after a change to
-dump_manifest.py).  The packed file is written with sorted keys and a fixed
-gzip mtime, so packing the same registries again gives identical bytes.
+dump_manifest.py).  The packed file is written with sorted keys, so packing the
+same registries again gives identical bytes.
 
 Usage (Python 3.11, standard library only)::
 
     python3 tools/build_registries.py                        # every release
     python3 tools/build_registries.py --releases 2.12,1.15   # minor or full version
     python3 tools/build_registries.py --pack-only            # just repack manifests
+    python3 tools/build_registries.py --pack-only --from-packed FILE   # repack a packed file
     python3 tools/build_registries.py --workdir /scratch     # /scratch/tfenvs, ...
 
 Per-release pip output goes to ``<build>/logs/<version>.log``; progress to
@@ -37,7 +42,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import gzip
-import io
 import json
 import os
 import re
@@ -47,7 +51,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, TypedDict
+from typing import IO, Any, TypedDict, cast
 
 
 class Recipe(TypedDict):
@@ -108,11 +112,11 @@ RECIPES: dict[str, Recipe] = {
     "2.21.0": _r("3.11", "tensorflow-cpu==2.21.0"),
 }
 
-REGISTRY_FORMAT = "tfcompat-registries/1"
+REGISTRY_FORMAT = "tfcompat-registries/2"
 MANIFEST_FORMAT = "tfcompat-manifest/1"
 REPO = Path(__file__).resolve().parents[1]
 DUMPER = REPO / "worker" / "fleet" / "dump_manifest.py"
-DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "registries.json.gz"
+DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "registries.jsonl"
 
 # OpDef fields that never matter for load compatibility, stripped when packing:
 # the documentation strings of the op and of each input/output arg and attr.
@@ -286,19 +290,24 @@ def load_manifests(manifest_dir: Path) -> list[dict[str, Any]]:
     return found
 
 
-def pack_registries(manifests: list[dict[str, Any]]) -> dict[str, Any]:
-    """The registries document: releases by version, each op set as a delta.
+class ReleaseRecord(TypedDict):
+    """One release as the packed file keeps it: its numbers and its stripped OpDefs."""
 
-    ``set`` holds the ops added or changed since the previous release of the
-    list (all of them for the first), ``removed`` the names that went away.
-    """
-    releases = []
-    prev: dict[str, dict[str, Any]] = {}
+    version: str
+    git_version: str | None
+    graph_def_version: dict[str, Any]
+    checkpoint_version: dict[str, Any]
+    python: str | None
+    package: str | None
+    ops: dict[str, dict[str, Any]]  # op name -> OpDef JSON without documentation
+
+
+def records_from_manifests(manifests: list[dict[str, Any]]) -> list[ReleaseRecord]:
+    records: list[ReleaseRecord] = []
     for m in manifests:
         version = m["tensorflow"]["version"]
-        ops = {op["name"]: strip_op(op) for op in m["ops"]}
         recipe = RECIPES.get(version)
-        releases.append(
+        records.append(
             {
                 "version": version,
                 "git_version": m["tensorflow"].get("git_version"),
@@ -308,45 +317,97 @@ def pack_registries(manifests: list[dict[str, Any]]) -> dict[str, Any]:
                 },
                 "python": m.get("python"),
                 "package": recipe["package"] if recipe else None,
-                "set": {name: op for name, op in ops.items() if prev.get(name) != op},
-                "removed": sorted(name for name in prev if name not in ops),
+                "ops": {op["name"]: strip_op(op) for op in m["ops"]},
             }
         )
-        prev = ops
-    return {"format": REGISTRY_FORMAT, "releases": releases}
+    return sorted(records, key=lambda r: version_key(r["version"]))
 
 
-def unpack_registries(doc: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Replay the deltas: {version: {op name: OpDef JSON}}."""
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    cur: dict[str, dict[str, Any]] = {}
+def records_from_packed(blob: bytes) -> list[ReleaseRecord]:
+    """The releases of a packed file, any format: repacking needs no manifests."""
+    text = gzip.decompress(blob) if blob[:2] == b"\x1f\x8b" else blob  # v1 was gzipped
+    head, _, rest = text.partition(b"\n")
+    doc = json.loads(head)
+    if doc.get("format") == "tfcompat-registries/1":
+        pool: list[dict[str, Any]] = []
+        for rel in doc["releases"]:  # v1 keeps OpDefs inline in each delta
+            for name, op in rel["set"].items():
+                rel["set"][name] = len(pool)
+                pool.append(op)
+    elif doc.get("format") == REGISTRY_FORMAT:
+        pool = [json.loads(line) for line in rest.split(b"\n")]
+    else:
+        raise RuntimeError(f"not a packed registry file (format {doc.get('format')!r})")
+    records: list[ReleaseRecord] = []
+    current: dict[str, dict[str, Any]] = {}
     for rel in doc["releases"]:
-        cur = {k: v for k, v in cur.items() if k not in set(rel["removed"])}
-        cur.update(rel["set"])
-        out[rel["version"]] = cur
-    return out
+        current = {k: v for k, v in current.items() if k not in set(rel["removed"])}
+        current.update({name: pool[i] for name, i in rel["set"].items()})
+        record = {k: v for k, v in rel.items() if k not in ("set", "removed")}
+        records.append(cast(ReleaseRecord, {**record, "ops": current}))
+    return records
 
 
-def encode(doc: dict[str, Any]) -> bytes:
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
-        gz.write(text.encode("ascii"))
-    return buf.getvalue()
+def pack_registries(records: list[ReleaseRecord]) -> tuple[dict[str, Any], list[str]]:
+    """The header and the op pool of the packed file.
+
+    The pool holds every distinct OpDef once, as canonical JSON text, in order of
+    first appearance (release by release, ops by name). Each release names the
+    pool entries it sets since the previous release (all of them for the first)
+    and the ops that went away, so the header stays small and a reader decodes
+    only the OpDefs a check asks for.
+    """
+    pool: list[str] = []
+    where: dict[str, int] = {}
+    texts: dict[int, str] = {}  # by id: releases replayed from a packed file share dicts
+    releases = []
+    prev: dict[str, int] = {}
+    for record in sorted(records, key=lambda r: version_key(r["version"])):
+        now: dict[str, int] = {}
+        for name in sorted(record["ops"]):
+            op = record["ops"][name]
+            text = texts.get(id(op))
+            if text is None:
+                text = texts[id(op)] = json.dumps(op, sort_keys=True, separators=(",", ":"))
+            if text not in where:
+                where[text] = len(pool)
+                pool.append(text)
+            now[name] = where[text]
+        releases.append(
+            {
+                **{k: v for k, v in record.items() if k != "ops"},
+                "set": {name: i for name, i in now.items() if prev.get(name) != i},
+                "removed": sorted(name for name in prev if name not in now),
+            }
+        )
+        prev = now
+    return {"format": REGISTRY_FORMAT, "releases": releases, "pool_size": len(pool)}, pool
 
 
-def write_registry(manifest_dir: Path, output: Path) -> None:
-    manifests = load_manifests(manifest_dir)
-    if not manifests:
-        raise SystemExit(f"build_registries: no manifests in {manifest_dir}")
-    doc = pack_registries(manifests)
-    blob = encode(doc)
-    # Self-check: decoding and replaying gives back every manifest's registry.
-    replay = unpack_registries(json.loads(gzip.decompress(blob)))
-    for m in manifests:
-        if replay[m["tensorflow"]["version"]] != {op["name"]: strip_op(op) for op in m["ops"]}:
-            raise RuntimeError(f"self-check failed for {m['tensorflow']['version']}")
-    for rel in doc["releases"]:
+def unpack_registries(blob: bytes) -> dict[str, dict[str, dict[str, Any]]]:
+    """Replay a packed file: {version: {op name: OpDef JSON}}."""
+    return {r["version"]: r["ops"] for r in records_from_packed(blob)}
+
+
+def encode(header: dict[str, Any], pool: list[str]) -> bytes:
+    """One header line, then one OpDef per line; uncompressed, since the catalog reads
+    it on every start and inflating cost more than the rest of reading it. Written
+    from sorted keys only, so the same registries always give the same bytes."""
+    head = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "\n".join([head, *pool]).encode("ascii")
+
+
+def write_registry(records: list[ReleaseRecord], output: Path) -> None:
+    if not records:
+        raise SystemExit("build_registries: no releases to pack")
+    header, pool = pack_registries(records)
+    blob = encode(header, pool)
+    # Self-check: decoding and replaying gives back every release's registry.
+    replay = unpack_registries(blob)
+    for record in records:
+        if replay[record["version"]] != record["ops"]:
+            raise RuntimeError(f"self-check failed for {record['version']}")
+    for rel in header["releases"]:
         log(
             f"pack:   {rel['version']:<8} {len(rel['set']):4d} ops set, "
             f"{len(rel['removed']):3d} removed, GraphDef {rel['graph_def_version']['producer']}"
@@ -359,8 +420,8 @@ def write_registry(manifest_dir: Path, output: Path) -> None:
         tmp.write_bytes(blob)
         os.replace(tmp, output)
         log(f"pack: wrote {output} ({len(blob)} bytes)")
-    first, last = doc["releases"][0]["version"], doc["releases"][-1]["version"]
-    log(f"pack: {len(doc['releases'])} releases, {first} .. {last}")
+    first, last = header["releases"][0]["version"], header["releases"][-1]["version"]
+    log(f"pack: {len(header['releases'])} releases, {first} .. {last}, {len(pool)} distinct ops")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,9 +452,15 @@ def main(argv: list[str] | None = None) -> int:
         "--output",
         type=Path,
         default=DEFAULT_OUTPUT,
-        help="packed registry (default: worker/catalog/data/registries.json.gz)",
+        help="packed registry (default: worker/catalog/data/registries.jsonl)",
     )
     p.add_argument("--no-pack", action="store_true", help="install and dump only")
+    p.add_argument(
+        "--from-packed",
+        type=Path,
+        help="repack the releases of this packed file (either format) instead of the "
+        "manifests; with --pack-only, converts the shipped file without TensorFlow",
+    )
     p.add_argument("--pack-only", action="store_true", help="only pack existing manifests")
     p.add_argument("--list", action="store_true", help="print the recipe table and exit")
     args = p.parse_args(argv)
@@ -426,7 +493,11 @@ def main(argv: list[str] | None = None) -> int:
                     failures[version] = str(exc)
                     log(f"{version}: FAILED: {exc}")
     if not args.no_pack:
-        write_registry(build / "manifests", args.output)
+        if args.from_packed:
+            records = records_from_packed(args.from_packed.read_bytes())
+        else:
+            records = records_from_manifests(load_manifests(build / "manifests"))
+        write_registry(records, args.output)
     if failures:
         log("failed: " + ", ".join(f"{v} ({why})" for v, why in sorted(failures.items())))
         return 1

@@ -33,6 +33,7 @@ from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
 from worker.pipeline.reevaluate import reevaluate
 from worker.pipeline.services import build_services
 from worker.settings import Settings
+from worker.sinks.index import HASH
 
 pytestmark = pytest.mark.services
 DB = 10
@@ -80,7 +81,7 @@ def indexed(endpoint: str, logs: Path, tmp_path: Path) -> Iterator[dict[str, Any
             )
         tags = {p: wait_for_tags(client, "fleet-models", f"{p}/saved_model.pb") for p in MODELS}
         wait_until(
-            lambda: redis.Redis(port=REDIS_PORT, db=DB).hlen("tfcompat:index:v1") == len(MODELS),
+            lambda: redis.Redis(port=REDIS_PORT, db=DB).hlen(HASH) == len(MODELS),
             30,
             "the index to hold every model",
         )
@@ -98,9 +99,7 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
         for p, t in indexed["tags"].items()
     )
 
-    redis.Redis(
-        port=REDIS_PORT, db=DB
-    ).flushdb()  # the index must come back from the stored reports
+    redis.Redis(port=REDIS_PORT, db=DB).flushdb()  # the index must come back from the reports
 
     impact = subprocess.run(
         cli("fleet", "impact", "--fleet", str(indexed["after"]), "--json"),
@@ -163,8 +162,9 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
 def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
     endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from worker.pipeline.reevaluate import FLEET_APPLIED, claim_fleet_change
+    from worker.pipeline.reevaluate import claim_fleet_change
     from worker.pipeline.services import build_checker
+    from worker.sinks.index import FLEET_APPLIED
 
     for name, value in AWS_ENV.items():
         monkeypatch.setenv(name, value)
@@ -180,10 +180,9 @@ def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
     assert claim_fleet_change(settings, enqueued.append)
     assert not claim_fleet_change(settings, enqueued.append)  # a second worker starting
     assert enqueued == [str(fleet)]
-    redis.Redis(port=REDIS_PORT, db=DB).set(FLEET_APPLIED, build_checker(settings).fleet_digest)
-    redis.Redis(port=REDIS_PORT, db=DB).delete(
-        *redis.Redis(port=REDIS_PORT, db=DB).keys(f"{FLEET_APPLIED}:claim:*")
-    )
+    client = redis.Redis(port=REDIS_PORT, db=DB)
+    client.set(FLEET_APPLIED, build_checker(settings).fleet_digest)
+    client.delete(*client.keys(f"{FLEET_APPLIED}:claim:*"))
     assert not claim_fleet_change(settings, enqueued.append)  # already applied
 
 

@@ -4,14 +4,19 @@ lost cache is rebuilt from the stored reports, current versions only."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
+import redis
 
+from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
 from tests.truth import FIXTURE_SETS
+from worker.errors import ConfigError, TransientError
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
-from worker.sinks.index import BUILT, HASH, ModelIndex, decode_model, encode_model
+from worker.sinks.index import BUILT, HASH, PARTS, ModelIndex
+from worker.sinks.index_codec import Decoder, Encoder
 
 PATHS = (
     sorted(p.parent for s in FIXTURE_SETS for p in (s / "artifacts").glob("*/*/saved_model.pb"))[
@@ -42,7 +47,9 @@ def test_index_entries_round_trip_exactly(path: Any) -> None:
         ("2.12.0-2.21.x",),
         ("team",),
     )
-    decoded = decode_model(encode_model(model))
+    encoder = Encoder()
+    blob = encoder.entry(model)
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(blob)
     assert decoded == model
     for a, b in zip(decoded.artifacts, model.artifacts, strict=True):
         for ga, gb in zip(a.graphs(), b.graphs(), strict=True):
@@ -50,13 +57,24 @@ def test_index_entries_round_trip_exactly(path: Any) -> None:
 
 
 class FakeRedis:
-    """Just the hash commands the index uses, for a test that needs no server."""
+    """Just the commands the index uses, for a test that needs no server."""
 
     def __init__(self) -> None:
         self.data: dict[str, Any] = {}
 
-    def hset(self, name: str, key: str, value: bytes) -> None:
-        self.data.setdefault(name, {})[key] = value
+    def hset(
+        self, name: str, key: str | None = None, value: bytes | None = None, mapping: Any = None
+    ) -> None:
+        target = self.data.setdefault(name, {})
+        if key is not None:
+            target[key] = value
+        target.update(mapping or {})
+
+    def hget(self, name: str, key: str) -> bytes | None:
+        return self.data.get(name, {}).get(key)  # type: ignore[no-any-return]
+
+    def hgetall(self, name: str) -> dict[str, bytes]:
+        return dict(self.data.get(name, {}))
 
     def hdel(self, name: str, key: str) -> None:
         self.data.get(name, {}).pop(key, None)
@@ -64,14 +82,8 @@ class FakeRedis:
     def hlen(self, name: str) -> int:
         return len(self.data.get(name, {}))
 
-    def hkeys(self, name: str) -> list[str]:
-        return list(self.data.get(name, {}))
-
-    def hmget(self, name: str, keys: list[str]) -> list[bytes | None]:
-        return [self.data.get(name, {}).get(k) for k in keys]
-
-    def hscan_iter(self, name: str, count: int = 0) -> Any:
-        return iter(list(self.data.get(name, {}).items()))
+    def hscan(self, name: str, cursor: int = 0, count: int = 0) -> tuple[int, dict[str, bytes]]:
+        return 0, dict(self.data.get(name, {}))
 
     def exists(self, name: str) -> bool:
         return name in self.data
@@ -79,13 +91,14 @@ class FakeRedis:
     def set(self, name: str, value: str) -> None:
         self.data[name] = value
 
-    def delete(self, name: str) -> None:
-        self.data.pop(name, None)
+    def delete(self, *names: str) -> None:
+        for name in names:
+            self.data.pop(name, None)
 
     def hsetnx(self, name: str, key: str, value: bytes) -> None:
         self.data.setdefault(name, {}).setdefault(key, value)
 
-    def pipeline(self) -> FakeRedis:
+    def pipeline(self, transaction: bool = True) -> FakeRedis:
         return self
 
     def execute(self) -> None:
@@ -143,3 +156,112 @@ def test_a_rebuild_never_overwrites_an_entry_a_worker_put_meanwhile() -> None:
     index.rebuild()
     assert [m.status for m in index.models()] == ["incompatible"]
     json.dumps([m.verdicts for m in index.models()])
+
+
+def _model(key: str, artifacts: tuple[Any, ...] = ()) -> IndexedModel:
+    return IndexedModel("m", key, None, "m", f"r/{key}.json", "compatible", artifacts, {}, {})
+
+
+def test_models_read_back_share_one_object_per_distinct_part() -> None:
+    (artifact,) = read_path(str(PATHS[0]))
+    index = ModelIndex(FakeRedis(), Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    for n in range(3):
+        index.put(_model(f"k{n}", (replace(artifact, path=f"p{n}"),)))
+    graphs = [m.artifacts[0].graphs()[0] for m in index.models()]
+    assert len(graphs) == 3 and graphs[0] == graphs[1] == graphs[2]
+    assert graphs[0].edges is graphs[1].edges is graphs[2].edges
+    ops = [m.artifacts[0].meta_graphs[0].producer_ops for m in index.models()]
+    for name, op in ops[0].items():
+        assert ops[1][name] is op
+
+
+def test_a_part_written_after_the_pass_began_is_fetched() -> None:
+    (artifact,) = read_path(str(PATHS[0]))
+    encoder = Encoder()
+    blob = encoder.entry(_model("k", (artifact,)))
+    fetched: list[str] = []
+
+    def fetch(ref: str) -> bytes | None:
+        fetched.append(ref)
+        return encoder.parts.get(ref)
+
+    assert Decoder({}, fetch).entry(blob).artifacts == (artifact,)
+    assert sorted(fetched) == sorted(encoder.parts)
+
+
+def test_an_entry_whose_parts_are_gone_is_skipped_not_fatal() -> None:
+    (artifact,) = read_path(str(PATHS[0]))
+    client = FakeRedis()
+    index = ModelIndex(client, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    index.put(_model("broken", (artifact,)))
+    client.delete(PARTS)
+    index.put(_model("empty"))
+    assert [m.key for m in index.models()] == ["empty"]
+
+
+@pytest.fixture
+def real_redis() -> Any:
+    client = redis.Redis.from_url(redis_url(13))
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS_HOST}:{REDIS_PORT}")
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+@pytest.mark.services
+def test_a_redis_that_does_not_answer_is_a_transient_error() -> None:
+    client = redis.Redis(host=REDIS_HOST, port=1, socket_connect_timeout=1)  # nothing listens
+    index = ModelIndex(client, Reports({}, {}), ["m"], "r/")
+    with pytest.raises(TransientError, match="Redis unavailable"):
+        index.count()
+    with pytest.raises(TransientError):
+        index.put(_model("k"))
+    with pytest.raises(TransientError):
+        list(index.models())
+
+
+@pytest.mark.services
+def test_a_key_of_ours_holding_another_type_is_a_config_error(real_redis: Any) -> None:
+    real_redis.set(BUILT, "1")
+    real_redis.set(HASH, "not a hash")
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    with pytest.raises(ConfigError, match="another type"):
+        index.count()
+
+
+@pytest.mark.services
+def test_entries_round_trip_through_a_real_redis(real_redis: Any) -> None:
+    artifacts = tuple(read_path(str(PATHS[0])))
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    models = [_model(f"k{n}", artifacts) for n in range(2500)]  # more than one HSCAN batch
+    for model in models:
+        index.put(model)
+    assert sorted(index.models(), key=lambda m: m.key) == sorted(models, key=lambda m: m.key)
+    assert index.count() == 2500
+
+
+@pytest.mark.services
+def test_one_worker_claims_a_fleet_change_and_the_applied_fleet_is_remembered(
+    real_redis: Any,
+) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    assert index.applied_fleet() is None
+    assert index.claim_fleet_change("d1")
+    assert not index.claim_fleet_change("d1")
+    assert index.claim_fleet_change("d2")
+    index.record_applied_fleet("d1")
+    assert index.applied_fleet() == "d1"
+
+
+@pytest.mark.services
+def test_a_rebuild_drops_the_index_of_the_previous_format(real_redis: Any) -> None:
+    real_redis.hset("tfcompat:index:v1", "m/a", b"old")
+    real_redis.set("tfcompat:index:v1:built", "1")
+    ModelIndex(real_redis, Reports({}, {}), ["m"], "r/").rebuild()
+    assert not real_redis.exists("tfcompat:index:v1", "tfcompat:index:v1:built")

@@ -17,7 +17,17 @@ load ("Op type not registered"). Measured with the fixture matrix: the
 
 from __future__ import annotations
 
+import functools
+
 from packaging.version import Version
+
+
+@functools.lru_cache(maxsize=1024)
+def release_version(release: str) -> Version:
+    """A release number, parsed once per process: the catalog asks for the same hundred
+    numbers on every check, and parsing one costs more than checking a small model."""
+    return Version(release)
+
 
 IGNORES_UNKNOWN_ATTRS_FROM = Version("2.5.0")
 
@@ -26,8 +36,8 @@ VALIDATES_LIBRARY_AT_LOAD_FROM = Version("1.14.0")
 
 
 def rejects_unknown_attrs(release: str) -> bool:
-    return Version(release) < IGNORES_UNKNOWN_ATTRS_FROM
+    return release_version(release) < IGNORES_UNKNOWN_ATTRS_FROM
 
 
 def validates_library_at_load(release: str) -> bool:
-    return Version(release) >= VALIDATES_LIBRARY_AT_LOAD_FROM
+    return release_version(release) >= VALIDATES_LIBRARY_AT_LOAD_FROM

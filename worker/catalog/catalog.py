@@ -3,9 +3,10 @@
 Two data files ship with the package, both built from real TensorFlow:
 - `data/releases.json`: every release on PyPI with the numbers from its
   wheel's `version.h` (`tools/scan_release_versions.py`);
-- `data/registries.json.gz`: the op registry of each release installed and
-  dumped with `dump_manifest.py` (`tools/build_registries.py`), delta-encoded
-  release to release.
+- `data/registries.jsonl`: the op registry of each release installed and
+  dumped with `dump_manifest.py` (`tools/build_registries.py`), each distinct
+  OpDef once; read lazily (`registries.ShippedRegistries`), so a check pays
+  for the OpDefs it looks up, not for 25 registries.
 
 A release without its own registry borrows the registry of the closest
 release of the same minor version, and says so; a minor with no registry at
@@ -16,19 +17,21 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import gzip
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
-from importlib import resources
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
-from worker.catalog.opdefs import OpDefCache
+from worker.catalog.behaviour import (
+    rejects_unknown_attrs,
+    release_version,
+    validates_library_at_load,
+)
+from worker.catalog.registries import ShippedRegistries
 from worker.errors import UnknownRelease
-from worker.model.artifact import OpDef, VersionDef
+from worker.model.artifact import VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 
 DAILY_SINCE = dt.date(2019, 5, 9)
@@ -47,29 +50,32 @@ class Release:
 
     @property
     def key(self) -> Version:
-        return Version(self.version)
+        return release_version(self.version)
 
     @property
     def minor(self) -> str:
         return f"{self.key.major}.{self.key.minor}"
 
 
+DATA = Path(__file__).with_name("data")
+
+
 def _read_data(name: str) -> bytes | None:
+    # A plain path, not importlib.resources: the package is always installed as files,
+    # and importing resources costs a fifth of a small check.
     try:
-        return resources.files("worker.catalog").joinpath("data", name).read_bytes()
+        return (DATA / name).read_bytes()
     except FileNotFoundError:
         return None
 
 
 class Catalog:
-    """Releases, their registries (parsed lazily) and the history of every op."""
+    """Releases, their registries (read lazily) and the history of every op."""
 
     def __init__(
-        self, releases_doc: dict[str, Any] | None, registries_doc: dict[str, Any] | None
+        self, releases_doc: dict[str, Any] | None, registries: ShippedRegistries | None
     ) -> None:
-        self._deltas: list[dict[str, Any]] = list((registries_doc or {}).get("releases", []))
-        self._deltas.sort(key=lambda r: Version(r["version"]))
-        self._cache = OpDefCache()
+        self._shipped = registries
         self._registries: dict[str, Registry] = {}
         self._anchor: tuple[dt.date, int] | None = None
         self._range_consumers: list[Consumer] | None = None
@@ -78,19 +84,25 @@ class Catalog:
             release = _release(row)
             if release is not None:  # None: a wheel without version.h, nothing to go on
                 by_version[row["version"]] = release
-        for row in self._deltas:  # registries carry their release's numbers too
+        shipped_rows = registries.releases if registries else []
+        for row in shipped_rows:  # registries carry their release's numbers too
             release = _release(row)
             if release is not None:
                 by_version.setdefault(row["version"], release)
         anchor = (releases_doc or {}).get("graph_def_daily_anchor")
         if anchor:
             self._anchor = (dt.date.fromisoformat(anchor["date"]), int(anchor["graph_def_version"]))
-        with_registry = [r["version"] for r in self._deltas]
-        releases = []
-        for release in sorted(by_version.values(), key=lambda r: r.key):
-            stand_in = _closest_same_minor(release.version, with_registry)
-            releases.append(Release(**{**release.__dict__, "registry_version": stand_in}))
-        self.releases: tuple[Release, ...] = tuple(releases)
+        with_registry: dict[tuple[int, int], list[Version]] = {}
+        for row in shipped_rows:
+            shipped = release_version(row["version"])
+            with_registry.setdefault((shipped.major, shipped.minor), []).append(shipped)
+        keyed = sorted(((r.key, r) for r in by_version.values()), key=lambda kr: kr[0])
+        self.releases: tuple[Release, ...] = tuple(
+            replace(release, registry_version=_closest_same_minor(key, with_registry))
+            for key, release in keyed
+        )
+        # (major, minor, key) per release, parsed once: Version's properties are slow.
+        self._keys = [(k.major, k.minor, k) for k, _ in keyed]
 
     # --- releases ------------------------------------------------------------------------
 
@@ -103,14 +115,14 @@ class Catalog:
             raise UnknownRelease(f"'{spec}' is not a TensorFlow version number") from None
         parts = text.split(".")
         if len(parts) >= 3:
-            for release in self.releases:
-                if release.key == wanted:
+            for (_, _, key), release in zip(self._keys, self.releases, strict=True):
+                if key == wanted:
                     return release
         elif len(parts) == 2:
             matching = [
-                r
-                for r in self.releases
-                if (r.key.major, r.key.minor) == (wanted.major, wanted.minor)
+                release
+                for (major, minor, _), release in zip(self._keys, self.releases, strict=True)
+                if (major, minor) == (wanted.major, wanted.minor)
             ]
             if matching:
                 return matching[-1]
@@ -121,26 +133,19 @@ class Catalog:
         )
 
     def registry(self, release: Release) -> Registry | None:
-        if release.registry_version is None:
+        """The release's op registry (its own or its stand-in's); None without one.
+
+        Cheap: the ops are looked up in the shipped pool only when a check asks."""
+        if release.registry_version is None or self._shipped is None:
             return None
-        found = self._registries.get(release.registry_version)
+        found = self._registries.get(release.version)
         if found is None:
-            ops = self._ops_at(release.registry_version)
             source = f"catalog {release.registry_version}"
             if release.registry_version != release.version:
                 source += f" (standing in for {release.version})"
-            found = self._registries[release.registry_version] = Registry(ops, source)
+            ops = self._shipped.ops(release.registry_version)
+            found = self._registries[release.version] = Registry(ops, source)
         return found
-
-    def _ops_at(self, version: str) -> dict[str, OpDef]:
-        current: dict[str, dict[str, Any]] = {}
-        for delta in self._deltas:
-            for name in delta["removed"]:
-                current.pop(name, None)
-            current.update(delta["set"])
-            if delta["version"] == version:
-                break
-        return {name: self._cache.get(op) for name, op in current.items()}
 
     def consumer(
         self, spec: str, loader: Loader = Loader.SAVED_MODEL_V1, name: str | None = None
@@ -150,38 +155,14 @@ class Catalog:
 
     # --- history (worker.compat.check.History) --------------------------------------------
 
-    @functools.cached_property
-    def _op_history(self) -> dict[str, tuple[str, str]]:
-        """op -> (first release with a registry that has it, last such release)."""
-        history: dict[str, tuple[str, str]] = {}
-        current: set[str] = set()
-        for delta in self._deltas:
-            current -= set(delta["removed"])
-            current |= set(delta["set"])
-            for op in current:
-                first = history.get(op, (delta["version"], delta["version"]))[0]
-                history[op] = (first, delta["version"])
-        return history
-
-    @functools.cached_property
-    def _attr_history(self) -> dict[tuple[str, str], str]:
-        first: dict[tuple[str, str], str] = {}
-        for delta in self._deltas:
-            for op, data in delta["set"].items():
-                for attr in data.get("attr", []):
-                    first.setdefault((op, attr["name"]), delta["version"])
-        return first
-
     def op_introduced(self, op: str) -> str | None:
-        found = self._op_history.get(op)
-        return found[0] if found else None
+        return self._shipped.op_introduced(op) if self._shipped else None
 
     def op_last_release(self, op: str) -> str | None:
-        found = self._op_history.get(op)
-        return found[1] if found else None
+        return self._shipped.op_last_release(op) if self._shipped else None
 
     def attr_introduced(self, op: str, attr: str) -> str | None:
-        return self._attr_history.get((op, attr))
+        return self._shipped.attr_introduced(op, attr) if self._shipped else None
 
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         """The day a binary with this TF_GRAPH_DEF_VERSION was built (bumped daily since
@@ -215,7 +196,7 @@ class Catalog:
         return list(self._range_consumers)
 
     def registry_releases(self) -> list[str]:
-        return [d["version"] for d in self._deltas]
+        return self._shipped.versions() if self._shipped else []
 
 
 def consumer_for_release(
@@ -252,16 +233,13 @@ def _release(row: dict[str, Any]) -> Release | None:
     )
 
 
-def _closest_same_minor(version: str, candidates: Iterable[str]) -> str | None:
-    target = Version(version)
-    same = [
-        Version(c)
-        for c in candidates
-        if (Version(c).major, Version(c).minor) == (target.major, target.minor)
-    ]
+def _closest_same_minor(
+    version: Version, candidates: dict[tuple[int, int], list[Version]]
+) -> str | None:
+    same = candidates.get((version.major, version.minor))
     if not same:
         return None
-    best = min(same, key=lambda v: (abs(v.micro - target.micro), -v.micro))
+    best = min(same, key=lambda v: (abs(v.micro - version.micro), -v.micro))
     return str(best)
 
 
@@ -269,8 +247,8 @@ def _closest_same_minor(version: str, candidates: Iterable[str]) -> str | None:
 def load_catalog() -> Catalog:
     """The catalog shipped with the package, read once per process."""
     releases = _read_data("releases.json")
-    registries = _read_data("registries.json.gz")
+    registries = _read_data("registries.jsonl")
     return Catalog(
         json.loads(releases) if releases else None,
-        json.loads(gzip.decompress(registries)) if registries else None,
+        ShippedRegistries(registries) if registries else None,
     )

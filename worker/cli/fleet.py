@@ -113,7 +113,7 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.cli.render import render_impact
     from worker.fleet.changes import Progress
-    from worker.fleet.impact import assess
+    from worker.pipeline.impact_run import assess_index
     from worker.settings import load_settings
 
     settings = load_settings()
@@ -121,8 +121,8 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
     index, _ = _index_and_store(settings)
     _, target = _target_fleet(args, settings, catalog)
     progress = Progress(index.count(), "checking", sys.stderr.write, sys.stderr.isatty())
-    impact = assess(
-        index.models(), target.consumers, history=catalog, policy=target.policy, progress=progress
+    impact = assess_index(
+        index, target.consumers, history=catalog, policy=target.policy, progress=progress
     )
     if args.json:
         json.dump(impact.to_json(), sys.stdout, indent=1)

@@ -28,7 +28,6 @@ def read_any(target: str) -> list[Any]:
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
     """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
-    from worker.fleet.manifest import consumer_from_manifest
     from worker.model.consumer import Loader
 
     loader = Loader.SAVED_MODEL_V1
@@ -47,6 +46,8 @@ def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
     name, sep, path = body.partition("=")
     if not sep or not name or not path:
         raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
+    from worker.fleet.manifest import consumer_from_manifest
+
     return consumer_from_manifest(name, path, loader, cache)
 
 
@@ -82,13 +83,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     from worker.cli.render import render_check
     from worker.compat.policy import Policy
     from worker.compat.report import artifact_report, exit_status, invalid_report
-    from worker.fleet.fleet import load_fleet
 
     catalog = load_catalog()
     cache = OpDefCache()
     consumers = [parse_consumer_spec(spec, catalog, cache) for spec in args.consumer]
     policy = Policy()
     if args.fleet:
+        from worker.fleet.fleet import load_fleet  # YAML: imported only when a fleet is given
+
         fleet = load_fleet(args.fleet, catalog)
         consumers += list(fleet.consumers)
         policy = fleet.policy

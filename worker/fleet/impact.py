@@ -6,6 +6,11 @@ warnings, `fails`), so a new fleet is checked without downloading anything:
 a consumer whose definition is unchanged keeps its recorded verdict, and only
 added or changed consumers are checked, with TensorFlow's rules over the
 stored metadata. The model's status follows from its verdicts.
+
+A verdict depends on the consumer's definition, not its name (the digest
+leaves the name out): a renamed consumer, or one defined exactly as another
+the model was judged by, takes that recorded verdict without a check, unless
+it was a failure, which is checked again so the change carries its reasons.
 """
 
 from __future__ import annotations
@@ -133,6 +138,14 @@ class Impact:
         }
 
 
+def _judged_by_digest(model: IndexedModel) -> dict[str, str]:
+    return {
+        model.consumer_digests[name]: state
+        for name, state in model.verdicts.items()
+        if name in model.consumer_digests
+    }
+
+
 def assess(
     models: Iterable[IndexedModel],
     consumers: Sequence[Consumer],
@@ -160,13 +173,24 @@ def assess(
         after: dict[str, str] = {}
         changes: list[VerdictChange] = []
         ran: list[Verdict] = []
+        judged: dict[str, str] | None = None  # recorded state by consumer digest
         for consumer in consumers:
             recorded = model.verdicts.get(consumer.name)
-            unchanged = model.consumer_digests.get(consumer.name) == digests[consumer.name]
+            digest = digests[consumer.name]
+            unchanged = model.consumer_digests.get(consumer.name) == digest
             if model.invalid or (unchanged and recorded is not None and not recheck_all):
                 if recorded is not None:
                     after[consumer.name] = recorded
                 continue
+            if not recheck_all:
+                if judged is None:
+                    judged = _judged_by_digest(model)
+                same = judged.get(digest)
+                if same is not None and same != FAILS:
+                    after[consumer.name] = same
+                    if recorded != same:
+                        changes.append(VerdictChange(consumer.name, recorded, same))
+                    continue
             verdicts = [check_artifact(a, consumer, history, policy) for a in model.artifacts]
             impact.checks += len(verdicts)
             ran += verdicts

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -167,54 +168,56 @@ class Artifact:
         return asdict(self)
 
 
-def artifact_from_json(data: dict[str, Any]) -> Artifact:
-    """Inverse of `Artifact.to_json`; raises KeyError/TypeError on foreign data."""
+def versions_from_json(d: dict[str, Any] | None) -> VersionDef | None:
+    if d is None:
+        return None
+    return VersionDef(d["producer"], d["min_consumer"], tuple(d["bad_consumers"]))
 
-    def versions(d: dict[str, Any] | None) -> VersionDef | None:
-        if d is None:
-            return None
-        return VersionDef(d["producer"], d["min_consumer"], tuple(d["bad_consumers"]))
 
-    def graph(d: dict[str, Any] | None) -> Graph | None:
-        if d is None:
-            return None
-        return Graph(
-            versions=versions(d["versions"]),
-            node_count=d["node_count"],
-            kinds=tuple(NodeKind(**k) for k in d["kinds"]),
-            edges=tuple(Edge(**e) for e in d["edges"]),
-            functions=tuple(d["functions"]),
-            library_node_count=d["library_node_count"],
-        )
+def graph_from_json(d: dict[str, Any]) -> Graph:
+    """Inverse of a `Graph` in `Artifact.to_json`."""
+    return Graph(
+        versions=versions_from_json(d["versions"]),
+        node_count=d["node_count"],
+        kinds=tuple(NodeKind(**k) for k in d["kinds"]),
+        edges=tuple(Edge(**e) for e in d["edges"]),
+        functions=tuple(d["functions"]),
+        library_node_count=d["library_node_count"],
+    )
 
-    def op_def(d: dict[str, Any]) -> OpDef:
-        return OpDef(
-            name=d["name"],
-            inputs=tuple(ArgDef(**a) for a in d["inputs"]),
-            outputs=tuple(ArgDef(**a) for a in d["outputs"]),
-            attrs=tuple(AttrDef(**a) for a in d["attrs"]),
-            deprecation_version=d["deprecation_version"],
-            deprecation_explanation=d["deprecation_explanation"],
-        )
 
-    def meta_graph(d: dict[str, Any]) -> MetaGraph:
-        g = graph(d["graph"])
-        assert g is not None
-        return MetaGraph(
-            tags=tuple(d["tags"]),
-            graph=g,
-            tensorflow_version=d["tensorflow_version"],
-            tensorflow_git_version=d["tensorflow_git_version"],
-            stripped_default_attrs=d["stripped_default_attrs"],
-            producer_ops={k: op_def(v) for k, v in d["producer_ops"].items()},
-            signatures=tuple(d["signatures"]),
-            has_object_graph=d["has_object_graph"],
-        )
+def op_def_from_dict(d: dict[str, Any]) -> OpDef:
+    """Inverse of `dataclasses.asdict(op)` (not the manifest form: see catalog.opdefs)."""
+    return OpDef(
+        name=d["name"],
+        inputs=tuple(ArgDef(**a) for a in d["inputs"]),
+        outputs=tuple(ArgDef(**a) for a in d["outputs"]),
+        attrs=tuple(AttrDef(**a) for a in d["attrs"]),
+        deprecation_version=d["deprecation_version"],
+        deprecation_explanation=d["deprecation_explanation"],
+    )
 
+
+def producer_ops_from_json(d: dict[str, Any]) -> dict[str, OpDef]:
+    return {name: op_def_from_dict(op) for name, op in d.items()}
+
+
+def artifact_from_json(
+    data: dict[str, Any],
+    *,
+    graph: Callable[[Any], Graph] = graph_from_json,
+    producer_ops: Callable[[Any], dict[str, OpDef]] = producer_ops_from_json,
+) -> Artifact:
+    """Inverse of `Artifact.to_json`; raises KeyError/TypeError on foreign data.
+
+    The one place that knows how an artifact's fields map to JSON. A store with
+    its own form for the bulky parts (the model index keeps graphs packed and
+    OpDefs interned) passes `graph` and `producer_ops` to decode those, and
+    shares the rest."""
     ckpt = data.get("checkpoint")
     checkpoint = None
     if ckpt is not None:
-        bundle_versions = versions(ckpt["versions"])
+        bundle_versions = versions_from_json(ckpt["versions"])
         assert bundle_versions is not None
         checkpoint = Checkpoint(
             versions=bundle_versions,
@@ -229,8 +232,20 @@ def artifact_from_json(data: dict[str, Any]) -> Artifact:
         format=data["format"],
         size=data["size"],
         sha256=data["sha256"],
-        meta_graphs=tuple(meta_graph(m) for m in data["meta_graphs"]),
-        graph=graph(data.get("graph")),
+        meta_graphs=tuple(
+            MetaGraph(
+                tags=tuple(m["tags"]),
+                graph=graph(m["graph"]),
+                tensorflow_version=m["tensorflow_version"],
+                tensorflow_git_version=m["tensorflow_git_version"],
+                stripped_default_attrs=m["stripped_default_attrs"],
+                producer_ops=producer_ops(m["producer_ops"]),
+                signatures=tuple(m["signatures"]),
+                has_object_graph=m["has_object_graph"],
+            )
+            for m in data["meta_graphs"]
+        ),
+        graph=graph(data["graph"]) if data.get("graph") is not None else None,
         checkpoint=checkpoint,
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),

@@ -3,7 +3,12 @@
 One process, on purpose: bench/fleet_impact.py measured a fork-based pool on
 this code (10,000 models, 20 consumers, 2 cores) at 1.6-3.5x slower than one
 process, because every changed model has to travel back pickled and each
-child starts with cold caches. Decoding entries dominates; see the bench.
+child starts with cold caches.
+
+The cyclic garbage collector is paused for the pass: it decodes and checks
+hundreds of thousands of acyclic objects, and the collector would walk every
+model still held (the changed ones are) again and again, which cost more than
+the decoding itself (bench/fleet_impact.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from worker.compat.check import History
 from worker.compat.policy import Policy
 from worker.fleet.impact import Impact, assess
 from worker.model.consumer import Consumer
-from worker.sinks.index import ModelIndex
+from worker.sinks.index import ModelIndex, gc_paused
 
 
 def assess_index(
@@ -26,4 +31,5 @@ def assess_index(
     progress: Callable[[int], None] | None = None,
 ) -> Impact:
     """`assess` over every indexed model, read from the index as it goes."""
-    return assess(index.models(), consumers, history=history, policy=policy, progress=progress)
+    with gc_paused():
+        return assess(index.models(), consumers, history=history, policy=policy, progress=progress)

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import structlog
 
 from worker.fleet.checker import Checker
-from worker.fleet.impact import Impact, ModelImpact, assess
+from worker.fleet.impact import Impact, ModelImpact
 from worker.model.events import ObjectEvent
 from worker.model.index import IndexedModel
+from worker.pipeline.impact_run import assess_index
 from worker.pipeline.notifications import breakage_notifier
 from worker.pipeline.process import ReportLocation, check_and_record
 from worker.pipeline.services import Services
@@ -87,8 +88,8 @@ def reevaluate(
     progress: Callable[[int], None] | None = None,
 ) -> Reevaluation:
     """Apply a fleet: every changed model re-tagged, each owner told once."""
-    impact = assess(
-        index.models(),
+    impact = assess_index(
+        index,
         checker.consumers,
         history=checker.catalog,
         policy=checker.policy,
@@ -113,9 +114,6 @@ def reevaluate(
     return result
 
 
-FLEET_APPLIED = "tfcompat:fleet:applied"
-
-
 def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reevaluation:
     """Re-evaluate against the fleet file and remember its digest as applied."""
     from worker.fleet.fleet import load_fleet
@@ -133,7 +131,7 @@ def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reev
         notify=notify,
         progress=logged_progress(index.count()),
     )
-    index.redis.set(FLEET_APPLIED, checker.fleet_digest)
+    index.record_applied_fleet(checker.fleet_digest)
     return result
 
 
@@ -145,11 +143,10 @@ def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> 
     if not fleet_file(settings.fleet).exists():
         return False
     digest = build_checker(settings).fleet_digest
-    redis = services_for(settings).index.redis
-    applied = redis.get(FLEET_APPLIED)
-    if applied is not None and applied.decode() == digest:
+    index = services_for(settings).index
+    if index.applied_fleet() == digest:
         return False
-    if not redis.set(f"{FLEET_APPLIED}:claim:{digest}", "1", nx=True, ex=3600):
+    if not index.claim_fleet_change(digest):
         return False  # another worker already enqueued it
     log.info("fleet.changed", fleet=settings.fleet, digest=digest)
     enqueue(settings.fleet)

@@ -9,33 +9,29 @@ older one; deleted objects are removed.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
-import orjson
+import cramjam
+import redis
 import structlog
 
-from worker.model.artifact import (
-    ArgDef,
-    Artifact,
-    AttrDef,
-    Edge,
-    Graph,
-    MetaGraph,
-    NodeKind,
-    OpDef,
-    VersionDef,
-    artifact_from_json,
-)
+from worker.errors import ConfigError, TransientError
+from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
+from worker.sinks.index_codec import Decoder, Encoder
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
 
-HASH = "tfcompat:index:v1"
-BUILT = "tfcompat:index:v1:built"
+HASH = "tfcompat:index:v2"
+PARTS = "tfcompat:index:v2:parts"
+BUILT = "tfcompat:index:v2:built"
+FLEET_APPLIED = "tfcompat:fleet:applied"
+OLD_KEYS = ("tfcompat:index:v1", "tfcompat:index:v1:built")  # dropped by a rebuild
+BATCH = 1000  # entries per HSCAN round trip
 
 
 def model_from_report(
@@ -64,164 +60,6 @@ def model_from_report(
         return None
 
 
-def _pack_graph(graph: Graph) -> dict[str, Any]:
-    return {
-        "versions": asdict(graph.versions) if graph.versions else None,
-        "node_count": graph.node_count,
-        # A kind's attrs are kept as their canonical JSON text: it is the kind's
-        # identity for the checks' caches, so decoding never re-serialises them.
-        "kinds": [[k.op, k.key[1], k.inputs, k.count, k.example, k.function] for k in graph.kinds],
-        "edges": [[e.src, e.output, e.dst, e.input] for e in graph.edges],
-        "functions": list(graph.functions),
-        "library_node_count": graph.library_node_count,
-    }
-
-
-def _pack_artifact(artifact: Artifact) -> dict[str, Any]:
-    data = artifact.to_json()
-    data["graph"] = _pack_graph(artifact.graph) if artifact.graph else None
-    data["meta_graphs"] = [
-        {
-            **{k: v for k, v in asdict(m).items() if k not in ("graph", "producer_ops")},
-            "graph": _pack_graph(m.graph),
-            "producer_ops": {
-                name: orjson.dumps(asdict(op), option=orjson.OPT_SORT_KEYS).decode()
-                for name, op in m.producer_ops.items()
-            },
-        }
-        for m in artifact.meta_graphs
-    ]
-    return data
-
-
-def _build(cls: type[_T], **fields: Any) -> _T:
-    """A frozen dataclass instance without running its __init__: decoding builds
-    hundreds of thousands of kinds and edges, and the generated __init__ of a frozen
-    dataclass costs three times this. Only for trusted, complete field sets."""
-    instance = cls.__new__(cls)
-    instance.__dict__.update(fields)
-    return instance
-
-
-class _Interner:
-    """Decoding thousands of entries: identical attrs and OpDefs become one object."""
-
-    def __init__(self) -> None:
-        self.attrs: dict[str, dict[str, Any]] = {}
-        self.ops: dict[str, OpDef] = {}
-
-    def kind(self, row: list[Any]) -> NodeKind:
-        op, attrs_text, inputs, count, example, function = row
-        attrs = self.attrs.get(attrs_text)
-        if attrs is None:
-            attrs = self.attrs[attrs_text] = orjson.loads(attrs_text)
-        return _build(
-            NodeKind,
-            op=op,
-            attrs=attrs,
-            inputs=inputs,
-            count=count,
-            example=example,
-            function=function,
-            key=(op, attrs_text, inputs, function is None),
-        )  # the cached_property
-
-    def op(self, text: str) -> OpDef:
-        found = self.ops.get(text)
-        if found is None:
-            data = orjson.loads(text)
-            found = self.ops[text] = OpDef(
-                name=data["name"],
-                inputs=tuple(ArgDef(**a) for a in data["inputs"]),
-                outputs=tuple(ArgDef(**a) for a in data["outputs"]),
-                attrs=tuple(AttrDef(**a) for a in data["attrs"]),
-                deprecation_version=data["deprecation_version"],
-                deprecation_explanation=data["deprecation_explanation"],
-            )
-        return found
-
-    def graph(self, data: dict[str, Any]) -> Graph:
-        v = data["versions"]
-        return Graph(
-            versions=VersionDef(v["producer"], v["min_consumer"], tuple(v["bad_consumers"]))
-            if v
-            else None,
-            node_count=data["node_count"],
-            kinds=tuple(self.kind(row) for row in data["kinds"]),
-            edges=tuple(
-                _build(Edge, src=s, output=o, dst=d, input=i) for s, o, d, i in data["edges"]
-            ),
-            functions=tuple(data["functions"]),
-            library_node_count=data["library_node_count"],
-        )
-
-    def artifact(self, data: dict[str, Any]) -> Artifact:
-        ckpt = data.get("checkpoint")
-        return Artifact(
-            path=data["path"],
-            format=data["format"],
-            size=data["size"],
-            sha256=data["sha256"],
-            meta_graphs=tuple(
-                MetaGraph(
-                    tags=tuple(m["tags"]),
-                    graph=self.graph(m["graph"]),
-                    tensorflow_version=m["tensorflow_version"],
-                    tensorflow_git_version=m["tensorflow_git_version"],
-                    stripped_default_attrs=m["stripped_default_attrs"],
-                    producer_ops={k: self.op(t) for k, t in m["producer_ops"].items()},
-                    signatures=tuple(m["signatures"]),
-                    has_object_graph=m["has_object_graph"],
-                )
-                for m in data["meta_graphs"]
-            ),
-            graph=self.graph(data["graph"]) if data.get("graph") else None,
-            checkpoint=artifact_from_json({**_EMPTY, "checkpoint": ckpt}).checkpoint
-            if ckpt
-            else None,
-            saved_model_schema_version=data.get("saved_model_schema_version"),
-            notes=tuple(data.get("notes", ())),
-        )
-
-
-_EMPTY = {"path": "", "format": "", "size": 0, "sha256": "", "meta_graphs": []}
-
-
-def encode_model(model: IndexedModel) -> bytes:
-    data = {
-        "bucket": model.bucket,
-        "key": model.key,
-        "version_id": model.version_id,
-        "report_bucket": model.report_bucket,
-        "report_key": model.report_key,
-        "status": model.status,
-        "artifacts": [_pack_artifact(a) for a in model.artifacts],
-        "verdicts": model.verdicts,
-        "consumer_digests": model.consumer_digests,
-        "compatible_releases": list(model.compatible_releases),
-        "owners": list(model.owners),
-    }
-    return zlib.compress(orjson.dumps(data), 6)
-
-
-def decode_model(blob: bytes, interner: _Interner | None = None) -> IndexedModel:
-    interner = interner or _Interner()
-    data = orjson.loads(zlib.decompress(blob))
-    return IndexedModel(
-        bucket=data["bucket"],
-        key=data["key"],
-        version_id=data["version_id"],
-        report_bucket=data["report_bucket"],
-        report_key=data["report_key"],
-        status=data["status"],
-        artifacts=tuple(interner.artifact(a) for a in data["artifacts"]),
-        verdicts=data["verdicts"],
-        consumer_digests=data["consumer_digests"],
-        compatible_releases=tuple(data["compatible_releases"]),
-        owners=tuple(data["owners"]),
-    )
-
-
 class ReportSource(Protocol):
     """Where stored reports are listed and read (the object store)."""
 
@@ -234,13 +72,50 @@ class ReportSource(Protocol):
         ...
 
 
+@contextmanager
+def redis_errors(doing: str) -> Iterator[None]:
+    """Redis errors as our own: a hiccup (connection, timeout, loading, failover, OOM) is
+    transient and the task retries; a refusal that retrying cannot fix is a ConfigError."""
+    try:
+        yield
+    except (redis.AuthenticationError, redis.exceptions.AuthorizationError) as exc:
+        raise ConfigError(f"model index: Redis refused the credentials ({doing}): {exc}") from exc
+    except redis.exceptions.NoPermissionError as exc:
+        raise ConfigError(f"model index: Redis ACL forbids {doing}: {exc}") from exc
+    except redis.ResponseError as exc:
+        if str(exc).startswith("WRONGTYPE"):
+            raise ConfigError(
+                f"model index: a Redis key of ours holds another type ({doing}): is the "
+                f"database shared with another application? {exc}"
+            ) from exc
+        raise TransientError(f"model index: Redis answered an error ({doing}): {exc}") from exc
+    except redis.RedisError as exc:
+        raise TransientError(f"model index: Redis unavailable ({doing}): {exc}") from exc
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Decoding allocates hundreds of thousands of acyclic objects; the cyclic collector
+    would walk the growing heap again and again for nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class ModelIndex:
-    """The index over Redis (cache) and the stored reports (truth)."""
+    """The index over Redis (cache) and the stored reports (truth).
+
+    Every Redis call goes through `redis_errors`: callers see TransientError or
+    ConfigError, never a Redis exception."""
 
     def __init__(
-        self, redis: Any, reports: ReportSource, buckets: Sequence[str], prefix: str
+        self, client: Any, reports: ReportSource, buckets: Sequence[str], prefix: str
     ) -> None:
-        self.redis = redis
+        self._redis = client
         self._reports = reports
         self._buckets = list(dict.fromkeys(buckets))
         self._prefix = prefix
@@ -249,27 +124,77 @@ class ModelIndex:
     def field(bucket: str, key: str) -> str:
         return f"{bucket}/{key}"
 
+    def _call(self, doing: str, command: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        with redis_errors(doing):
+            return command(*args, **kwargs)
+
     def put(self, model: IndexedModel) -> None:
-        self.redis.hset(HASH, self.field(model.bucket, model.key), encode_model(model))
+        """Store one entry with the parts it refers to, in one round trip (parts first:
+        a reader that sees the entry finds its parts)."""
+        self.put_many([model])
+
+    def put_many(self, models: Iterable[IndexedModel], batch: int = BATCH) -> None:
+        """`put` for many entries, a batch per round trip, each shared part sent once
+        per batch."""
+        pending: list[IndexedModel] = []
+        for model in models:
+            pending.append(model)
+            if len(pending) >= batch:
+                self._put_batch(pending)
+                pending = []
+        if pending:
+            self._put_batch(pending)
+
+    def _put_batch(self, models: list[IndexedModel]) -> None:
+        encoder = Encoder()
+        entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
+
+        def write() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            if encoder.parts:
+                pipe.hset(PARTS, mapping=encoder.parts)
+            pipe.hset(HASH, mapping=entries)
+            pipe.execute()
+
+        self._call("writing entries", write)
 
     def remove(self, bucket: str, key: str) -> None:
-        self.redis.hdel(HASH, self.field(bucket, key))
+        self._call("removing an entry", self._redis.hdel, HASH, self.field(bucket, key))
 
     def count(self) -> int:
         self.ensure_built()
-        return int(self.redis.hlen(HASH))
+        return int(self._call("counting entries", self._redis.hlen, HASH))
 
     def models(self) -> Iterator[IndexedModel]:
+        """Every entry, decoded a batch at a time (each shared part once per pass)."""
         self.ensure_built()
-        interner = _Interner()
-        for _, blob in self.redis.hscan_iter(HASH, count=1000):
-            try:
-                yield decode_model(blob, interner)
-            except (ValueError, KeyError, TypeError, zlib.error):
-                log.warning("index.entry_unreadable")
+        parts = self._call("reading index parts", self._redis.hgetall, PARTS)
+        decoder = Decoder(
+            {k.decode() if isinstance(k, bytes) else k: v for k, v in parts.items()},
+            lambda ref: self._call("reading an index part", self._redis.hget, PARTS, ref),
+        )
+        seen: set[bytes | str] = set()  # HSCAN may return an entry twice (rehashing)
+        cursor = 0
+        while True:
+            cursor, batch = self._call(
+                "reading entries", self._redis.hscan, HASH, cursor, count=BATCH
+            )
+            decoded = []
+            with gc_paused():
+                for field, blob in batch.items():
+                    if field in seen:
+                        continue
+                    seen.add(field)
+                    try:
+                        decoded.append(decoder.entry(blob))
+                    except (ValueError, KeyError, TypeError, cramjam.DecompressionError):
+                        log.warning("index.entry_unreadable", field=str(field))
+            yield from decoded
+            if cursor == 0:
+                return
 
     def ensure_built(self) -> None:
-        if not self.redis.exists(BUILT):
+        if not self._call("checking the index", self._redis.exists, BUILT):
             self.rebuild()
 
     def rebuild(self) -> int:
@@ -294,10 +219,37 @@ class ModelIndex:
                 latest[(model.bucket, model.key)] = model
         # Workers may put entries while this runs: theirs are at least as new as any
         # report read here, so rebuilt entries only fill what is missing.
-        pipe = self.redis.pipeline()
-        for model in latest.values():
-            pipe.hsetnx(HASH, self.field(model.bucket, model.key), encode_model(model))
-        pipe.set(BUILT, "1")
-        pipe.execute()
+        encoder = Encoder()
+        entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in latest.values()}
+
+        def write() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            if encoder.parts:
+                pipe.hset(PARTS, mapping=encoder.parts)
+            for field, blob in entries.items():
+                pipe.hsetnx(HASH, field, blob)
+            pipe.delete(*OLD_KEYS)  # an index of the previous format, now unread
+            pipe.set(BUILT, "1")
+            pipe.execute()
+
+        self._call("rebuilding the index", write)
         log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
         return len(latest)
+
+    # --- the fleet last applied (pipeline.reevaluate) ------------------------------------
+
+    def applied_fleet(self) -> str | None:
+        """The digest of the fleet last applied to the index; None before the first."""
+        value = self._call("reading the applied fleet", self._redis.get, FLEET_APPLIED)
+        return value.decode() if isinstance(value, bytes) else value
+
+    def record_applied_fleet(self, digest: str) -> None:
+        self._call("recording the applied fleet", self._redis.set, FLEET_APPLIED, digest)
+
+    def claim_fleet_change(self, digest: str, ttl_s: int = 3600) -> bool:
+        """True for exactly one caller per fleet digest within `ttl_s` (one worker
+        enqueues the re-evaluation; the others see it claimed)."""
+        claim = f"{FLEET_APPLIED}:claim:{digest}"
+        return bool(
+            self._call("claiming a fleet change", self._redis.set, claim, "1", nx=True, ex=ttl_s)
+        )

@@ -1,0 +1,244 @@
+"""How the model index stores an entry: small per-model documents over shared parts.
+
+A fleet change reads every entry back, so the stored form is chosen for
+decoding speed. Measured with bench/fleet_impact.py: the previous form (each
+entry one zlib-compressed JSON document carrying its OpDefs and edges inline)
+spent 4.2 s of a 5.2 s `fleet impact` loading 10,000 entries, most of it
+building the same objects again and again.
+
+Parts an entry shares with others are stored once, content-addressed (the
+`ref` is a digest of the part's text), in one Redis hash beside the entries:
+- `a…`: a node kind's attrs, as the canonical JSON text that is also the kind's
+  identity for the checks' caches (`NodeKind.key`);
+- `e…`: a graph's edges, as a flat JSON list of ints (four per edge);
+- `o…`: an OpDef of a producer's `stripped_op_list`;
+- `p…`: a whole `stripped_op_list`, as {op name: `o…` ref}.
+Models exported by the same code share most of these, and one decoder decodes
+each part once per pass: the shared objects are the same objects, so the
+per-OpDef caches of `compat` hit across models too.
+
+The entry itself is an LZ4-compressed JSON document (LZ4: inflating zlib cost
+three times as much, for a third less Redis memory) whose artifacts go through
+`worker.model.artifact.artifact_from_json` (the one mapping of artifact fields
+to JSON), with the packed graph and OpDef refs decoded here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, fields
+from typing import Any, TypeVar
+
+import cramjam
+import orjson
+
+from worker.model.artifact import (
+    Artifact,
+    Edge,
+    Graph,
+    MetaGraph,
+    NodeKind,
+    OpDef,
+    VersionDef,
+    artifact_from_json,
+    op_def_from_dict,
+)
+from worker.model.index import IndexedModel
+
+_T = TypeVar("_T")
+Parts = dict[str, bytes]
+"""ref -> the part's text."""
+
+_ARTIFACT_INLINE = [f.name for f in fields(Artifact) if f.name not in ("graph", "meta_graphs")]
+_META_INLINE = [f.name for f in fields(MetaGraph) if f.name not in ("graph", "producer_ops")]
+
+
+def ref_of(kind: str, text: bytes) -> str:
+    return kind + hashlib.blake2b(text, digest_size=12).hexdigest()
+
+
+_OP_TEXTS: dict[int, tuple[OpDef, bytes]] = {}
+"""id -> (the OpDef, held so the id stays its own; its text): asdict is slow, and the
+models of one producer share their OpDef objects."""
+
+
+class Encoder:
+    """Packs entries; collects the parts they refer to (callers store both)."""
+
+    def __init__(self) -> None:
+        self.parts: Parts = {}
+
+    def part(self, kind: str, text: bytes) -> str:
+        ref = ref_of(kind, text)
+        self.parts[ref] = text
+        return ref
+
+    def op(self, op: OpDef) -> str:
+        hit = _OP_TEXTS.get(id(op))
+        if hit is None or hit[0] is not op:
+            if len(_OP_TEXTS) >= 10_000:
+                _OP_TEXTS.clear()
+            hit = _OP_TEXTS[id(op)] = (op, orjson.dumps(asdict(op), option=orjson.OPT_SORT_KEYS))
+        return self.part("o", hit[1])
+
+    def graph(self, graph: Graph) -> dict[str, Any]:
+        flat = [n for e in graph.edges for n in (e.src, e.output, e.dst, e.input)]
+        return {
+            "versions": graph.versions,
+            "node_count": graph.node_count,
+            "library_node_count": graph.library_node_count,
+            "functions": graph.functions,
+            "kinds": [
+                [k.op, self.part("a", k.key[1].encode()), k.inputs, k.count, k.example, k.function]
+                for k in graph.kinds
+            ],
+            "edges": self.part("e", orjson.dumps(flat)),
+        }
+
+    def artifact(self, artifact: Artifact) -> dict[str, Any]:
+        data: dict[str, Any] = {name: getattr(artifact, name) for name in _ARTIFACT_INLINE}
+        data["graph"] = self.graph(artifact.graph) if artifact.graph is not None else None
+        data["meta_graphs"] = [
+            {
+                **{name: getattr(m, name) for name in _META_INLINE},
+                "graph": self.graph(m.graph),
+                "producer_ops": self.part(
+                    "p",
+                    orjson.dumps(
+                        {name: self.op(op) for name, op in m.producer_ops.items()},
+                        option=orjson.OPT_SORT_KEYS,
+                    ),
+                ),
+            }
+            for m in artifact.meta_graphs
+        ]
+        return data
+
+    def entry(self, model: IndexedModel) -> bytes:
+        data = {
+            "bucket": model.bucket,
+            "key": model.key,
+            "version_id": model.version_id,
+            "report_bucket": model.report_bucket,
+            "report_key": model.report_key,
+            "status": model.status,
+            "artifacts": [self.artifact(a) for a in model.artifacts],
+            "verdicts": model.verdicts,
+            "consumer_digests": model.consumer_digests,
+            "compatible_releases": model.compatible_releases,
+            "owners": model.owners,
+        }
+        # orjson writes the dataclasses and tuples left inline as JSON objects and lists.
+        return bytes(cramjam.lz4.compress_block(orjson.dumps(data)))
+
+
+def _build(cls: type[_T], **values: Any) -> _T:
+    """A frozen dataclass instance without running its __init__: a pass over the index
+    builds hundreds of thousands of kinds, and the generated __init__ of a frozen
+    dataclass costs three times this. Only for trusted, complete field sets."""
+    instance = cls.__new__(cls)
+    instance.__dict__.update(values)
+    return instance
+
+
+class Decoder:
+    """Decodes entries of one pass over the index, each shared part once."""
+
+    def __init__(self, parts: Parts, fetch: Callable[[str], bytes | None]) -> None:
+        self._parts = parts
+        self._fetch = fetch  # a part written after `parts` was read
+        self._attrs: dict[str, tuple[dict[str, Any], str]] = {}
+        self._edges: dict[str, tuple[Edge, ...]] = {}
+        self._ops: dict[str, OpDef] = {}
+        self._op_lists: dict[str, dict[str, OpDef]] = {}
+
+    def _text(self, ref: str) -> bytes:
+        text = self._parts.get(ref)
+        if text is None:
+            text = self._fetch(ref)
+            if text is None:
+                raise KeyError(f"index part {ref} is missing")
+            self._parts[ref] = text
+        return text
+
+    def op(self, ref: str) -> OpDef:
+        found = self._ops.get(ref)
+        if found is None:
+            found = self._ops[ref] = op_def_from_dict(orjson.loads(self._text(ref)))
+        return found
+
+    def producer_ops(self, ref: str) -> dict[str, OpDef]:
+        """One dict per distinct op list, shared by the models that have it (read-only)."""
+        found = self._op_lists.get(ref)
+        if found is None:
+            refs = orjson.loads(self._text(ref))
+            found = self._op_lists[ref] = {name: self.op(r) for name, r in refs.items()}
+        return found
+
+    def _edge_tuple(self, ref: str) -> tuple[Edge, ...]:
+        found = self._edges.get(ref)
+        if found is None:
+            flat = orjson.loads(self._text(ref))
+            it = iter(flat)
+            found = self._edges[ref] = tuple(
+                _build(Edge, src=s, output=o, dst=d, input=i)
+                for s, o, d, i in zip(it, it, it, it, strict=True)
+            )
+        return found
+
+    def _kinds(self, rows: Iterable[list[Any]]) -> tuple[NodeKind, ...]:
+        kinds = []
+        attrs_of = self._attrs
+        new = NodeKind.__new__
+        for op, ref, inputs, count, example, function in rows:
+            attrs = attrs_of.get(ref)
+            if attrs is None:
+                text = self._text(ref).decode()
+                attrs = attrs_of[ref] = (orjson.loads(text), text)
+            kind = new(NodeKind)  # as _build, inlined: this loop is the decoder's hot spot
+            kind.__dict__.update(
+                {
+                    "op": op,
+                    "attrs": attrs[0],
+                    "inputs": inputs,
+                    "count": count,
+                    "example": example,
+                    "function": function,
+                    "key": (op, attrs[1], inputs, function is None),  # the cached_property
+                }
+            )
+            kinds.append(kind)
+        return tuple(kinds)
+
+    def graph(self, data: dict[str, Any]) -> Graph:
+        v = data["versions"]
+        return Graph(
+            versions=VersionDef(v["producer"], v["min_consumer"], tuple(v["bad_consumers"]))
+            if v is not None
+            else None,
+            node_count=data["node_count"],
+            kinds=self._kinds(data["kinds"]),
+            edges=self._edge_tuple(data["edges"]),
+            functions=tuple(data["functions"]),
+            library_node_count=data["library_node_count"],
+        )
+
+    def entry(self, blob: bytes) -> IndexedModel:
+        data = orjson.loads(memoryview(cramjam.lz4.decompress_block(blob)))
+        return IndexedModel(
+            bucket=data["bucket"],
+            key=data["key"],
+            version_id=data["version_id"],
+            report_bucket=data["report_bucket"],
+            report_key=data["report_key"],
+            status=data["status"],
+            artifacts=tuple(
+                artifact_from_json(a, graph=self.graph, producer_ops=self.producer_ops)
+                for a in data["artifacts"]
+            ),
+            verdicts=data["verdicts"],
+            consumer_digests=data["consumer_digests"],
+            compatible_releases=tuple(data["compatible_releases"]),
+            owners=tuple(data["owners"]),
+        )
