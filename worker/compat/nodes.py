@@ -10,27 +10,23 @@ count) and `CheckOpDeprecation`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from worker.model.artifact import ArgDef, AttrDef, AttrJSON, NodeKind, OpDef
 from worker.model.attrs import attr_kind, describe_attr, short_dtype
-from worker.model.findings import Code, Finding, error, warning
-
-STRIP_FIX = (
-    "Re-export with strip_default_attrs=True (tf.compat.v1 SavedModelBuilder."
-    "add_meta_graph_and_variables) or load it as a SavedModel, so default-valued "
-    "attrs are dropped before this consumer sees them."
-)
-
+from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 
 @dataclass(frozen=True)
 class NodeContext:
-    consumer_label: str
     drops_producer_defaults: bool  # SavedModel loaders do; a bare graph import does not
     rejects_unknown_attrs: bool
-    producer_version: int | None  # the graph's VersionDef.producer
+    producer_version: int | None  # the GraphDef version deprecations are judged at
     stripped_default_attrs: bool  # the export already stripped defaults
+    # An attr's default where the model carries no op list (frozen GraphDefs).
+    default_of: Callable[[str, str], AttrJSON | None] = field(
+        default=lambda op, attr: None, compare=False
+    )
 
 
 def ref_type(dtype: str) -> str:
@@ -170,6 +166,10 @@ def _minimum(attr: AttrDef, value: AttrJSON) -> Finding | None:
     return None
 
 
+def where_of(kind: NodeKind) -> str:
+    return f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+
+
 def _unknown_attr(
     kind: NodeKind,
     name: str,
@@ -178,40 +178,58 @@ def _unknown_attr(
     producer_op: OpDef | None,
     ctx: NodeContext,
 ) -> Finding | None:
+    """An attr the consumer's OpDef lacks: dropped, rejected or ignored.
+
+    Whether its value is the default comes from the model's own op list, else
+    (a frozen graph has none) from the newest release that has the attr; when
+    neither knows, nothing is said about defaults."""
     producer_attr = producer_op.attr(name) if producer_op else None
-    is_default = producer_attr is not None and producer_attr.default == value
-    where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    default = producer_attr.default if producer_attr else ctx.default_of(kind.op, name)
+    is_default = default is not None and default == value
+    shown = describe_attr(value)
+    where = where_of(kind)
     if is_default and not ctx.rejects_unknown_attrs:
         return None  # ignored, and the consumer's behaviour is the producer's default
-    if is_default and ctx.drops_producer_defaults:
-        return warning(
+    if is_default and ctx.drops_producer_defaults and producer_attr is not None:
+        return info(
             Code.ATTR_DEFAULT_DROPPED,
-            f"{kind.op} attr '{name}' ({where}) is unknown to {ctx.consumer_label} but holds "
-            f"the producer's default, so the SavedModel loader drops it; a direct graph import "
-            f"would {'fail' if ctx.rejects_unknown_attrs else 'ignore it'}. {STRIP_FIX}",
+            f"{kind.op} attr '{name}' ({where}) is unknown to this release but holds the "
+            "producer's default, so the SavedModel loader drops it (a direct graph import "
+            "of the same graph would fail).",
             op=kind.op,
             attr=name,
+            fix=Fix(FixKind.STRIP_DEFAULT_ATTRS),
         )
     if ctx.rejects_unknown_attrs:
-        fix = (
-            STRIP_FIX
-            if is_default
-            else (f"Set '{name}' back to its default or upgrade the consumer.")
-        )
+        if is_default:
+            state, fix = f"value {shown}, its default", Fix(FixKind.STRIP_DEFAULT_ATTRS)
+        else:
+            state = f"value {shown}" + (", not its default" if default is not None else "")
+            fix = Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name)
         return error(
             Code.ATTR_UNKNOWN,
-            f"NodeDef mentions attr '{name}' not in {signature(op)} ({where}, "
-            f"value {describe_attr(value)}) for {ctx.consumer_label}. {fix}",
+            f"NodeDef mentions attr '{name}' not in {signature(op)} ({where}, {state}).",
+            op=kind.op,
+            attr=name,
+            fix=fix,
+        )
+    if default is None:
+        return info(
+            Code.ATTR_IGNORED,
+            f"{kind.op} attr '{name}' ({where}, value {shown}) is unknown to this release, "
+            "which ignores it; the graph carries no op list, so whether that value is the "
+            "default is not known.",
             op=kind.op,
             attr=name,
         )
     return warning(
         Code.ATTR_IGNORED,
-        f"{kind.op} attr '{name}' ({where}, non-default value {describe_attr(value)}) is "
-        f"unknown to {ctx.consumer_label}, which ignores it: the node runs with the "
-        "consumer's behaviour, which may differ from the producer's.",
+        f"{kind.op} attr '{name}' ({where}) is set to {shown}, not its default "
+        f"{describe_attr(default)}; this release does not know the attr and ignores it, so "
+        "the node runs with the default behaviour, not the exported one.",
         op=kind.op,
         attr=name,
+        fix=Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name),
     )
 
 
@@ -251,24 +269,43 @@ def check_node_kind(
 def _validate(
     kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
 ) -> list[Finding]:
-    findings: list[Finding] = []
-    where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    """What ValidateNodeDef and CheckOpDeprecation say, in TensorFlow's order."""
+    return [
+        *_deprecation(kind, op, ctx),
+        *_attr_values(kind, op, producer_op, ctx),
+        *_missing_attrs(kind, op),
+        *_input_count(kind, op),
+    ]
+
+
+def _deprecation(kind: NodeKind, op: OpDef, ctx: NodeContext) -> list[Finding]:
     if (
-        op.deprecation_version is not None
-        and ctx.producer_version is not None
-        and ctx.producer_version >= op.deprecation_version
+        op.deprecation_version is None
+        or ctx.producer_version is None
+        or ctx.producer_version < op.deprecation_version
     ):
-        findings.append(
-            error(
-                Code.OP_DEPRECATED,
-                f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
-                f"It has been removed in version {op.deprecation_version}. "
-                f"{op.deprecation_explanation}".strip()
-                + f" ({where})",
-                op=op.name,
-            )
+        return []
+    return [
+        error(
+            Code.OP_DEPRECATED,
+            f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
+            f"It has been removed in version {op.deprecation_version}. "
+            f"{op.deprecation_explanation}".strip()
+            + f" ({where_of(kind)})",
+            op=op.name,
+            fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op=op.name),
         )
+    ]
+
+
+def _attr_values(
+    kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
+) -> list[Finding]:
+    """Each attr the node sets: unknown to the consumer, of the wrong type, not allowed,
+    below its minimum."""
+    findings: list[Finding] = []
     known = op.attr_map
+    upgrade = Fix(FixKind.UPGRADE_TO, op=op.name)
     for name, value in kind.attrs.items():
         attr = known.get(name)
         if attr is None:
@@ -288,9 +325,10 @@ def _validate(
                 error(
                     Code.ATTR_TYPE,
                     f"AttrValue had value with type '{kind_name}' when '{attr.type}' expected for "
-                    f"attr '{name}' of {op.name} ({where})",
+                    f"attr '{name}' of {op.name} ({where_of(kind)})",
                     op=op.name,
                     attr=name,
+                    fix=upgrade,
                 )
             )
             continue
@@ -298,34 +336,44 @@ def _validate(
             found = check(attr, value)
             if found is not None:
                 findings.append(
-                    Finding(
+                    error(
                         found.code,
-                        found.severity,
-                        f"{found.message}; {where}; {signature(op)}",
+                        f"{found.message}; {where_of(kind)}; {signature(op)}",
                         op.name,
                         name,
+                        fix=Fix(FixKind.UPGRADE_TO, op=op.name, attr=name),
                     )
                 )
-    for attr in op.attrs:
-        if attr.name not in kind.attrs and attr.default is None:
-            findings.append(
-                error(
-                    Code.ATTR_MISSING,
-                    f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where}): "
-                    f"{ctx.consumer_label} requires it and has no default for it",
-                    op=op.name,
-                    attr=attr.name,
-                )
-            )
-    if kind.function is None:
-        expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
-        if expected is not None and expected != kind.inputs:
-            findings.append(
-                error(
-                    Code.INPUTS_MISMATCH,
-                    f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
-                    f"({where}); {signature(op)} in {ctx.consumer_label}",
-                    op=op.name,
-                )
-            )
     return findings
+
+
+def _missing_attrs(kind: NodeKind, op: OpDef) -> list[Finding]:
+    return [
+        error(
+            Code.ATTR_MISSING,
+            f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where_of(kind)}): "
+            "this release requires it and has no default for it",
+            op=op.name,
+            attr=attr.name,
+            fix=Fix(FixKind.REEXPORT_WITH),
+        )
+        for attr in op.attrs
+        if attr.name not in kind.attrs and attr.default is None
+    ]
+
+
+def _input_count(kind: NodeKind, op: OpDef) -> list[Finding]:
+    if kind.function is not None:
+        return []  # function bodies count inputs when instantiated
+    expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
+    if expected is None or expected == kind.inputs:
+        return []
+    return [
+        error(
+            Code.INPUTS_MISMATCH,
+            f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
+            f"({where_of(kind)}); {signature(op)}",
+            op=op.name,
+            fix=Fix(FixKind.UPGRADE_TO, op=op.name),
+        )
+    ]

@@ -74,6 +74,8 @@ class GraphBuilder:
     _counts: list[int] = field(default_factory=list)
     _kind_of_node: dict[str, int] = field(default_factory=dict)
     _pending: set[tuple[str, int, int, int]] = field(default_factory=set)
+    _function_nodes: dict[tuple[str, str], int] = field(default_factory=dict)
+    _function_pending: set[tuple[str, str, str, int, int, int]] = field(default_factory=set)
     _functions: list[str] = field(default_factory=list)
     node_count: int = 0
     library_node_count: int = 0
@@ -95,9 +97,15 @@ class GraphBuilder:
             self._counts.append(0)
         self._counts[index] += 1
         if function is not None:
-            # Function bodies name outputs as "node:arg:index"; their edges are
-            # typed when the function is instantiated, not at load time.
+            # Function bodies name outputs "node:arg:index" and the function's own
+            # inputs by their bare arg name (no edge between kinds).
             self.library_node_count += 1
+            self._function_nodes[(function, node.name)] = index
+            for position, text in enumerate(inputs):
+                parts = text.split(":")
+                if len(parts) == 3 and parts[2].isdigit():
+                    pending = (function, parts[0], parts[1], int(parts[2]), index, position)
+                    self._function_pending.add(pending)
             return
         self.node_count += 1
         self._kind_of_node[node.name] = index
@@ -113,6 +121,10 @@ class GraphBuilder:
             src = self._kind_of_node.get(src_name)
             if src is not None:
                 edges.add(Edge(src, output, dst, position))
+        for function, src_name, arg, output, dst, position in self._function_pending:
+            src = self._function_nodes.get((function, src_name))
+            if src is not None:
+                edges.add(Edge(src, output, dst, position, arg))
         kinds = tuple(
             NodeKind(k.op, k.attrs, k.inputs, count, k.example, k.function)
             for k, count in zip(self._kind_list, self._counts, strict=True)

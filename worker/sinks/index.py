@@ -71,7 +71,10 @@ def _pack_graph(graph: Graph) -> dict[str, Any]:
         # A kind's attrs are kept as their canonical JSON text: it is the kind's
         # identity for the checks' caches, so decoding never re-serialises them.
         "kinds": [[k.op, k.key[1], k.inputs, k.count, k.example, k.function] for k in graph.kinds],
-        "edges": [[e.src, e.output, e.dst, e.input] for e in graph.edges],
+        "edges": [
+            [e.src, e.output, e.dst, e.input, *([e.output_arg] if e.output_arg else [])]
+            for e in graph.edges
+        ],
         "functions": list(graph.functions),
         "library_node_count": graph.library_node_count,
     }
@@ -149,7 +152,10 @@ class _Interner:
             node_count=data["node_count"],
             kinds=tuple(self.kind(row) for row in data["kinds"]),
             edges=tuple(
-                _build(Edge, src=s, output=o, dst=d, input=i) for s, o, d, i in data["edges"]
+                _build(Edge, src=e[0], output=e[1], dst=e[2], input=e[3], output_arg=e[4])
+                if len(e) > 4
+                else _build(Edge, src=e[0], output=e[1], dst=e[2], input=e[3])
+                for e in data["edges"]
             ),
             functions=tuple(data["functions"]),
             library_node_count=data["library_node_count"],
