@@ -43,9 +43,7 @@ def main() -> int:
     parser.add_argument("--family", action="append", default=[], help="artifact name filter")
     parser.add_argument("--misses", type=int, default=10, help="misses to print")
     args = parser.parse_args()
-    selected = [
-        r for r in rows() if not args.family or r.artifact.split("/", 1)[1] in args.family
-    ]
+    selected = [r for r in rows() if not args.family or r.artifact.split("/", 1)[1] in args.family]
     outputs = outputs_by_row()
     loads_ok = serves_ok = code_ok = code_rows = 0
     misses: list[str] = []
@@ -61,19 +59,30 @@ def main() -> int:
             hit = codes is not None and p.code in codes
             code_ok += hit
             if not hit:
-                misses.append(f"code {p.code} vs {sorted(codes or [])}: {row.id} {row.failure[:120]!r}")
+                misses.append(
+                    f"code {p.code} vs {sorted(codes or [])}: {row.id} {row.failure[:120]!r}"
+                )
         if p.loads != row.ok or p.serves != row.serves:
-            misses.append(f"loads {p.loads}/{row.ok} serves {p.serves}/{row.serves}: {row.id} "
-                          f"{row.failure[:120]!r} ours {p.reasons[:2]}")
+            misses.append(
+                f"loads {p.loads}/{row.ok} serves {p.serves}/{row.serves}: {row.id} "
+                f"{row.failure[:120]!r} ours {p.reasons[:2]}"
+            )
         if "at-risk" in p.statuses and p.serves:
             at_risk += 1
-            own = outputs.get((str(row.fixture_set), _producer_version(row), row.artifact, row.loader))
-            mine = outputs.get((str(row.fixture_set), row.consumer_version, row.artifact, row.loader))
+            own = outputs.get(
+                (str(row.fixture_set), _producer_version(row), row.artifact, row.loader)
+            )
+            mine = outputs.get(
+                (str(row.fixture_set), row.consumer_version, row.artifact, row.loader)
+            )
             differs = own is not None and mine is not None and own != mine
             if not row.serves or differs:
                 confirmed += 1
-            state = "confirmed" if not row.serves or differs else (
-                "not confirmed" if mine is not None else "no outputs recorded")
+            state = (
+                "confirmed"
+                if not row.serves or differs
+                else ("not confirmed" if mine is not None else "no outputs recorded")
+            )
             risky[f"{row.artifact.split('/')[1]} {sorted(set(p.warnings))} ({state})"] += 1
         elif "at-risk" in p.statuses:
             at_risk += 1
@@ -84,9 +93,12 @@ def main() -> int:
     print(f"loads agreement  {loads_ok}/{n} ({100 * loads_ok / n:.2f}%)")
     print(f"serves agreement {serves_ok}/{n} ({100 * serves_ok / n:.2f}%)")
     if code_rows:
-        print(f"code agreement   {code_ok}/{code_rows} failing rows ({100 * code_ok / code_rows:.2f}%)")
-    print(f"at-risk cells {at_risk}; real TF failed or returned other outputs in {confirmed}"
-          + (f" (precision {100 * confirmed / at_risk:.1f}%)" if at_risk else ""))
+        share = 100 * code_ok / code_rows
+        print(f"code agreement   {code_ok}/{code_rows} failing rows ({share:.2f}%)")
+    print(
+        f"at-risk cells {at_risk}; real TF failed or returned other outputs in {confirmed}"
+        + (f" (precision {100 * confirmed / at_risk:.1f}%)" if at_risk else "")
+    )
     for name, count in risky.most_common():
         print(f"  at-risk {count:5} {name}")
     for miss in misses[: args.misses]:
@@ -101,7 +113,11 @@ def _producer_version(row: Row) -> str:
     """The producer's own release as a consumer of its model (its `consumer_tf_version`)."""
     if not _CONSUMERS:
         for fixture_set in FIXTURE_SETS:
-            doc = json.loads((fixture_set / "consumers.json").read_text()) if (fixture_set / "consumers.json").exists() else {}
+            doc = (
+                json.loads((fixture_set / "consumers.json").read_text())
+                if (fixture_set / "consumers.json").exists()
+                else {}
+            )
             items = doc.items() if isinstance(doc, dict) else []
             for key, value in items:
                 version = value.get("tf_version") if isinstance(value, dict) else None

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (this file is worker/cli/demo.py)
 BUCKET = "models"
 REDIS_DB = 9
 CREDENTIALS = {
@@ -42,6 +42,7 @@ MODELS = [
     ("new dtype for Xlogy (2.12)", "tf2.12/new_allowed_value", "ads/5", "saved_model.pb"),
     ("frozen graph (2.21)", "tf2.21/frozen_graph", "edge/frozen", "frozen_graph.pb"),
     ("checkpoint (2.12)", "tf2.12/checkpoint", "training/ckpt", "ckpt-1.index"),
+    ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
 
 
@@ -55,14 +56,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def fixtures_root() -> Path:
-    for candidate in (
-        ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
-        ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise SystemExit("demo: no fixture models found")
+FIXTURE_ROOTS = (
+    ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
+    ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
+)
+
+
+def fixture_path(fixture: str) -> Path:
+    """A fixture model, from the shared set when it has it, else from ours."""
+    for root in FIXTURE_ROOTS:
+        if (root / fixture).is_dir():
+            return root / fixture
+    raise SystemExit(f"demo: fixture model {fixture} not found")
+
+
+def verdict_word(consumer: dict[str, Any]) -> str:
+    """ok: it serves the model; FAILS: it cannot load it; REQUESTS FAIL: it loads it and
+    every request fails; unknown: no op registry to tell."""
+    if consumer.get("loads") is False:
+        return "FAILS"
+    if consumer.get("serves", consumer.get("loads")) is False:
+        return "REQUESTS FAIL"
+    if consumer.get("loads") is None or consumer.get("serves") is None:
+        return "unknown"
+    return "ok"
 
 
 @contextlib.contextmanager
@@ -178,7 +195,6 @@ def main(argv: list[str] | None = None) -> int:
         aws_access_key_id="demo",
         aws_secret_access_key="demo",
     )
-    fixtures = fixtures_root()
     tfcompat = [sys.executable, "-m", "worker.cli"]
     port = free_port()
 
@@ -214,10 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             say(
                 f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-                f"(from {fixtures}) plus a broken one"
+                "(tests/fixtures/tf-real) plus a broken one"
             )
             for _, fixture, prefix, _ in MODELS:
-                upload(s3, fixtures / fixture, prefix)
+                upload(s3, fixture_path(fixture), prefix)
             s3.put_object(Bucket=BUCKET, Key="broken/model.pb", Body=os.urandom(2048))
             watched = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
             watched.append(("random bytes", "broken/model.pb"))
@@ -234,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"     {key}: {results[key]['tfcompat:status']} "
                     f"({time.monotonic() - start:.1f}s)"
                 )
-            rows = [["model", "object", "status", "releases", "consumers (loads / FAILS)"]]
+            rows = [["model", "object", "status", "releases", "consumers (serves / FAILS)"]]
             for what, key in watched:
                 t = results[key]
                 report = json.loads(
@@ -242,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 verdicts = (
                     ", ".join(
-                        f"{c['name']} {'ok' if c['loads'] else 'FAILS'}"
+                        f"{c['name']} {verdict_word(c)}"
                         for a in report["artifacts"]
                         for c in a["consumers"]
                     )

@@ -368,7 +368,9 @@ def check_artifact(
     ranked: list[tuple[int, int, Finding]] = []
     for name, check in CHECKS.items():
         for finding in check(subject):
-            phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
+            phase = (
+                "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
+            )
             ranked.append((_severity_rank(finding), phases.index(phase), finding))
     ranked.sort(key=lambda item: item[:2])
     findings = [finding for _, _, finding in ranked]

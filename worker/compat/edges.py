@@ -97,8 +97,10 @@ def edge_findings(
         src, dst = kinds[edge.src], kinds[edge.dst]
         src_op = ops[src.op]
         output = flat_output(edge, src, src_op)
-        named = f"{src.example}:{edge.output_arg}:{edge.output}" if edge.output_arg else (
-            f"{src.example}:{edge.output}"
+        named = (
+            f"{src.example}:{edge.output_arg}:{edge.output}"
+            if edge.output_arg
+            else (f"{src.example}:{edge.output}")
         )
         where = f" in function {dst.function}" if dst.function else ""
         if output is None or output >= len(produced):

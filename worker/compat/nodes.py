@@ -17,6 +17,7 @@ from worker.model.artifact import ArgDef, AttrDef, AttrJSON, NodeKind, OpDef
 from worker.model.attrs import attr_kind, describe_attr, short_dtype
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 
+
 @dataclass(frozen=True)
 class NodeContext:
     drops_producer_defaults: bool  # SavedModel loaders do; a bare graph import does not
@@ -240,8 +241,12 @@ def _unknown_attr(
         f"{describe_attr(default)}; this release does not know the attr and ignores it"
     )
     if effect is None:
-        return info(Code.ATTR_IGNORED, f"{text} (it does not change what the node computes).",
-                    op=kind.op, attr=name)
+        return info(
+            Code.ATTR_IGNORED,
+            f"{text} (it does not change what the node computes).",
+            op=kind.op,
+            attr=name,
+        )
     return warning(
         Code.ATTR_IGNORED,
         f"{text}, so requests get the default behaviour, not the exported one: with "

@@ -135,7 +135,9 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
         subject.drops_graph_defaults = (
             consumer.loader != Loader.GRAPH_IMPORT or artifact.format == "metagraph"
         )
-        subject.tf2_load = v2 and subject.meta_graph is not None and subject.meta_graph.has_object_graph
+        subject.tf2_load = (
+            v2 and subject.meta_graph is not None and subject.meta_graph.has_object_graph
+        )
         subject.check_graph_versions = not subject.tf2_load
     else:
         subject.graph = artifact.graph

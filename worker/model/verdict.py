@@ -46,6 +46,14 @@ class Status(StrEnum):
 
 _ORDER = list(Status)
 
+# Per-consumer states recorded before statuses were one vocabulary (index, reports).
+_LEGACY_STATES = {"loads": Status.COMPATIBLE, "fails": Status.INCOMPATIBLE}
+
+
+def parse_status(text: str) -> Status:
+    """A recorded status or per-consumer state, including the old `loads` / `fails`."""
+    return _LEGACY_STATES.get(text) or Status(text)
+
 
 def consumer_status(loads: bool | None, serves: bool | None, severities: Iterable[str]) -> Status:
     """One consumer's status on one artifact: it follows `serves`.
