@@ -135,7 +135,11 @@ def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> s
         for c in r["consumers"]:
             tf = f"TensorFlow {c['tensorflow']}" if c["tensorflow"] else "custom build"
             out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']})")
-            shown = [f for f in c["findings"] if f["severity"] != "info"]
+            shown = [
+                f
+                for f in c["findings"]
+                if f["severity"] != "info" or f["code"] == "registry.unavailable"
+            ]
             fixes: list[str] = []
             for f in shown:
                 out.append(f"                 {f['severity']} {f['code']}: {f['message']}")

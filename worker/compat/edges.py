@@ -68,6 +68,14 @@ def flat_output(edge: Edge, kind: NodeKind, op: OpDef) -> int | None:
     return None
 
 
+def _ignored_attr(kind: NodeKind, op: OpDef) -> tuple[str, str] | None:
+    """An attr the node sets that this release's OpDef lacks: what changed the type."""
+    for name in kind.attrs:
+        if name not in op.attr_map:
+            return kind.op, name
+    return None
+
+
 def edge_findings(
     graph: Graph, in_scope: Sequence[NodeKind], ops: Mapping[str, OpDef]
 ) -> list[tuple[Finding, str | None]]:
@@ -119,6 +127,7 @@ def edge_findings(
         if actual == want or want == base_type(actual) or (edge.dst, edge.input) in reported:
             continue
         reported.add((edge.dst, edge.input))
+        culprit = _ignored_attr(src, src_op) or _ignored_attr(dst, ops[dst.op])
         finding = error(
             Code.EDGE_TYPE,
             f"Input {edge.input} of node {dst.example}{where} was passed {short_dtype(actual)} "
@@ -126,7 +135,10 @@ def edge_findings(
             f"release does not know changes a type here ({src.op} computes "
             f"{short_dtype(actual)} without it).",
             op=dst.op,
-            fix=Fix(FixKind.UPGRADE_TO, op=src.op),
+            attr=culprit[1] if culprit else None,
+            fix=Fix(FixKind.UPGRADE_TO, op=culprit[0], attr=culprit[1])
+            if culprit
+            else Fix(FixKind.UPGRADE_TO),
         )
         findings.append((finding, dst.function))
     return findings

@@ -179,6 +179,13 @@ FORWARD_ATTRS: dict[tuple[str, str], str] = {
 }
 
 
+# Attrs that only name things: a release that rejects them loads the model once they
+# are dropped, and nothing a request sees changes (fixture finding 7: VarHandleOp
+# `debug_name`, set to the variable's name so no export strips it, dropped from
+# 2.15+ models made them load, run and return the producer's outputs on 1.15, 2.4).
+NAMING_ATTRS = frozenset({("VarHandleOp", "debug_name")})
+
+
 def where_of(kind: NodeKind) -> str:
     return f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
 
@@ -216,6 +223,9 @@ def _unknown_attr(
     if ctx.rejects_unknown_attrs:
         if is_default:
             state, fix = f"value {shown}, its default", Fix(FixKind.STRIP_DEFAULT_ATTRS)
+        elif (kind.op, name) in NAMING_ATTRS:
+            state = f"value {shown}, a name"
+            fix = Fix(FixKind.DROP_ATTR, op=kind.op, attr=name)
         else:
             state = f"value {shown}" + (", not its default" if default is not None else "")
             fix = Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name)
@@ -330,7 +340,7 @@ def _attr_values(
     findings: list[Finding] = []
     known = op.attr_map
     upgrade = Fix(FixKind.UPGRADE_TO, op=op.name)
-    for name, value in kind.attrs.items():
+    for name, value in sorted(kind.attrs.items()):  # map order varies between processes
         attr = known.get(name)
         if attr is None:
             unknown = _unknown_attr(kind, name, value, op, producer_op, ctx)

@@ -81,14 +81,17 @@ def upgrade_release(
 
 
 def with_upgrades(verdict: Verdict, outcomes: Sequence[ReleaseOutcome]) -> Verdict:
-    """Every `upgrade_to` fix names a release the ranges list as serving the model."""
+    """Every `upgrade_to` fix names a release the ranges list as serving the model: for
+    an error the oldest newer release that serves it; for a warning (an attr ignored)
+    the oldest that serves it and knows what the rule named."""
     if not outcomes:
         return verdict
     findings: list[Finding] = []
     for finding in verdict.findings:
         fix = finding.fix
         if fix is not None and fix.kind == FixKind.UPGRADE_TO:
-            fix = replace(fix, release=upgrade_release(verdict.consumer, fix.release, outcomes))
+            wanted = fix.release if finding.severity != Severity.ERROR else None
+            fix = replace(fix, release=upgrade_release(verdict.consumer, wanted, outcomes))
             finding = replace(finding, fix=fix)
         findings.append(finding)
     return replace(verdict, findings=tuple(findings))

@@ -64,6 +64,7 @@ class FixKind(StrEnum):
     KEEP_AT_MOST = "keep_at_most"  # release: the last release that has the op
     STRIP_DEFAULT_ATTRS = "strip_default_attrs"  # re-export dropping default-valued attrs
     SET_ATTR_DEFAULT = "set_attr_default"  # op, attr: export with the attr at its default
+    DROP_ATTR = "drop_attr"  # op, attr: an attr that only names things; dropping it is safe
     REEXPORT_WITHOUT_OP = "reexport_without_op"  # op
     LOAD_OP_LIBRARY = "load_op_library"  # op: a custom op's library, in the consumer
     USE_MODEL_EXPORT = "use_model_export"  # Keras 3: model.export() instead of saved_model.save

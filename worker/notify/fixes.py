@@ -47,6 +47,8 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         )
     if kind == "set_attr_default":
         return f"Export with {item} at its default"
+    if kind == "drop_attr":
+        return f"Re-export without attr {item} (it only names the node; dropping it is safe)"
     if kind == "reexport_without_op":
         return f"Re-export without op {item}"
     if kind == "load_op_library":
@@ -73,3 +75,14 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
     if kind == "list_banned_releases":
         return "List the fleet's banned releases in the model's bad_consumers at export"
     return ""
+
+
+def alternative_text(fix: Mapping[str, Any] | None, quote: Quote = backticks) -> str:
+    """What an `upgrade_to` fix offers besides upgrading ('' when nothing): for a list of
+    fixes where each consumer's upgrade is said once."""
+    if not fix or fix.get("kind") != "upgrade_to" or not fix.get("op"):
+        return ""
+    op, attr = fix["op"], fix.get("attr")
+    if attr:
+        return f"Or export with {quote(f'{op}.{attr}')} at its default"
+    return f"Or re-export without op {quote(op)}"

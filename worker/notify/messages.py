@@ -19,7 +19,7 @@ from typing import Any
 
 from worker.model.digest import digest
 from worker.model.verdict import Status, consumer_status_json
-from worker.notify.fixes import fix_text
+from worker.notify.fixes import alternative_text, fix_text
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -161,28 +161,48 @@ def consumer_line(consumer: Mapping[str, Any]) -> str:
     return f"• *{consumer['name']}*{tf}: {'; '.join(reasons[:MAX_REASONS]) or 'see report'}{more}"
 
 
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in release.split("."))
+
+
 def fixes(document: Mapping[str, Any]) -> list[str]:
     """Concrete fixes from the findings' fix data, most useful first, without repeats:
-    re-exports (they help every consumer) before per-consumer upgrades."""
-    exports, upgrades, others = [], [], []
+    re-exports (they help every consumer), then one upgrade per consumer, then the
+    other ways out."""
+    exports: list[str] = []
+    upgrades: list[str] = []
+    others: list[str] = []
     groups = consumers(document)
     for consumer in groups["failing"] + groups["at_risk"] + groups["unknown"]:
-        severities = ("error",) if consumer in groups["failing"] else ("warning", "info")
+        if consumer in groups["failing"]:
+            wanted: tuple[str, ...] = ("error",)
+        elif consumer in groups["at_risk"]:
+            wanted = ("warning",)
+        else:
+            wanted = ("info", "warning")
+        releases: list[str] = []
         for f in consumer.get("findings", []):
-            if f.get("severity") not in severities or not f.get("fix"):
+            fix = f.get("fix")
+            if f.get("severity") not in wanted or not fix:
                 continue
-            if consumer in groups["unknown"] and f.get("code") != "registry.unavailable":
+            if fix.get("kind") == "upgrade_to":
+                if fix.get("release"):
+                    releases.append(str(fix["release"]))
+                alternative = alternative_text(fix)
+                if alternative:
+                    others.append(alternative)
                 continue
-            text = fix_text(f["fix"], consumer["name"])
+            text = fix_text(fix, consumer["name"])
             if not text:
                 continue
-            kind = f["fix"].get("kind")
-            if kind == "upgrade_to":
-                upgrades.append(text)
-            elif kind in ("strip_default_attrs", "use_model_export", "reexport_without_op"):
+            if fix.get("kind") in ("strip_default_attrs", "drop_attr", "use_model_export"):
                 exports.append(text)
             else:
                 others.append(text)
+        if releases:
+            target = max(releases, key=_release_key)
+            upgrades.append(f"Upgrade `{consumer['name']}` to TensorFlow >= {target}")
+    exports.sort(key=lambda line: "strip_default_attrs" not in line)  # helps most models
     return list(dict.fromkeys(exports + upgrades + others))
 
 
