@@ -15,7 +15,6 @@ from worker.notify.messages import (
     artifact_version,
     owner_message,
     reason,
-
     verdict,
 )
 
