@@ -1,6 +1,6 @@
 """Agreement of our predictions with real TensorFlow, over both fixture matrices.
 
-    .venv/bin/python tools/agreement.py [--family NAME ...] [--misses N]
+    .venv/bin/python tools/agreement.py [--family NAME ...] [--producer tfX.Y ...] [--misses N]
 
 Prints rows, loads / serves / first-error-code agreement (code: over the rows
 where TensorFlow failed to load or to run), and the precision of `at-risk`: the
@@ -41,9 +41,15 @@ def outputs_by_row() -> dict[tuple[str, str, str, str], object]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--family", action="append", default=[], help="artifact name filter")
+    parser.add_argument("--producer", action="append", default=[], help="e.g. tf2.18")
     parser.add_argument("--misses", type=int, default=10, help="misses to print")
     args = parser.parse_args()
-    selected = [r for r in rows() if not args.family or r.artifact.split("/", 1)[1] in args.family]
+    selected = [
+        r
+        for r in rows()
+        if (not args.family or r.artifact.split("/", 1)[1] in args.family)
+        and (not args.producer or r.artifact.split("/", 1)[0] in args.producer)
+    ]
     outputs = outputs_by_row()
     loads_ok = serves_ok = code_ok = code_rows = 0
     misses: list[str] = []

@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             say(
                 f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-                "(tests/fixtures/tf-real) plus a broken one"
+                "(shared/ and tests/fixtures/tf-real) plus a broken one"
             )
             for _, fixture, prefix, _ in MODELS:
                 upload(s3, fixture_path(fixture), prefix)
