@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from worker.compat.nodes import arg_types, base_type, effective_attrs
+from worker.compat.signatures import arg_types, base_type, effective_attrs
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, OpDef
 from worker.model.attrs import short_dtype
 from worker.model.findings import Code, Finding, Fix, FixKind, error
