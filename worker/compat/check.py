@@ -216,10 +216,9 @@ def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     # loads such a model and the first call fails); see `place`.
     library_ctx = replace(graph_ctx, drops_producer_defaults=False)
     findings: list[Finding] = []
-    reported: set[tuple[str, str | None, str]] = set()
-    if in_functions:  # a cause already reported at the top level is not repeated
-        for finding in check_nodes(s, in_functions=False):
-            reported.add((str(finding.code), finding.op, finding.attr or ""))
+    # A cause already reported at the top level is not repeated for a function body:
+    # the top-level pass runs first and leaves what it reported on the subject.
+    reported = s.reported_nodes
     for kind in sorted(s.kinds, key=lambda k: k.function is not None):
         op = s.consumer.registry.ops.get(kind.op)
         if op is None or (kind.function is not None) != in_functions:

@@ -99,6 +99,7 @@ class Subject:
     drops_graph_defaults: bool = False
     tf2_load: bool = False  # tf.saved_model.load of a TF2 SavedModel
     policy: Policy = field(default_factory=Policy)
+    reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
 
     @property
     def loader(self) -> str:
@@ -116,6 +117,24 @@ class Subject:
     def instantiates_at_load(self) -> bool:
         """Function bodies' attrs are checked at load (tf.saved_model.load), not at call."""
         return self.consumer.loader == Loader.SAVED_MODEL_V2 and self.is_saved_model
+
+
+_SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = {}
+_SCOPES_LIMIT = 4096
+
+
+def _scope(graph: Graph, every_function: bool) -> FunctionScope:
+    """The graph's function scope, remembered per graph (a fleet checks one model against
+    many consumers); the graph is held so its id cannot be reused meanwhile."""
+    key = (id(graph), every_function)
+    hit = _SCOPES.get(key)
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    if len(_SCOPES) >= _SCOPES_LIMIT:
+        _SCOPES.clear()
+    scope = library_scope(graph) if every_function else function_scope(graph)
+    _SCOPES[key] = (graph, scope)
+    return scope
 
 
 def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
@@ -144,7 +163,7 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
     graph = subject.graph
     if graph is None:
         return subject
-    subject.scope = library_scope(graph) if v2 else function_scope(graph)
+    subject.scope = _scope(graph, v2)
     validated = subject.scope.reachable
     subject.kinds = [
         k

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from worker.model.verdict import Status, consumer_status_json
+from worker.notify.fixes import fix_text
 from worker.notify.messages import clip, consumers, fixes, reason
 
 MAX_SUMMARY = 65535
@@ -191,10 +192,16 @@ def annotations_of(
                 why = list(dict.fromkeys(reason(f) for f in wanted))
                 verb = "cannot serve" if level == "failure" else "is at risk serving"
                 tf = f" (TensorFlow {consumer['tensorflow']})" if consumer.get("tensorflow") else ""
+                fix_lines = list(
+                    dict.fromkeys(
+                        text for f in wanted if (text := fix_text(f.get("fix"), consumer["name"]))
+                    )
+                )
                 message = (
                     "; ".join(why)
                     + "\n\n"
                     + "\n".join(str(f.get("message", "")) for f in wanted[:20])
+                    + ("\n\nFix: " + "\n".join(fix_lines) if fix_lines else "")
                 )
                 path, line = file.path, 1
                 if consumer_lines and consumer["name"] in consumer_lines:
