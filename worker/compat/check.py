@@ -24,7 +24,7 @@ from functools import partial
 
 from packaging.version import Version
 
-from worker.compat.edges import edge_findings
+from worker.compat.edges import changed_ops, edge_findings
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
@@ -263,9 +263,13 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     consumer's OpDefs; checked at load by every loader."""
     if s.graph is None or s.consumer.registry is None or not s.kinds:
         return []
+    if s.edges is None:  # one pass over the edges serves both the graph and the functions
+        ops = s.consumer.registry.ops
+        changed = changed_ops(s.kinds, ops, s.producer_ops) if s.producer_ops else None
+        s.edges = edge_findings(s.graph, s.kinds, ops, changed)
     return [
         place(s, finding, function, checked_at_load=True)
-        for finding, function in edge_findings(s.graph, s.kinds, s.consumer.registry.ops)
+        for finding, function in s.edges
         if (function is not None) == in_functions
     ]
 

@@ -56,6 +56,8 @@ def flat_output(edge: Edge, kind: NodeKind, op: OpDef) -> int | None:
     by arg ("TopKV2:indices:0"), a graph by position."""
     if not edge.output_arg:
         return edge.output
+    if op.outputs and op.outputs[0].name == edge.output_arg:
+        return edge.output  # the first arg starts at 0 whatever the attrs
     attrs = effective_attrs(op, kind.attrs)
     offset = 0
     for arg in op.outputs:
@@ -76,11 +78,45 @@ def _ignored_attr(kind: NodeKind, op: OpDef) -> tuple[str, str] | None:
     return None
 
 
+_SAME: dict[tuple[int, int], tuple[OpDef, OpDef, bool]] = {}
+
+
+def _same(a: OpDef, b: OpDef) -> bool:
+    """OpDef equality, remembered per pair of objects (registries and models repeat them)."""
+    key = (id(a), id(b))
+    hit = _SAME.get(key)
+    if hit is not None and hit[0] is a and hit[1] is b:
+        return hit[2]
+    if len(_SAME) >= _TYPES_LIMIT:
+        _SAME.clear()
+    same = a == b
+    _SAME[key] = (a, b, same)
+    return same
+
+
+def changed_ops(
+    kinds: Sequence[NodeKind], ops: Mapping[str, OpDef], producer_ops: Mapping[str, OpDef]
+) -> frozenset[str]:
+    """The ops whose OpDef differs between the producer (the model's own op list) and the
+    consumer: an edge between two unchanged ops typed consistently for the producer, so
+    only edges touching a changed op can mismatch."""
+    changed = set()
+    for name in {k.op for k in kinds}:
+        mine, theirs = ops.get(name), producer_ops.get(name)
+        if mine is None or theirs is None or not _same(mine, theirs):
+            changed.add(name)
+    return frozenset(changed)
+
+
 def edge_findings(
-    graph: Graph, in_scope: Sequence[NodeKind], ops: Mapping[str, OpDef]
+    graph: Graph,
+    in_scope: Sequence[NodeKind],
+    ops: Mapping[str, OpDef],
+    changed: frozenset[str] | None = None,
 ) -> list[tuple[Finding, str | None]]:
     """Every edge whose source type the destination does not accept, once per input,
-    with the function the edge sits in (None: the top-level graph)."""
+    with the function the edge sits in (None: the top-level graph). `changed`: when
+    known, the only ops whose edges can mismatch (`changed_ops`)."""
     kinds = graph.kinds
     scope = {id(k) for k in in_scope}
     signatures: dict[int, Types | None] = {}
@@ -96,6 +132,10 @@ def edge_findings(
     findings: list[tuple[Finding, str | None]] = []
     reported: set[tuple[int, int]] = set()
     for edge in graph.edges:
+        if changed is not None and (
+            kinds[edge.src].op not in changed and kinds[edge.dst].op not in changed
+        ):
+            continue
         source, target = signature_of(edge.src), signature_of(edge.dst)
         if source is None or target is None:
             continue

@@ -18,7 +18,7 @@ its attrs, which is all a call graph needs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from worker.model.artifact import Graph, NodeKind
@@ -68,6 +68,7 @@ class FunctionScope:
     request: frozenset[str]
     calls: dict[str, frozenset[str]]  # function -> functions it calls
     holds: dict[str, frozenset[str]]  # function -> ops in its own body
+    top_calls: dict[int, frozenset[str]]  # top-level kind index -> functions it calls
 
 
 def _closure(start: Iterable[str], calls: dict[str, frozenset[str]]) -> set[str]:
@@ -86,34 +87,35 @@ def function_scope(graph: Graph) -> FunctionScope:
     functions = frozenset(graph.functions)
     calls: dict[str, set[str]] = {name: set() for name in functions}
     holds: dict[str, set[str]] = {name: set() for name in functions}
-    top_calls: list[set[str]] = []  # per top-level kind that calls functions
-    for kind in graph.kinds:
+    top_calls: dict[int, frozenset[str]] = {}  # per top-level kind that calls functions
+    for index, kind in enumerate(graph.kinds):
         called = callees(kind, functions)
         if kind.function is None:
             if called:
-                top_calls.append(called)
+                top_calls[index] = frozenset(called)
         elif kind.function in calls:
             calls[kind.function] |= called
             holds[kind.function].add(kind.op)
     frozen_calls = {name: frozenset(v) for name, v in calls.items()}
-    reachable = _closure((n for c in top_calls for n in c), frozen_calls)
+    reachable = _closure((n for c in top_calls.values() for n in c), frozen_calls)
 
-    def runs_any(start: set[str], ops: frozenset[str]) -> bool:
+    def runs_any(start: frozenset[str], ops: frozenset[str]) -> bool:
         return any(holds.get(name, set()) & ops for name in _closure(start, frozen_calls))
 
     restore: set[str] = set()
     request: set[str] = set()
-    for called in top_calls:
-        if runs_any(called, RESTORE_OPS):
-            restore |= _closure(called, frozen_calls)
-        elif not runs_any(called, SAVE_OPS):
-            request |= _closure(called, frozen_calls)
+    for target in top_calls.values():
+        if runs_any(target, RESTORE_OPS):
+            restore |= _closure(target, frozen_calls)
+        elif not runs_any(target, SAVE_OPS):
+            request |= _closure(target, frozen_calls)
     return FunctionScope(
         frozenset(reachable),
         frozenset(restore),
         frozenset(request - restore),
         frozen_calls,
         {name: frozenset(v) for name, v in holds.items()},
+        top_calls,
     )
 
 
@@ -122,6 +124,4 @@ def library_scope(graph: Graph) -> FunctionScope:
     request still runs only what the serving signatures call, which the graph's own
     call ops name (a TF2 export's graph calls each signature function)."""
     scope = function_scope(graph)
-    return FunctionScope(
-        frozenset(graph.functions), scope.restore, scope.request, scope.calls, scope.holds
-    )
+    return replace(scope, reachable=frozenset(graph.functions))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 
-from worker.compat.functions import callees
 from worker.compat.subject import Subject
 from worker.model.artifact import NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -69,13 +68,9 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     graph, scope = s.graph, s.scope
     if graph is None or scope is None or not s.is_saved_model or s.tf2_load or not scope.restore:
         return []
-    functions = frozenset(graph.functions)
     kinds = graph.kinds
     role: dict[int, str] = {}
-    for index, kind in enumerate(kinds):
-        if kind.function is not None:
-            continue
-        called = callees(kind, functions)
+    for index, called in scope.top_calls.items():
         if called & scope.restore:
             role[index] = "restore"
         elif called & scope.request:

@@ -24,6 +24,7 @@ from worker.compat.functions import FunctionScope, function_scope, library_scope
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
+from worker.model.findings import Finding
 
 SERVING_TAG = "serve"
 
@@ -100,6 +101,7 @@ class Subject:
     tf2_load: bool = False  # tf.saved_model.load of a TF2 SavedModel
     policy: Policy = field(default_factory=Policy)
     reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
+    edges: list[tuple[Finding, str | None]] | None = None  # edge findings, once per check
 
     @property
     def loader(self) -> str:
