@@ -93,16 +93,6 @@ class Fix:
         return data
 
 
-def fix_from_json(data: dict[str, Any] | None) -> Fix | None:
-    if not data or "kind" not in data:
-        return None
-    try:
-        kind = FixKind(data["kind"])
-    except ValueError:
-        return None
-    return Fix(kind, data.get("release"), data.get("op"), data.get("attr"), data.get("loader"))
-
-
 @dataclass(frozen=True)
 class Finding:
     code: Code
