@@ -48,6 +48,7 @@ def test_check_json_follows_the_contract() -> None:
         "consumers",
         "compatible_releases",
         "min_release",
+        "range_notes",
     }
     assert new_op["status"] == "incompatible"
     # DecodeWebP: 2.18 cannot load it (shared matrix); 2.20 registers it (catalog).
@@ -60,17 +61,77 @@ def test_check_json_follows_the_contract() -> None:
         1395,
         False,
     )
-    assert old["findings"][0]["code"] == "op.not-registered"
-    assert old["findings"][0]["op"] == "DecodeWebP"
-    assert set(old["findings"][0]) == {"code", "severity", "message", "op", "attr"}
-    assert new["loads"] is True
-    assert frozen["format"] == "graphdef" and frozen["status"] in ("compatible", "at-risk")
+    assert old["serves"] is False and old["status"] == "incompatible"
+    first = old["findings"][0]
+    assert (first["code"], first["op"], first["stage"]) == (
+        "op.not-registered",
+        "DecodeWebP",
+        "load",
+    )
+    assert set(first) == {"code", "severity", "message", "op", "attr", "fix", "stage"}
+    # The upgrade a fix names is inside the releases that serve the model.
+    assert first["fix"] == {"kind": "upgrade_to", "release": "2.20.0", "op": "DecodeWebP"}
+    assert new["loads"] is True and new["serves"] is True
+    assert frozen["format"] == "graphdef" and frozen["status"] == "compatible"
+    # A frozen GraphDef is imported, whatever the consumer's SavedModel loader.
+    assert [c["loader"] for c in frozen["consumers"]] == ["graph-import", "graph-import"]
 
 
-def test_check_exits_0_when_every_consumer_loads() -> None:
+def test_one_release_with_two_loaders_gives_two_consumers() -> None:
+    result = run(
+        "check",
+        str(A / "tf2.12/savedmodel_v2"),
+        "--consumer",
+        "tf==2.11@saved-model-v1",
+        "--consumer",
+        "tf==2.11@saved-model-v2",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    assert [c["name"] for c in report["consumers"]] == [
+        "tf-2.11.1@saved-model-v1",
+        "tf-2.11.1@saved-model-v2",
+    ]
+    twice = run(
+        "check", str(A / "tf2.12/savedmodel_v2"), "--consumer", "tf==2.11", "--consumer", "tf==2.11"
+    )
+    assert twice.returncode == 2 and "consumer named twice" in twice.stderr
+
+
+def test_a_release_without_registry_is_unknown_never_loads() -> None:
+    result = run("check", str(A / "tf2.12/savedmodel_v1_stripped"), "--consumer", "tf==1.12")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "UNKNOWN" in result.stdout
+    assert not any(line.strip().startswith("serves") for line in result.stdout.splitlines())
+    assert "dump-manifest" in result.stdout
+    doc = json.loads(
+        run(
+            "check", str(A / "tf2.12/savedmodel_v1_stripped"), "--consumer", "tf==1.12", "--json"
+        ).stdout
+    )
+    (consumer,) = doc["artifacts"][0]["consumers"]
+    assert (consumer["loads"], consumer["serves"], consumer["status"]) == (None, None, "unknown")
+
+
+def test_without_consumers_the_headline_says_what_was_checked() -> None:
+    result = run("check", str(A / "tf2.21/new_op"))
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "COMPATIBLE" not in result.stdout
+    assert "no consumer given" in result.stdout and "2.20.0-2.21.x" in result.stdout
+
+
+def test_findings_name_the_consumer_once() -> None:
+    result = run("check", str(A / "tf2.21/new_op"), "--consumer", "tf==2.12")
+    (line,) = [x for x in result.stdout.splitlines() if "op.not-registered" in x]
+    assert "tf-2.12.1" not in line  # the consumer line above names it
+    assert result.stdout.count("tf-2.12.1") == 2  # its line, and its fix
+
+
+def test_check_exits_0_when_every_consumer_serves() -> None:
     result = run("check", str(A / "tf2.12/savedmodel_v1_stripped"), "--consumer", "tf==2.21")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "loads" in result.stdout
+    assert "serves" in result.stdout
 
 
 def test_checkpoint_prefix_is_read() -> None:

@@ -3,8 +3,11 @@
 Both fixture sets (`../shared/fixtures/tf-real`, read-only, and our own
 `tests/fixtures/tf-real`, made the same way with more releases and cases) hold
 `artifacts.json` and `matrix.jsonl`: one row per (consumer release, artifact,
-loader) with `ok` as observed. `predict` maps a row to our consumer and loader
-and returns our `loads` prediction.
+loader) with `ok` (it loaded) and `ran` (it then answered the fed input) as
+observed. `predict` maps a row to our consumer and loader and returns our
+`loads` and `serves` predictions and the first error finding's code;
+`expected_codes` maps TensorFlow's error in a failing row to the codes that
+name its class.
 """
 
 from __future__ import annotations
@@ -53,6 +56,17 @@ class Row:
     loader: str
     ok: bool
     error: str
+    ran: bool = True  # absent: checkpoints (nothing to run) and the shared set (all ran)
+    run_error: str = ""
+
+    @property
+    def serves(self) -> bool:
+        return self.ok and self.ran
+
+    @property
+    def failure(self) -> str:
+        """TensorFlow's message for whatever failed: the load, else the run."""
+        return self.error if not self.ok else self.run_error
 
     @property
     def id(self) -> str:
@@ -79,7 +93,9 @@ def rows() -> list[Row]:
                     r["artifact"],
                     r["loader"],
                     bool(r["ok"]),
-                    (r.get("error") or "")[:200],
+                    f"{r.get('error_type') or ''}: {r.get('error_key') or r.get('error') or ''}",
+                    r.get("ran") is not False,
+                    (r.get("run_error") or ""),
                 )
             )
     return found
@@ -96,20 +112,70 @@ def read_artifacts(fixture_set: Path, artifact_id: str) -> tuple[Artifact, ...]:
     return tuple(read_path(str(fixture_set / entry["load_path"])))
 
 
-def predict(row: Row) -> tuple[bool, list[str]]:
-    """Our loads prediction for the row, and the error findings behind it."""
+@dataclass(frozen=True)
+class Prediction:
+    loads: bool | None
+    serves: bool | None
+    code: str | None  # the first error finding's code
+    reasons: tuple[str, ...]
+    statuses: tuple[str, ...] = ()  # each model's status for this consumer
+    warnings: tuple[str, ...] = ()  # the codes of the warnings behind an at-risk
+
+
+def predict(row: Row) -> Prediction:
+    """Our prediction for the row (an archive: every model in it must load and serve)."""
     catalog = load_catalog()
     consumer = catalog.consumer(row.consumer_version, LOADERS[row.loader])
-    loads = True
+    loads: bool | None = True
+    serves: bool | None = True
+    code: str | None = None
     reasons: list[str] = []
+    statuses: list[str] = []
+    warnings: list[str] = []
     for artifact in read_artifacts(row.fixture_set, row.artifact):
         verdict = check_artifact(artifact, consumer, catalog)
-        loads = loads and verdict.loads
-        reasons += [
-            f"{f.code}: {f.message[:160]}" for f in verdict.findings if f.severity == "error"
-        ]
-    return loads, reasons
+        loads = _and(loads, verdict.loads)
+        serves = _and(serves, verdict.serves)
+        errors = [f for f in verdict.findings if f.severity == "error"]
+        if code is None and errors:
+            code = str(errors[0].code)
+        reasons += [f"{f.code} [{f.stage}]: {f.message[:160]}" for f in errors]
+        statuses.append(str(verdict.status))
+        warnings += [str(f.code) for f in verdict.findings if f.severity == "warning"]
+    return Prediction(loads, serves, code, tuple(reasons), tuple(statuses), tuple(warnings))
 
 
-def has_registry(version: str) -> bool:
-    return load_catalog().resolve(version).registry_version is not None
+def _and(a: bool | None, b: bool | None) -> bool | None:
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+# TensorFlow's error classes (the phrase its message holds) and the codes naming them.
+ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
+    ("Op type not registered", frozenset({"op.not-registered", "op.removed", "op.custom"})),
+    ("KeyError: ", frozenset({"op.not-registered", "op.removed", "op.custom"})),
+    ("NodeDef mentions attr", frozenset({"attr.unknown"})),
+    ("is not available in GraphDef version", frozenset({"op.deprecated"})),
+    ("GraphDef min consumer", frozenset({"version.min-consumer"})),
+    ("GraphDef disallows consumer", frozenset({"version.bad-consumer"})),
+    ("GraphDef producer version", frozenset({"version.min-producer"})),
+    ("Value for attr", frozenset({"attr.not-allowed", "attr.below-minimum"})),
+    ("incompatible with expected", frozenset({"edge.type-mismatch"})),
+    ("expected type", frozenset({"edge.type-mismatch"})),
+    ("Could not find variable", frozenset({"resource.uninitialized"})),
+    ("must be built with `--config=cuda`", frozenset({"op.needs-cuda"})),
+    ("Detected at node CheckPinned", frozenset({"op.needs-cuda"})),
+    ("did not exist", frozenset({"request.checkpoint-io"})),
+    ("No such file or directory", frozenset({"request.checkpoint-io"})),
+]
+
+
+def expected_codes(row: Row) -> frozenset[str] | None:
+    """The codes that name the class of TensorFlow's error in a failing row; None when
+    the message names no class we know (the test then fails, to be looked at)."""
+    text = row.failure
+    found = [(text.find(phrase), codes) for phrase, codes in ERROR_CLASSES if phrase in text]
+    return min(found, key=lambda hit: hit[0])[1] if found else None

@@ -1,25 +1,33 @@
-"""Every loads prediction agrees with what real TensorFlow did (matrix.jsonl)."""
+"""Every prediction agrees with what real TensorFlow did (both fixture matrices).
+
+For every row, with no skips: `loads` equals TensorFlow's `ok`, `serves` equals
+`ok and ran` (it loaded and answered the fed input), and where it failed, our
+first error finding's code names TensorFlow's error class. A release without
+an op registry predicts `null` and fails here: every consumer in the matrices
+must be answerable.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.truth import FIXTURE_SETS, Row, has_registry, predict, rows
+from tests.truth import FIXTURE_SETS, Row, expected_codes, predict, rows
 
 ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert FIXTURE_SETS, "no fixture matrix found"
-    assert len(ROWS) >= 288
+    assert len(FIXTURE_SETS) == 2, "both fixture matrices (shared and ours) must be present"
+    assert len(ROWS) >= 288 + 16988
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_prediction_matches_real_tensorflow(row: Row) -> None:
-    if not has_registry(row.consumer_version):
-        pytest.skip(f"no op registry for TensorFlow {row.consumer_version} in the catalog")
-    loads, reasons = predict(row)
-    assert loads == row.ok, (
-        f"predicted loads={loads} but TensorFlow {row.consumer_version} said ok={row.ok}"
-        f" ({row.error!r}); our errors: {reasons}"
-    )
+    p = predict(row)
+    said = f"TensorFlow {row.consumer_version} said ok={row.ok} ran={row.ran} ({row.failure!r})"
+    assert p.loads == row.ok, f"predicted loads={p.loads}; {said}; our errors: {p.reasons}"
+    assert p.serves == row.serves, f"predicted serves={p.serves}; {said}; our errors: {p.reasons}"
+    if not row.serves:
+        codes = expected_codes(row)
+        assert codes is not None, f"no known error class in {row.failure!r}"
+        assert p.code in codes, f"first error {p.code}, expected one of {sorted(codes)}; {said}"

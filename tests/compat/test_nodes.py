@@ -243,14 +243,19 @@ def test_deprecated_op_fails_when_the_producer_is_at_or_past_the_deprecation() -
     assert (loads, found) == (False, [Code.OP_DEPRECATED])
 
 
-def test_ops_inside_the_function_library_count() -> None:
+CALL_OP = OpDef("StatefulPartitionedCall", attrs=(AttrDef("f", "func"),))
+CALL_F = NodeKind("StatefulPartitionedCall", {"f": {"func": {"name": "f", "attr": {}}}}, 0, 1, "c")
+
+
+def test_ops_inside_a_called_function_count_for_every_loader() -> None:
     node = NodeKind("NewOp", {}, 0, 1, "inner", function="f")
-    graph = Graph(VersionDef(1395), 0, (node,), (), functions=("f",), library_node_count=1)
+    graph = Graph(VersionDef(1395), 0, (CALL_F, node), (), functions=("f",), library_node_count=1)
     artifact = Artifact(
         "m", "savedmodel", 0, "", meta_graphs=(MetaGraph(("serve",), graph, has_object_graph=True),)
     )
+    ops = {**OLD, "StatefulPartitionedCall": CALL_OP}
     for loader in Loader:
-        assert not check_artifact(artifact, consumer(False, loader)).loads
+        assert not check_artifact(artifact, consumer(False, loader, ops)).loads
 
 
 def test_tf2_saved_model_load_ignores_the_version_def() -> None:
@@ -264,12 +269,14 @@ def test_tf2_saved_model_load_ignores_the_version_def() -> None:
 def test_function_body_attrs_fail_at_first_call_except_for_saved_model_load() -> None:
     # TopKV2 index_type inside a function, unknown to a release that rejects unknown attrs.
     node = NodeKind("TopKV2", {"T": T, "index_type": {"type": "DT_INT32"}}, 2, 1, "k", function="f")
-    graph = Graph(VersionDef(1395), 0, (node,), (), functions=("f",), library_node_count=1)
+    graph = Graph(VersionDef(1395), 0, (CALL_F, node), (), functions=("f",), library_node_count=1)
     meta = MetaGraph(("serve",), graph, producer_ops=NEW)
     artifact = Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
+    ops = {**OLD, "StatefulPartitionedCall": CALL_OP}
     for loader in (Loader.SAVED_MODEL_V1, Loader.GRAPH_IMPORT):
-        verdict = check_artifact(artifact, consumer(True, loader))
+        verdict = check_artifact(artifact, consumer(True, loader, ops))
         (finding,) = verdict.findings
-        assert verdict.loads and finding.code == Code.ATTR_UNKNOWN  # even at its default
-        assert "calling f will fail" in finding.message
-    assert not check_artifact(artifact, consumer(True, Loader.SAVED_MODEL_V2)).loads
+        assert finding.code == Code.ATTR_UNKNOWN  # even at its default
+        assert (verdict.loads, verdict.serves) == (True, False)  # the request runs f
+        assert "every request that runs f fails" in finding.message
+    assert not check_artifact(artifact, consumer(True, Loader.SAVED_MODEL_V2, ops)).loads

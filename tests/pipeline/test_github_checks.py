@@ -111,7 +111,7 @@ def test_pull_request_with_a_model_and_a_pointer_fails_with_the_matrix(
     assert check["statuses"] == ["in_progress", "completed"]
     assert check["conclusion"] == output.conclusion == "failure"
     summary = check["output"]["summary"]
-    assert check["output"]["title"] == "1 of 2 models cannot load in every consumer"
+    assert check["output"]["title"] == "1 of 2 models cannot serve in every consumer"
     assert "| Model | Status | serving-prod<br>2.15.1 | serving-canary<br>2.21.0 |" in summary
     assert (
         "| `models/ranking/saved_model.pb` | ❌ incompatible | ❌ | ✅ | ❌ | ❌ | 2.20.0-2.21.x |"
@@ -126,13 +126,16 @@ def test_pull_request_with_a_model_and_a_pointer_fails_with_the_matrix(
     )
     assert "README" not in summary and "models/old" not in summary
     by_title = {a["title"]: a for a in check["annotations"]}
-    failing = by_title["serving-prod (TensorFlow 2.15.1) cannot load models/ranking/saved_model.pb"]
+    failing = by_title[
+        "serving-prod (TensorFlow 2.15.1) cannot serve models/ranking/saved_model.pb"
+    ]
     assert (failing["path"], failing["start_line"], failing["annotation_level"]) == (
         "models/ranking/saved_model.pb",
         1,
         "failure",
     )
-    assert "op `DecodeWebP` not registered (from 2.20.0)" in failing["message"]
+    assert "op `DecodeWebP` not registered" in failing["message"]
+    assert "Fix: Upgrade `serving-prod` to TensorFlow >= 2.20.0" in failing["message"]
     assert {a["path"] for a in check["annotations"]} <= {
         "models/ranking/saved_model.pb",
         "models/search.tfmodel",
@@ -192,7 +195,7 @@ def test_fleet_change_checks_the_repositorys_models_with_the_new_fleet(
     assert "the fleet file changed in this pull request" in check["output"]["summary"]
     (annotation,) = check["annotations"]
     assert (annotation["path"], annotation["start_line"]) == ("config/fleet.yaml", 2)
-    assert annotation["title"].startswith("old-edge (TensorFlow 1.15.5) cannot load models/a")
+    assert annotation["title"].startswith("old-edge (TensorFlow 1.15.5) cannot serve models/a")
 
 
 def test_fleet_change_fails_when_it_would_break_a_model_checked_elsewhere(
@@ -240,7 +243,9 @@ def test_fleet_change_fails_when_it_would_break_a_model_checked_elsewhere(
     assert output.conclusion == "failure"
     summary = the_run(github)["output"]["summary"]
     assert "Impact on every model checked so far" in summary
-    assert "s3://models/vision/7/saved_model.pb" in summary and "`batch` new → fails" in summary
+    assert (
+        "s3://models/vision/7/saved_model.pb" in summary and "`batch` new → incompatible" in summary
+    )
 
 
 def test_a_fleet_file_that_does_not_load_fails_on_its_line(github: GitHubStandIn) -> None:

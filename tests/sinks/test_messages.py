@@ -15,7 +15,6 @@ from worker.notify.messages import (
     artifact_version,
     owner_message,
     reason,
-    release_named,
     verdict,
 )
 
@@ -40,41 +39,83 @@ def texts(message: Any) -> str:
     return "\n".join(out)
 
 
-def test_new_op_names_the_op_the_release_and_the_upgrade() -> None:
+def fix_lines(body: str) -> list[str]:
+    return body.split("*Fix*\n")[1].splitlines()
+
+
+def test_new_op_names_the_op_and_one_upgrade_per_consumer_inside_the_range() -> None:
     message = owner_message([document(NEW_OP)], "Ranking")
     body = texts(message)
     assert message.blocks[0]["type"] == "header"
     assert message.blocks[0]["text"]["text"].endswith("Incompatible: ranking/m/1")
-    assert "*serving-prod* (TF 2.15.1): op `DecodeWebP` not registered (from 2.20.0)" in body
-    assert "Upgrade `serving-prod` to TensorFlow >= 2.20.0" in body
-    assert "Or drop op `DecodeWebP` from the model" in body
-    assert "Loads in TensorFlow *2.20.0-2.21.x* (min 2.20.0)" in body
-    assert "serving-canary" not in body.split("*Fix*")[0]  # it loads the model
+    assert "*serving-prod* (TF 2.15.1): op `DecodeWebP` not registered" in body
+    assert "Serves in TensorFlow *2.20.0-2.21.x* (min 2.20.0)" in body
+    fix = fix_lines(body)
+    assert fix.count("• Upgrade `serving-prod` to TensorFlow >= 2.20.0") == 1
+    assert "• Or re-export without op `DecodeWebP`" in fix
+    assert "serving-canary" not in body.split("*Fix*")[0]  # it serves the model
     assert message.text.startswith("[Ranking] INCOMPATIBLE: s3://models/ranking/m/1/saved_model.pb")
     assert shape_errors(message.to_json()) == []
 
 
 def test_unstripped_default_attrs_suggest_strip_default_attrs_first() -> None:
     body = texts(owner_message([document(UNSTRIPPED)], "Ranking"))
-    fix = body.split("*Fix*\n")[1].splitlines()
-    assert fix[0].startswith("• Upgrade `legacy-edge` to TensorFlow >= ")
-    assert "strip_default_attrs=True" in fix[1]
+    fix = fix_lines(body)
+    assert "strip_default_attrs=True" in fix[0]
     assert "unknown attr `VarHandleOp.allowed_devices`" in body
+
+
+def test_a_naming_attr_is_dropped_not_set_back_to_a_default() -> None:
+    body = texts(owner_message([document(NONDEFAULT)], "Ranking"))
+    assert "Re-export without attr `VarHandleOp.debug_name`" in body
+    assert "`VarHandleOp.debug_name` at its default" not in body
 
 
 def test_non_default_attr_suggests_leaving_it_at_its_default() -> None:
     body = texts(owner_message([document(NONDEFAULT)], "Ranking"))
     assert "type mismatch at `TensorListGetItem`" in body
-    assert "Or leave `TensorListGetItem.Tshape` at its default when exporting" in body
+    assert "• Or export with `TensorListGetItem.Tshape` at its default" in fix_lines(body)
 
 
 def test_compatible_model_lists_nobody() -> None:
     body = texts(owner_message([document(STRIPPED)], "Ranking"))
-    assert "Cannot load it" not in body
+    assert "Cannot serve it" not in body and "*Fix*" not in body
 
 
-# The few words a finding becomes, with the release its message names.
-def test_reasons_and_releases() -> None:
+def test_fixes_come_from_data_not_from_message_text() -> None:
+    doc = document(NEW_OP)
+    for artifact in doc["artifacts"]:
+        for consumer in artifact["consumers"]:
+            for finding in consumer["findings"]:
+                finding["message"] = "upgrade the consumer to >= 9.9.9"
+    fix = fix_lines(texts(owner_message([doc], "Ranking")))
+    assert "• Upgrade `serving-prod` to TensorFlow >= 2.20.0" in fix
+    assert not any("9.9.9" in line for line in fix)
+
+
+def test_a_model_that_loads_and_fails_every_request_cannot_be_served() -> None:
+    doc = document(STRIPPED)
+    consumer = doc["artifacts"][0]["consumers"][0]
+    consumer["serves"] = False
+    consumer["findings"] = [
+        {
+            "code": "resource.uninitialized",
+            "severity": "error",
+            "stage": "request",
+            "message": "reads variables the restore never fills",
+            "op": "VarHandleOp",
+            "attr": None,
+            "fix": {"kind": "use_model_export", "loader": "saved-model-v2"},
+        }
+    ]
+    body = texts(owner_message([doc], "Ranking"))
+    assert "*Cannot serve it*" in body
+    assert "variables the restore never fills (requests fail)" in body
+    assert "model.export()" in fix_lines(body)[0]
+
+
+# The few words a finding becomes.
+def test_reasons() -> None:
     assert reason({"code": "op.custom", "op": "MyOp", "message": ""}) == (
         "custom op `MyOp` (needs its library)"
     )
@@ -82,15 +123,12 @@ def test_reasons_and_releases() -> None:
         "unknown attr `A.b`"
     )
     assert reason({"code": "something.new", "message": ""}) == "something new"
-    assert release_named("registered from TensorFlow 2.20.0: upgrade the consumer to >= 2.20.0")
-    assert release_named("exists from TensorFlow 2.3.4 and from TensorFlow 2.15.1") == "2.15.1"
-    assert release_named("no release here") is None
 
 
-def test_verdict_changes_when_a_consumer_stops_loading() -> None:
+def test_verdict_changes_when_a_consumer_stops_serving() -> None:
     doc = document(NEW_OP)
     changed = copy.deepcopy(doc)
-    changed["artifacts"][0]["consumers"][1]["loads"] = False
+    changed["artifacts"][0]["consumers"][1]["serves"] = False
     assert verdict(doc) == verdict(copy.deepcopy(doc))
     assert verdict(doc) != verdict(changed)
 

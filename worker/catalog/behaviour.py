@@ -13,6 +13,13 @@ does not register (they fail only when called); 1.14 and later refuse it at
 load ("Op type not registered"). Measured with the fixture matrix: the
 `function_op` and `savedmodel_v2` models load in 1.13.2 and fail in 1.14.0,
 1.15.5, 2.0.4 and 2.1.4 (tests/fixtures/tf-real/matrix.jsonl).
+
+
+Stripped op list: the v1 SavedModel loader of 1.13 and 1.14 looks up every op
+of the MetaGraph's stripped op list before importing anything and fails with a
+bare `KeyError: '<op>'` on one it does not register (the fixture matrix: every
+1.13/1.14 v1_loader row of `custom_op`, `new_op`, `new_allowed_value`); from 1.15
+the import meets the graph's own errors first.
 """
 
 from __future__ import annotations
@@ -41,3 +48,10 @@ def rejects_unknown_attrs(release: str) -> bool:
 
 def validates_library_at_load(release: str) -> bool:
     return release_version(release) >= VALIDATES_LIBRARY_AT_LOAD_FROM
+
+
+LOOKS_UP_OP_LIST_FIRST_BEFORE = Version("1.15.0")
+
+
+def looks_up_op_list_first(release: str) -> bool:
+    return release_version(release) < LOOKS_UP_OP_LIST_FIRST_BEFORE

@@ -25,13 +25,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from worker.catalog.behaviour import (
+    looks_up_op_list_first,
     rejects_unknown_attrs,
     release_version,
     validates_library_at_load,
 )
 from worker.catalog.registries import ShippedRegistries
 from worker.errors import UnknownRelease
-from worker.model.artifact import VersionDef
+from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 
 DAILY_SINCE = dt.date(2019, 5, 9)
@@ -164,6 +165,16 @@ class Catalog:
     def attr_introduced(self, op: str, attr: str) -> str | None:
         return self._shipped.attr_introduced(op, attr) if self._shipped else None
 
+    def attr_default(self, op: str, attr: str) -> AttrJSON | None:
+        """The attr's default in the newest registry that has the op (frozen graphs carry
+        no op list of their own to say it)."""
+        last = self.op_last_release(op)
+        release = next((r for r in self.releases if r.registry_version == last), None)
+        registry = self.registry(release) if release is not None else None
+        found = registry.ops.get(op) if registry is not None else None
+        attr_def = found.attr(attr) if found is not None else None
+        return attr_def.default if attr_def is not None else None
+
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         """The day a binary with this TF_GRAPH_DEF_VERSION was built (bumped daily since
         2019-05-09); None before that."""
@@ -213,6 +224,7 @@ def consumer_for_release(
         loader=loader,
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
+        looks_up_op_list_first=looks_up_op_list_first(release.version),
     )
 
 

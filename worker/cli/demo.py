@@ -45,6 +45,7 @@ MODELS = [
     ("new dtype for Xlogy (2.12)", "tf2.12/new_allowed_value", "ads/5", "saved_model.pb"),
     ("frozen graph (2.21)", "tf2.21/frozen_graph", "edge/frozen", "frozen_graph.pb"),
     ("checkpoint (2.12)", "tf2.12/checkpoint", "training/ckpt", "ckpt-1.index"),
+    ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
 BROKEN = ("random bytes", "broken/model.pb")
 
@@ -53,14 +54,30 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-def fixtures_root() -> Path:
-    for candidate in (
-        ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
-        ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise DemoError("no fixture models found")
+FIXTURE_ROOTS = (
+    ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
+    ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
+)
+
+
+def fixture_path(fixture: str) -> Path:
+    """A fixture model, from the shared set when it has it, else from ours."""
+    for root in FIXTURE_ROOTS:
+        if (root / fixture).is_dir():
+            return root / fixture
+    raise DemoError(f"fixture model {fixture} not found")
+
+
+def verdict_word(consumer: dict[str, Any]) -> str:
+    """ok: it serves the model; FAILS: it cannot load it; REQUESTS FAIL: it loads it and
+    every request fails; unknown: no op registry to tell."""
+    if consumer.get("loads") is False:
+        return "FAILS"
+    if consumer.get("serves", consumer.get("loads")) is False:
+        return "REQUESTS FAIL"
+    if consumer.get("loads") is None or consumer.get("serves") is None:
+        return "unknown"
+    return "ok"
 
 
 def client(service: Literal["s3", "sqs"], endpoint: str) -> Any:
@@ -141,13 +158,12 @@ def set_up_bucket(s3: Any, sqs: Any) -> str:
 
 def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
-    fixtures = fixtures_root()
     say(
         f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-        f"(from {fixtures}) plus a broken one"
+        "(shared/ and tests/fixtures/tf-real) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
-        source = fixtures / fixture
+        source = fixture_path(fixture)
         for path in sorted(source.rglob("*")):
             if path.is_file():
                 s3.put_object(
@@ -187,14 +203,14 @@ def table(rows: list[list[str]]) -> str:
 
 
 def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, Any]) -> str:
-    rows = [["model", "object", "status", "releases", "consumers (loads / FAILS)"]]
+    rows = [["model", "object", "status", "releases", "consumers (serves / FAILS)"]]
     for what, key in watched:
         found = results[key]
         report = json.loads(
             s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
         )
         verdicts = ", ".join(
-            f"{c['name']} {'ok' if c['loads'] else 'FAILS'}"
+            f"{c['name']} {verdict_word(c)}"
             for a in report["artifacts"]
             for c in a["consumers"]
         )

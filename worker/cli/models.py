@@ -28,6 +28,12 @@ def read_any(target: str) -> list[Any]:
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
     """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
+    return _parse_consumer_spec(spec, catalog, cache)[0]
+
+
+def _parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool]:
+    """The consumer, and whether it is a catalog release (named after it)."""
+    from worker.fleet.manifest import consumer_from_manifest
     from worker.model.consumer import Loader
 
     loader = Loader.SAVED_MODEL_V1
@@ -42,13 +48,30 @@ def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
             )
     for prefix in ("tf==", "tensorflow==", "serving=="):
         if body.startswith(prefix):
-            return catalog.consumer(body[len(prefix) :], loader)
+            return catalog.consumer(body[len(prefix) :], loader), True
     name, sep, path = body.partition("=")
     if not sep or not name or not path:
         raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
-    from worker.fleet.manifest import consumer_from_manifest
+    return consumer_from_manifest(name, path, loader, cache), False
 
-    return consumer_from_manifest(name, path, loader, cache)
+
+def consumers_from_specs(specs: list[str], catalog: Any, cache: Any) -> list[Any]:
+    """The --consumer list; one release given with several loaders becomes one consumer
+    per loader, each named `tf-X.Y.Z@LOADER`. The same release and loader twice is a
+    usage error (the caller reports duplicate names)."""
+    from dataclasses import replace
+
+    parsed = [_parse_consumer_spec(spec, catalog, cache) for spec in specs]
+    loaders: dict[str, set[str]] = {}
+    for consumer, from_catalog in parsed:
+        if from_catalog:
+            loaders.setdefault(consumer.name, set()).add(str(consumer.loader))
+    consumers = []
+    for consumer, from_catalog in parsed:
+        if from_catalog and len(loaders[consumer.name]) > 1:
+            consumer = replace(consumer, name=f"{consumer.name}@{consumer.loader}")
+        consumers.append(consumer)
+    return consumers
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -86,7 +109,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     catalog = load_catalog()
     cache = OpDefCache()
-    consumers = [parse_consumer_spec(spec, catalog, cache) for spec in args.consumer]
+    consumers = consumers_from_specs(args.consumer, catalog, cache)
     policy = Policy()
     if args.fleet:
         from worker.fleet.fleet import load_fleet  # YAML: imported only when a fleet is given
@@ -112,7 +135,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         json.dump({"artifacts": reports}, sys.stdout, indent=1)
         print()
     else:
-        print(render_check(reports), end="")
+        first, last = releases[0].tensorflow, releases[-1].tensorflow
+        checked = f"{len(releases)} catalog releases with an op registry ({first} to {last})"
+        print(render_check(reports, checked if not consumers else None), end="")
     return exit_status(reports)
 
 

@@ -51,9 +51,15 @@ def add_model_commands(sub: Subparsers) -> None:
 
     p = sub.add_parser(
         "check",
-        help="predict which consumers can load a model",
-        description="Without --consumer or --fleet, only the catalog ranges are reported "
-        "(exit 1 if no known release loads the model).",
+        help="predict which consumers can load a model and answer a request",
+        description="Each consumer gets `loads` (its TensorFlow loads the model) and `serves` "
+        "(it loads it and answers a request), each true, false or unknown (null: no op "
+        "registry for that release or build; record one with `tfcompat fleet dump-manifest`). "
+        "Status: compatible (every consumer serves it), at-risk (it serves, with a named "
+        "hazard), unknown, incompatible, invalid. Without --consumer or --fleet only the "
+        "releases that serve it are reported, and the status is unknown (incompatible if "
+        "no known release serves it). Exit status: 0 every consumer serves it, 1 some "
+        "cannot, 2 invalid input or usage, 3 some answer is unknown and none fails.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument(
@@ -62,7 +68,8 @@ def add_model_commands(sub: Subparsers) -> None:
         default=[],
         metavar="SPEC",
         help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
-        "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import",
+        "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import; the same "
+        "release may be given with several loaders (named tf-X.Y.Z@LOADER)",
     )
     p.add_argument(
         "--fleet",

@@ -87,29 +87,70 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def render_check(reports: list[dict[str, Any]]) -> str:
+# The loader the catalog ranges are computed with, as it applies to each format.
+RANGE_LOADER = {
+    "graphdef": "graph-import",
+    "checkpoint": "checkpoint",
+    "metagraph": "import-meta-graph",
+}
+
+
+def _consumer_mark(consumer: dict[str, Any]) -> str:
+    """What happens in this consumer, as a word a person scans for."""
+    loads, serves = consumer.get("loads"), consumer.get("serves", consumer.get("loads"))
+    if loads is False:
+        return "LOAD FAILS"
+    if serves is False:
+        return "REQUESTS FAIL"
+    if loads is None or serves is None:
+        return "unknown"
+    return "at risk" if consumer.get("status") == "at-risk" else "serves"
+
+
+def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> str:
+    """The verdicts for a terminal: errors and warnings with their fix; information
+    (the forward window, attrs a release ignores harmlessly) only in --json.
+
+    `checked`: what the releases were computed over, said when no consumer was given
+    (the status word is then not a verdict on anyone's fleet)."""
+    from worker.notify.fixes import fix_text, plain
+
     out: list[str] = []
     for r in reports:
-        ranges = tag_value(r["compatible_releases"])
-        out.append(
-            f"{r['path']}  [{r['format']}]  {r['status'].upper()}"
-            + (
-                ""
-                if r["error"]
-                else f"  releases: {ranges}"
-                + (f" (min {r['min_release']})" if r["min_release"] else "")
-            )
-        )
+        head = f"{r['path']}  [{r['format']}]"
         if r["error"]:
-            out.append(f"  error: {r['error']}")
+            out += [f"{head}  INVALID", f"  error: {r['error']}", ""]
+            continue
+        ranges = tag_value(r["compatible_releases"])
+        loader = RANGE_LOADER.get(r["format"], "saved-model-v1")
+        serves_in = f"releases that serve it ({loader}): {ranges}" + (
+            f" (min {r['min_release']})" if r["min_release"] else ""
+        )
+        if not r["consumers"] and checked:
+            out.append(f"{head}  no consumer given: {serves_in}; checked {checked}")
+        else:
+            out.append(f"{head}  {r['status'].upper()}  {serves_in}")
+        for note in r.get("range_notes") or []:
+            out.append(f"  note: {note}")
         for c in r["consumers"]:
-            mark = "loads" if c["loads"] else "FAILS"
-            out.append(
-                f"  {mark:5}  {c['name']} (TensorFlow {c['tensorflow'] or 'custom'}, "
-                f"GraphDef {c['graph_def_version']}, {c['loader']})"
-            )
-            for f in c["findings"]:
-                out.append(f"         {f['severity']} {f['code']}: {f['message']}")
+            tf = f"TensorFlow {c['tensorflow']}" if c["tensorflow"] else "custom build"
+            out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']})")
+            shown = [
+                f
+                for f in c["findings"]
+                if f["severity"] != "info" or f["code"] == "registry.unavailable"
+            ]
+            fixes: list[str] = []
+            for f in shown:
+                out.append(f"                 {f['severity']} {f['code']}: {f['message']}")
+                fix = fix_text(f.get("fix"), c["name"], plain)
+                if fix and fix not in fixes:
+                    fixes.append(fix)
+            for fix in fixes:
+                out.append(f"                 fix: {fix}")
+            hidden = len(c["findings"]) - len(shown)
+            if hidden:
+                out.append(f"                 ({hidden} note{'s' if hidden > 1 else ''} in --json)")
         out.append("")
     return "\n".join(out)
 

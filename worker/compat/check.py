@@ -1,132 +1,70 @@
 """Check one artifact against one consumer: a registry of named checks.
 
 Each check looks at one aspect (versions, op registration, node validation,
-edge types, ...) and returns findings as data, so one failing check never
-hides another. `loads` is true iff no finding is an error.
+edge types, what a request runs, ...) and returns findings as data, so one
+failing check never hides another. What the consumer reads is decided first
+(`worker.compat.subject`); then:
+- `loads` is false iff some error bites at load; unknown (None) when the
+  consumer has no op registry and nothing else refuses the model;
+- `serves` is false iff `loads` is or some error bites on the first request.
 
-Which graph a consumer reads, and what its loader does first, follows
-TensorFlow's loaders (the fixture matrices show each case):
-- SavedModel loaders (and import_meta_graph) use the MetaGraph tagged `serve`
-  and drop unknown attrs whose value is the producer's default (from
-  `stripped_op_list`) from the graph's nodes, never inside functions;
-- function bodies: the tf.compat.v1 loader and a graph import check their ops
-  at load (from 1.14) but their attrs only when a function first runs;
-  `tf.saved_model.load` instantiates them at load;
-- `tf.saved_model.load` judges deprecations at the running binary's GraphDef
-  version, and on a TF2 SavedModel (one with an object graph) ignores the
-  VersionDef and instantiates only the function library;
-- a graph import takes the GraphDef as it is.
+Function bodies (measured, see `worker.compat.functions`): only the functions
+in scope are checked. Their ops and edge types are checked at load (from 1.14);
+their attrs at load by `tf.saved_model.load`, but by the v1 loader and a graph
+import only when a function first runs. An error deferred so bites at load
+when the function is the saver's restore, on the first request when a request
+runs it, and never for the saver's save function.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Protocol
+from dataclasses import replace
+from functools import partial
 
-from worker.compat.edges import edge_findings
+from packaging.version import Version
+
+from worker.compat.edges import changed_ops, edge_findings
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
+from worker.compat.serving import serving_findings
+from worker.compat.subject import History as History
+from worker.compat.subject import NoHistory, Subject, subject_for
 from worker.compat.versions import check_versions
-from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
-from worker.model.consumer import Consumer, Loader
-from worker.model.findings import Code, Finding, Severity, error, warning
+from worker.model.artifact import Artifact, VersionDef
+from worker.model.consumer import Consumer
+from worker.model.findings import (
+    Code,
+    Finding,
+    Fix,
+    FixKind,
+    Severity,
+    Stage,
+    error,
+    info,
+)
 from worker.model.verdict import Verdict
 
 FORWARD_WINDOW_DAYS = 21
-SERVING_TAG = "serve"
+
+ATTR_CODES = frozenset(
+    {
+        Code.ATTR_UNKNOWN,
+        Code.ATTR_MISSING,
+        Code.ATTR_NOT_ALLOWED,
+        Code.ATTR_TYPE,
+        Code.ATTR_BELOW_MINIMUM,
+    }
+)
 
 
-class History(Protocol):
-    """What the release catalog knows beyond one consumer (for messages)."""
-
-    def op_introduced(self, op: str) -> str | None:
-        """The first known release that registers `op`; None if none does."""
-        ...
-
-    def attr_introduced(self, op: str, attr: str) -> str | None: ...
-
-    def op_last_release(self, op: str) -> str | None:
-        """The last known release that registers `op` (for removed ops)."""
-        ...
-
-    def producer_date(self, graph_def_version: int) -> dt.date | None: ...
-
-    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
-        """The oldest known release newer than `current` that accepts `versions`."""
-        ...
-
-
-class NoHistory:
-    def op_introduced(self, op: str) -> str | None:
+def minor(release: str | None) -> str | None:
+    """'2.16.2' -> '2.16': the catalog keeps one registry per minor, so a fact about
+    when an op appeared is only as precise as the minor."""
+    if release is None:
         return None
-
-    def attr_introduced(self, op: str, attr: str) -> str | None:
-        return None
-
-    def op_last_release(self, op: str) -> str | None:
-        return None
-
-    def producer_date(self, graph_def_version: int) -> dt.date | None:
-        return None
-
-    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
-        return None
-
-
-@dataclass
-class Subject:
-    """What a consumer actually reads of an artifact, after its loader acted."""
-
-    artifact: Artifact
-    consumer: Consumer
-    history: History
-    graph: Graph | None = None
-    meta_graph: MetaGraph | None = None
-    kinds: list[NodeKind] = field(default_factory=list)
-    check_graph_versions: bool = True
-    drops_graph_defaults: bool = False
-    policy: Policy = field(default_factory=Policy)
-
-    @property
-    def label(self) -> str:
-        c = self.consumer
-        release = f"TensorFlow {c.tensorflow}" if c.tensorflow else "a custom build"
-        return f"{c.name} ({release}, GraphDef version {c.graph_def_version})"
-
-    @property
-    def producer_ops(self) -> dict[str, OpDef]:
-        return self.meta_graph.producer_ops if self.meta_graph else {}
-
-
-def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
-    for meta_graph in meta_graphs:
-        if SERVING_TAG in meta_graph.tags:
-            return meta_graph
-    return meta_graphs[0] if meta_graphs else None
-
-
-def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Subject:
-    subject = Subject(artifact, consumer, history)
-    if artifact.format in ("savedmodel", "metagraph"):
-        subject.meta_graph = select_meta_graph(artifact.meta_graphs)
-        subject.graph = subject.meta_graph.graph if subject.meta_graph else None
-        # The SavedModel loaders drop default-valued unknown attrs from graph nodes.
-        subject.drops_graph_defaults = consumer.loader != Loader.GRAPH_IMPORT
-        tf2_load = (
-            consumer.loader == Loader.SAVED_MODEL_V2
-            and subject.meta_graph is not None
-            and subject.meta_graph.has_object_graph
-        )
-        if tf2_load:
-            subject.check_graph_versions = False
-    else:
-        subject.graph = artifact.graph
-        tf2_load = False
-    if subject.graph is not None:
-        subject.kinds = [k for k in subject.graph.kinds if not tf2_load or k.function is not None]
-    return subject
+    parts = release.split(".")
+    return ".".join(parts[:2])
 
 
 # --- the checks -----------------------------------------------------------------------------
@@ -140,24 +78,26 @@ def check_graph_versions(s: Subject) -> Iterable[Finding]:
         s.graph.versions,
         s.consumer.graph_def_version,
         s.consumer.graph_def_min_producer,
-        consumer_label=s.label,
-        upgrade_hint=f"Upgrade {s.consumer.name} to TensorFlow >= {target}." if target else "",
+        upgrade_target=target,
     )
     return findings + _forward_window(s, s.graph.versions)
 
 
 def _forward_window(s: Subject, versions: VersionDef) -> list[Finding]:
+    """Information, not a risk: real releases far outside the window loaded the
+    fixtures whenever no other rule refused them."""
     gap = versions.producer - s.consumer.graph_def_version
     if gap <= FORWARD_WINDOW_DAYS:
         return []
     written = s.history.producer_date(versions.producer)
-    when = f", written around {written.isoformat()}" if written else ""
+    when = f", written around {written.isoformat()}," if written else ""
     return [
-        warning(
+        info(
             Code.FORWARD_WINDOW,
             f"Producer GraphDef version {versions.producer}{when} is {gap} versions (days) newer "
-            f"than {s.label}; TensorFlow promises forward compatibility for "
-            f"{FORWARD_WINDOW_DAYS} days only. Export with the consumer's release, or upgrade it.",
+            f"than this consumer's {s.consumer.graph_def_version}; TensorFlow promises forward "
+            f"compatibility for {FORWARD_WINDOW_DAYS} days only (every other rule was checked).",
+            fix=Fix(FixKind.REEXPORT_WITH, release=s.consumer.tensorflow),
         )
     ]
 
@@ -171,7 +111,6 @@ def check_checkpoint(s: Subject) -> Iterable[Finding]:
         s.consumer.checkpoint_version,
         s.consumer.checkpoint_min_producer,
         what="Checkpoint",
-        consumer_label=s.label,
     )
     if ckpt.endianness != "LITTLE":
         findings.append(
@@ -184,75 +123,72 @@ def check_checkpoint(s: Subject) -> Iterable[Finding]:
     return findings
 
 
-def _registry_missing(s: Subject) -> bool:
-    return s.consumer.registry is None
+def registry_unknown(s: Subject) -> bool:
+    """Op-level answers cannot be known: a graph to check and no registry to check it with."""
+    return s.graph is not None and s.consumer.registry is None
 
 
 def check_registry_available(s: Subject) -> Iterable[Finding]:
-    if s.graph is None or not _registry_missing(s):
+    if not registry_unknown(s):
         return []
+    release = f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "this build"
     return [
-        warning(
+        info(
             Code.REGISTRY_UNAVAILABLE,
-            f"No op registry is known for {s.label}: only version numbers were checked. "
-            "Record one with `tfcompat fleet dump-manifest` in that environment.",
+            f"No op registry is known for {release}: only version numbers were checked, so "
+            "whether it loads and serves the model is unknown. A manifest recorded in that "
+            "environment with `tfcompat fleet dump-manifest` makes it known.",
+            fix=Fix(FixKind.RECORD_MANIFEST),
         )
     ]
 
 
-def check_ops(s: Subject) -> Iterable[Finding]:
-    """Every op the consumer does not register, once per op."""
+def check_ops(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
+    """Every op the consumer does not register, once per op (the top-level graph's
+    first: TensorFlow meets a graph node's error before a function body's)."""
     if s.graph is None or s.consumer.registry is None:
         return []
     functions = set(s.graph.functions)
-    seen: dict[str, str | None] = {}  # op -> the function it was first seen in (None: graph)
+    seen: set[str] = set()
+    if in_functions:
+        seen = {k.op for k in s.kinds if k.function is None}
     findings = []
-    for kind in sorted(s.kinds, key=lambda k: k.function is not None):
+    for kind in s.kinds:
         op = kind.op
+        if (kind.function is not None) != in_functions:
+            continue
         if op in seen or op in functions or op in s.consumer.registry.ops:
             continue
-        seen[op] = kind.function
+        seen.add(op)
         where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
         introduced = s.history.op_introduced(op)
         last = s.history.op_last_release(op)
         if introduced is None:
-            findings.append(
-                error(
-                    Code.OP_CUSTOM,
-                    f"Op type not registered '{op}' ({where}) in {s.label}, nor in any known "
-                    "TensorFlow release: it is a custom op. Load its op library in the consumer "
-                    "(tf.load_op_library or the package that registers it) and record a manifest "
-                    "of that build.",
-                    op=op,
-                )
+            finding = error(
+                Code.OP_CUSTOM,
+                f"Op type not registered '{op}' ({where}), nor by any known TensorFlow release: "
+                "it is a custom op, whose library the consumer must load.",
+                op=op,
+                fix=Fix(FixKind.LOAD_OP_LIBRARY, op=op),
             )
-        elif s.consumer.tensorflow and last and _older(last, s.consumer.tensorflow):
-            findings.append(
-                error(
-                    Code.OP_REMOVED,
-                    f"Op type not registered '{op}' ({where}) in {s.label}: TensorFlow {last} was "
-                    f"the last release to register it. Re-export the model without {op}, or keep "
-                    f"the consumer at {last} or older.",
-                    op=op,
-                )
+        elif s.consumer.tensorflow and last and Version(last) < Version(s.consumer.tensorflow):
+            finding = error(
+                Code.OP_REMOVED,
+                f"Op type not registered '{op}' ({where}): TensorFlow {minor(last)} was the last "
+                "release to register it.",
+                op=op,
+                fix=Fix(FixKind.KEEP_AT_MOST, release=last, op=op),
             )
         else:
-            fix = f"op {op} is registered from TensorFlow {introduced}: upgrade the consumer "
-            fix += f"to >= {introduced}, or re-export without {op}."
-            findings.append(
-                error(
-                    Code.OP_NOT_REGISTERED,
-                    f"Op type not registered '{op}' ({where}) in {s.label}; {fix}",
-                    op=op,
-                )
+            finding = error(
+                Code.OP_NOT_REGISTERED,
+                f"Op type not registered '{op}' ({where}); TensorFlow registers it from "
+                f"{minor(introduced)}.",
+                op=op,
+                fix=Fix(FixKind.UPGRADE_TO, release=introduced, op=op),
             )
-    return [deferred_to_call(s, f, seen[f.op or ""]) for f in findings]
-
-
-def _older(a: str, b: str) -> bool:
-    from packaging.version import Version
-
-    return Version(a) < Version(b)
+        findings.append(place(s, finding, kind.function, checked_at_load=True))
+    return findings
 
 
 def _deprecation_version(s: Subject) -> int | None:
@@ -261,29 +197,31 @@ def _deprecation_version(s: Subject) -> int | None:
     tf.saved_model.load imports the graph into a graph of the running binary, so
     its own GraphDef version counts, not the producer's (seen with 2.4 loading a
     producer-12 graph using an op deprecated at 13)."""
-    if s.consumer.loader == Loader.SAVED_MODEL_V2 and s.artifact.format == "savedmodel":
+    if s.instantiates_at_load:
         return s.consumer.graph_def_version
     return s.graph.versions.producer if s.graph and s.graph.versions else None
 
 
-def check_nodes(s: Subject) -> Iterable[Finding]:
+def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     if s.graph is None or s.consumer.registry is None:
         return []
     graph_ctx = NodeContext(
-        consumer_label=s.label,
         drops_producer_defaults=s.drops_graph_defaults,
         rejects_unknown_attrs=s.consumer.rejects_unknown_attrs,
         producer_version=_deprecation_version(s),
         stripped_default_attrs=bool(s.meta_graph and s.meta_graph.stripped_default_attrs),
+        default_of=s.history.attr_default,
     )
     # No loader drops default-valued attrs inside functions (measured: the v1 loader
-    # loads such a model and the first call fails); see deferred_to_call.
+    # loads such a model and the first call fails); see `place`.
     library_ctx = replace(graph_ctx, drops_producer_defaults=False)
     findings: list[Finding] = []
-    reported: set[tuple[str, str | None, str]] = set()
+    # A cause already reported at the top level is not repeated for a function body:
+    # the top-level pass runs first and leaves what it reported on the subject.
+    reported = s.reported_nodes
     for kind in sorted(s.kinds, key=lambda k: k.function is not None):
         op = s.consumer.registry.ops.get(kind.op)
-        if op is None:
+        if op is None or (kind.function is not None) != in_functions:
             continue
         ctx = graph_ctx if kind.function is None else library_ctx
         for finding in check_node_kind(kind, op, s.producer_ops.get(kind.op), ctx):
@@ -291,9 +229,10 @@ def check_nodes(s: Subject) -> Iterable[Finding]:
             if key in reported:
                 continue  # one finding per (code, op, attr): kinds repeat the same cause
             reported.add(key)
-            if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED, Code.ATTR_NOT_ALLOWED):
+            if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED):
                 finding = _with_attr_history(s, finding)
-            findings.append(deferred_to_call(s, finding, kind.function))
+            at_load = finding.code not in ATTR_CODES or s.instantiates_at_load
+            findings.append(place(s, finding, kind.function, checked_at_load=at_load))
     return findings
 
 
@@ -301,15 +240,16 @@ def _with_attr_history(s: Subject, finding: Finding) -> Finding:
     if finding.op is None or finding.attr is None:
         return finding
     introduced = s.history.attr_introduced(finding.op, finding.attr)
-    if introduced is None or finding.code == Code.ATTR_NOT_ALLOWED:
+    if introduced is None:
         return finding
-    return Finding(
-        finding.code,
-        finding.severity,
-        f"{finding.message} (attr '{finding.attr}' of {finding.op} exists from "
-        f"TensorFlow {introduced})",
-        finding.op,
-        finding.attr,
+    fix = finding.fix
+    if fix is not None and fix.kind == FixKind.UPGRADE_TO:
+        fix = replace(fix, release=introduced)
+    return replace(
+        finding,
+        message=f"{finding.message} (attr '{finding.attr}' of {finding.op} exists from "
+        f"TensorFlow {minor(introduced)})",
+        fix=fix,
     )
 
 
@@ -318,56 +258,102 @@ def check_policy(s: Subject) -> Iterable[Finding]:
     return policy_findings(s.consumer, versions, s.policy)
 
 
-def check_edges(s: Subject) -> Iterable[Finding]:
-    """Types along every top-level edge, computed under the consumer's OpDefs."""
+def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
+    """Types along every edge in scope (top level or function bodies), under the
+    consumer's OpDefs; checked at load by every loader."""
     if s.graph is None or s.consumer.registry is None or not s.kinds:
         return []
-    return edge_findings(s.graph, s.kinds, s.consumer.registry.ops, s.label)
+    if s.edges is None:  # one pass over the edges serves both the graph and the functions
+        ops = s.consumer.registry.ops
+        changed = changed_ops(s.kinds, ops, s.producer_ops) if s.producer_ops else None
+        s.edges = edge_findings(s.graph, s.kinds, ops, changed)
+    return [
+        place(s, finding, function, checked_at_load=True)
+        for finding, function in s.edges
+        if (function is not None) == in_functions
+    ]
+
+
+def check_serving(s: Subject) -> Iterable[Finding]:
+    return serving_findings(s)
 
 
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "graph-versions": check_graph_versions,
     "checkpoint": check_checkpoint,
     "registry": check_registry_available,
-    "ops": check_ops,
-    "nodes": check_nodes,
-    "edges": check_edges,
+    "ops": partial(check_ops, in_functions=False),
+    "nodes": partial(check_nodes, in_functions=False),
+    "edges": partial(check_edges, in_functions=False),
+    "function-ops": partial(check_ops, in_functions=True),
+    "function-nodes": partial(check_nodes, in_functions=True),
+    "function-edges": partial(check_edges, in_functions=True),
+    "serving": check_serving,
     "policy": check_policy,
 }
 
 
-ATTR_CODES = frozenset(
-    {
-        Code.ATTR_UNKNOWN,
-        Code.ATTR_MISSING,
-        Code.ATTR_NOT_ALLOWED,
-        Code.ATTR_TYPE,
-        Code.ATTR_BELOW_MINIMUM,
-    }
-)
+def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
+    """When a function-body error bites, as the consumer's loader does it.
 
-
-def deferred_to_call(s: Subject, finding: Finding, function: str | None) -> Finding:
-    """A function-body error the consumer meets only when the function first runs.
-
-    1.13 checks nothing in function bodies at load; every release's tf.compat.v1
-    loader and graph import check their ops at load (1.14 on) but their attrs only
-    when a function is instantiated; tf.saved_model.load instantiates at load."""
+    1.13 checks nothing in function bodies at load; the v1 loader and a graph
+    import check attrs only when a function is instantiated. A deferred error
+    bites at load in the saver's restore function (the loader runs it), on the
+    first request in a function a request runs, and otherwise only when someone
+    calls that function (the saver's save function): information."""
     if function is None or finding.severity != Severity.ERROR:
         return finding
-    later = not s.consumer.validates_library or (
-        finding.code in ATTR_CODES and s.consumer.loader != Loader.SAVED_MODEL_V2
-    )
-    if not later:
+    if checked_at_load and s.consumer.validates_library:
         return finding
-    return Finding(
-        finding.code,
-        Severity.WARNING,
-        f"{finding.message} The model loads ({s.consumer.loader} checks this function body "
-        f"only when it first runs): calling {function} will fail.",
-        finding.op,
-        finding.attr,
+    if s.scope is None or function in s.scope.restore:
+        return finding
+    if function in s.scope.request:
+        return replace(
+            finding,
+            message=f"{finding.message} The model loads ({s.loader} checks this function body "
+            f"only when it first runs): every request that runs {function} fails.",
+            stage=Stage.REQUEST,
+        )
+    return replace(
+        finding,
+        severity=Severity.INFO,
+        message=f"{finding.message} The model loads and serves ({s.loader} checks this "
+        f"function body only when it runs, and no request runs {function}); calling it fails.",
     )
+
+
+# The order in which TensorFlow meets load errors, by loader (measured: the first
+# error of every failing row of the fixture matrices). The graph import and the
+# v1 loader validate the top-level graph first, where an unknown attr on a
+# variable (created before the model's ops) comes before an unregistered op;
+# 1.13/1.14's v1 loader looks up the stripped op list before anything;
+# tf.saved_model.load instantiates the function library before the graph.
+_GRAPH_FIRST = (
+    "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops", "nodes", "edges",
+    "function-ops", "function-nodes", "function-edges", "serving", "policy",
+)  # fmt: skip
+_OP_LIST_FIRST = (
+    "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs", "nodes", "edges",
+    "function-ops", "function-nodes", "function-edges", "serving", "policy",
+)  # fmt: skip
+_FUNCTIONS_FIRST = (
+    "graph-versions", "checkpoint", "registry", "function-ops", "function-nodes",
+    "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving", "policy",
+)  # fmt: skip
+
+
+def _phases(s: Subject) -> tuple[str, ...]:
+    if s.instantiates_at_load:
+        return _FUNCTIONS_FIRST
+    if s.consumer.looks_up_op_list_first and s.is_saved_model and s.loader == "saved-model-v1":
+        return _OP_LIST_FIRST
+    return _GRAPH_FIRST
+
+
+def _severity_rank(finding: Finding) -> int:
+    if finding.severity == Severity.ERROR:
+        return 0 if finding.stage == Stage.LOAD else 1
+    return 2 if finding.severity == Severity.WARNING else 3
 
 
 def check_artifact(
@@ -376,23 +362,23 @@ def check_artifact(
     history: History | None = None,
     policy: Policy | None = None,
 ) -> Verdict:
-    """The consumer's verdict: every check's findings, errors first."""
+    """The consumer's verdict: every check's findings, load errors first (in the order
+    TensorFlow meets them), then request errors, warnings and information."""
     subject = subject_for(artifact, consumer, history or NoHistory())
     if policy is not None:
         subject.policy = policy
-    findings: list[Finding] = []
-    for check in CHECKS.values():
-        findings.extend(check(subject))
-    findings.sort(key=lambda f: f.severity != Severity.ERROR)
-    loads = not any(f.severity == Severity.ERROR for f in findings)
-    return Verdict(consumer, loads, tuple(findings))
-
-
-def status_of(verdicts: Iterable[Verdict]) -> str:
-    """'incompatible' if a consumer cannot load it, 'at-risk' on warnings, else 'compatible'."""
-    verdicts = list(verdicts)
-    if any(not v.loads for v in verdicts):
-        return "incompatible"
-    if any(v.findings for v in verdicts):
-        return "at-risk"
-    return "compatible"
+    phases = _phases(subject)
+    ranked: list[tuple[int, int, Finding]] = []
+    for name, check in CHECKS.items():
+        for finding in check(subject):
+            phase = (
+                "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
+            )
+            ranked.append((_severity_rank(finding), phases.index(phase), finding))
+    ranked.sort(key=lambda item: item[:2])
+    findings = [finding for _, _, finding in ranked]
+    fails_load = any(f.fails_load for f in findings)
+    fails_request = any(f.fails_request for f in findings)
+    loads: bool | None = False if fails_load else (None if registry_unknown(subject) else True)
+    serves: bool | None = False if fails_load or fails_request else loads
+    return Verdict(consumer, loads, serves, tuple(findings), subject.loader)

@@ -10,119 +10,25 @@ count) and `CheckOpDeprecation`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from worker.model.artifact import ArgDef, AttrDef, AttrJSON, NodeKind, OpDef
-from worker.model.attrs import attr_kind, describe_attr, short_dtype
-from worker.model.findings import Code, Finding, error, warning
-
-STRIP_FIX = (
-    "Re-export with strip_default_attrs=True (tf.compat.v1 SavedModelBuilder."
-    "add_meta_graph_and_variables) or load it as a SavedModel, so default-valued "
-    "attrs are dropped before this consumer sees them."
-)
+from worker.compat.signatures import arg_count, effective_attrs, signature
+from worker.model.artifact import AttrDef, AttrJSON, NodeKind, OpDef
+from worker.model.attrs import attr_kind, describe_attr
+from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 
 
 @dataclass(frozen=True)
 class NodeContext:
-    consumer_label: str
     drops_producer_defaults: bool  # SavedModel loaders do; a bare graph import does not
     rejects_unknown_attrs: bool
-    producer_version: int | None  # the graph's VersionDef.producer
+    producer_version: int | None  # the GraphDef version deprecations are judged at
     stripped_default_attrs: bool  # the export already stripped defaults
-
-
-def ref_type(dtype: str) -> str:
-    return dtype if dtype.endswith("_REF") else f"{dtype}_REF"
-
-
-def base_type(dtype: str) -> str:
-    return dtype.removesuffix("_REF")
-
-
-def effective_attrs(op: OpDef, attrs: Mapping[str, AttrJSON]) -> dict[str, AttrJSON]:
-    """The attrs the consumer works with: its own attrs only, defaults filled in."""
-    result = {}
-    for attr in op.attrs:
-        if attr.name in attrs:
-            result[attr.name] = attrs[attr.name]
-        elif attr.default is not None:
-            result[attr.name] = attr.default
-    return result
-
-
-def arg_count(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> int | None:
-    total = 0
-    for arg in args:
-        if arg.type_list_attr:
-            value = attrs.get(arg.type_list_attr, {})
-            total += len(value.get("list", {}).get("type", [])) if "list" in value else 0
-            if "list" not in value:
-                return None
-        elif arg.number_attr:
-            value = attrs.get(arg.number_attr, {})
-            if "i" not in value:
-                return None
-            total += int(value["i"])
-        else:
-            total += 1
-    return total
-
-
-def arg_types(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> list[str] | None:
-    """The flat list of tensor types the args stand for, or None if undecidable."""
-    types: list[str] = []
-    for arg in args:
-        if arg.type_list_attr:
-            value = attrs.get(arg.type_list_attr, {})
-            if "list" not in value:
-                return None
-            expanded = list(value["list"].get("type", []))
-        else:
-            if arg.type:
-                dtype = arg.type
-            else:
-                value = attrs.get(arg.type_attr, {})
-                if "type" not in value:
-                    return None
-                dtype = value["type"]
-            count = 1
-            if arg.number_attr:
-                number = attrs.get(arg.number_attr, {})
-                if "i" not in number:
-                    return None
-                count = int(number["i"])
-            expanded = [dtype] * count
-        if arg.is_ref:
-            expanded = [ref_type(t) for t in expanded]
-        types += expanded
-    return types
-
-
-_SIGNATURES: dict[int, tuple[OpDef, str]] = {}
-
-
-def signature(op: OpDef) -> str:
-    """TensorFlow's short OpDef rendering used in its error messages (once per OpDef)."""
-    hit = _SIGNATURES.get(id(op))
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    if len(_SIGNATURES) > 50_000:
-        _SIGNATURES.clear()
-    text = _render_signature(op)
-    _SIGNATURES[id(op)] = (op, text)
-    return text
-
-
-def _render_signature(op: OpDef) -> str:
-    inputs = ", ".join(
-        f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}" for a in op.inputs
+    # An attr's default where the model carries no op list (frozen GraphDefs).
+    default_of: Callable[[str, str], AttrJSON | None] = field(
+        default=lambda op, attr: None, compare=False
     )
-    outputs = ", ".join(
-        f"{a.name}:{a.type_attr or short_dtype(a.type) or a.type_list_attr}" for a in op.outputs
-    )
-    return f"Op<name={op.name}; signature={inputs} -> {outputs}>"
 
 
 def _allowed(attr: AttrDef, value: AttrJSON) -> Finding | None:
@@ -170,6 +76,29 @@ def _minimum(attr: AttrDef, value: AttrJSON) -> Finding | None:
     return None
 
 
+# Attrs whose value changes what the op computes on the forward pass, so that a
+# release which ignores them returns other results (TensorFlow's op docs). Other
+# ignored attrs (VarHandleOp `debug_name`, MatMul `grad_a`, SparseSegmentSum
+# `sparse_gradient`: names and gradient hints) change nothing a request sees: the
+# fixture matrix has 1,270 cells where those were ignored, and every one served.
+FORWARD_ATTRS: dict[tuple[str, str], str] = {
+    ("TridiagonalSolve", "perturb_singular"): (
+        "singular systems are solved by perturbation instead of failing"
+    ),
+}
+
+
+# Attrs that only name things: a release that rejects them loads the model once they
+# are dropped, and nothing a request sees changes (fixture finding 7: VarHandleOp
+# `debug_name`, set to the variable's name so no export strips it, dropped from
+# 2.15+ models made them load, run and return the producer's outputs on 1.15, 2.4).
+NAMING_ATTRS = frozenset({("VarHandleOp", "debug_name")})
+
+
+def where_of(kind: NodeKind) -> str:
+    return f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+
+
 def _unknown_attr(
     kind: NodeKind,
     name: str,
@@ -178,40 +107,72 @@ def _unknown_attr(
     producer_op: OpDef | None,
     ctx: NodeContext,
 ) -> Finding | None:
+    """An attr the consumer's OpDef lacks: dropped, rejected or ignored.
+
+    Whether its value is the default comes from the model's own op list, else
+    (a frozen graph has none) from the newest release that has the attr; when
+    neither knows, nothing is said about defaults."""
     producer_attr = producer_op.attr(name) if producer_op else None
-    is_default = producer_attr is not None and producer_attr.default == value
-    where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    default = producer_attr.default if producer_attr else ctx.default_of(kind.op, name)
+    is_default = default is not None and default == value
+    shown = describe_attr(value)
+    where = where_of(kind)
     if is_default and not ctx.rejects_unknown_attrs:
         return None  # ignored, and the consumer's behaviour is the producer's default
-    if is_default and ctx.drops_producer_defaults:
-        return warning(
+    if is_default and ctx.drops_producer_defaults and producer_attr is not None:
+        return info(
             Code.ATTR_DEFAULT_DROPPED,
-            f"{kind.op} attr '{name}' ({where}) is unknown to {ctx.consumer_label} but holds "
-            f"the producer's default, so the SavedModel loader drops it; a direct graph import "
-            f"would {'fail' if ctx.rejects_unknown_attrs else 'ignore it'}. {STRIP_FIX}",
+            f"{kind.op} attr '{name}' ({where}) is unknown to this release but holds the "
+            "producer's default, so the SavedModel loader drops it (a direct graph import "
+            "of the same graph would fail).",
+            op=kind.op,
+            attr=name,
+            fix=Fix(FixKind.STRIP_DEFAULT_ATTRS),
+        )
+    if ctx.rejects_unknown_attrs:
+        if is_default:
+            state, fix = f"value {shown}, its default", Fix(FixKind.STRIP_DEFAULT_ATTRS)
+        elif (kind.op, name) in NAMING_ATTRS:
+            state = f"value {shown}, a name"
+            fix = Fix(FixKind.DROP_ATTR, op=kind.op, attr=name)
+        else:
+            state = f"value {shown}" + (", not its default" if default is not None else "")
+            fix = Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name)
+        return error(
+            Code.ATTR_UNKNOWN,
+            f"NodeDef mentions attr '{name}' not in {signature(op)} ({where}, {state}).",
+            op=kind.op,
+            attr=name,
+            fix=fix,
+        )
+    if default is None:
+        return info(
+            Code.ATTR_IGNORED,
+            f"{kind.op} attr '{name}' ({where}, value {shown}) is unknown to this release, "
+            "which ignores it; the graph carries no op list, so whether that value is the "
+            "default is not known.",
             op=kind.op,
             attr=name,
         )
-    if ctx.rejects_unknown_attrs:
-        fix = (
-            STRIP_FIX
-            if is_default
-            else (f"Set '{name}' back to its default or upgrade the consumer.")
-        )
-        return error(
-            Code.ATTR_UNKNOWN,
-            f"NodeDef mentions attr '{name}' not in {signature(op)} ({where}, "
-            f"value {describe_attr(value)}) for {ctx.consumer_label}. {fix}",
+    effect = FORWARD_ATTRS.get((kind.op, name))
+    text = (
+        f"{kind.op} attr '{name}' ({where}) is set to {shown}, not its default "
+        f"{describe_attr(default)}; this release does not know the attr and ignores it"
+    )
+    if effect is None:
+        return info(
+            Code.ATTR_IGNORED,
+            f"{text} (it does not change what the node computes).",
             op=kind.op,
             attr=name,
         )
     return warning(
         Code.ATTR_IGNORED,
-        f"{kind.op} attr '{name}' ({where}, non-default value {describe_attr(value)}) is "
-        f"unknown to {ctx.consumer_label}, which ignores it: the node runs with the "
-        "consumer's behaviour, which may differ from the producer's.",
+        f"{text}, so requests get the default behaviour, not the exported one: with "
+        f"{name}={shown} {effect}.",
         op=kind.op,
         attr=name,
+        fix=Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name),
     )
 
 
@@ -251,25 +212,44 @@ def check_node_kind(
 def _validate(
     kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
 ) -> list[Finding]:
-    findings: list[Finding] = []
-    where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    """What ValidateNodeDef and CheckOpDeprecation say, in TensorFlow's order."""
+    return [
+        *_deprecation(kind, op, ctx),
+        *_attr_values(kind, op, producer_op, ctx),
+        *_missing_attrs(kind, op),
+        *_input_count(kind, op),
+    ]
+
+
+def _deprecation(kind: NodeKind, op: OpDef, ctx: NodeContext) -> list[Finding]:
     if (
-        op.deprecation_version is not None
-        and ctx.producer_version is not None
-        and ctx.producer_version >= op.deprecation_version
+        op.deprecation_version is None
+        or ctx.producer_version is None
+        or ctx.producer_version < op.deprecation_version
     ):
-        findings.append(
-            error(
-                Code.OP_DEPRECATED,
-                f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
-                f"It has been removed in version {op.deprecation_version}. "
-                f"{op.deprecation_explanation}".strip()
-                + f" ({where})",
-                op=op.name,
-            )
+        return []
+    return [
+        error(
+            Code.OP_DEPRECATED,
+            f"Op {op.name} is not available in GraphDef version {ctx.producer_version}. "
+            f"It has been removed in version {op.deprecation_version}. "
+            f"{op.deprecation_explanation}".strip()
+            + f" ({where_of(kind)})",
+            op=op.name,
+            fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op=op.name),
         )
+    ]
+
+
+def _attr_values(
+    kind: NodeKind, op: OpDef, producer_op: OpDef | None, ctx: NodeContext
+) -> list[Finding]:
+    """Each attr the node sets: unknown to the consumer, of the wrong type, not allowed,
+    below its minimum."""
+    findings: list[Finding] = []
     known = op.attr_map
-    for name, value in kind.attrs.items():
+    upgrade = Fix(FixKind.UPGRADE_TO, op=op.name)
+    for name, value in sorted(kind.attrs.items()):  # map order varies between processes
         attr = known.get(name)
         if attr is None:
             unknown = _unknown_attr(kind, name, value, op, producer_op, ctx)
@@ -288,9 +268,10 @@ def _validate(
                 error(
                     Code.ATTR_TYPE,
                     f"AttrValue had value with type '{kind_name}' when '{attr.type}' expected for "
-                    f"attr '{name}' of {op.name} ({where})",
+                    f"attr '{name}' of {op.name} ({where_of(kind)})",
                     op=op.name,
                     attr=name,
+                    fix=upgrade,
                 )
             )
             continue
@@ -298,34 +279,44 @@ def _validate(
             found = check(attr, value)
             if found is not None:
                 findings.append(
-                    Finding(
+                    error(
                         found.code,
-                        found.severity,
-                        f"{found.message}; {where}; {signature(op)}",
+                        f"{found.message}; {where_of(kind)}; {signature(op)}",
                         op.name,
                         name,
+                        fix=Fix(FixKind.UPGRADE_TO, op=op.name, attr=name),
                     )
                 )
-    for attr in op.attrs:
-        if attr.name not in kind.attrs and attr.default is None:
-            findings.append(
-                error(
-                    Code.ATTR_MISSING,
-                    f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where}): "
-                    f"{ctx.consumer_label} requires it and has no default for it",
-                    op=op.name,
-                    attr=attr.name,
-                )
-            )
-    if kind.function is None:
-        expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
-        if expected is not None and expected != kind.inputs:
-            findings.append(
-                error(
-                    Code.INPUTS_MISMATCH,
-                    f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
-                    f"({where}); {signature(op)} in {ctx.consumer_label}",
-                    op=op.name,
-                )
-            )
     return findings
+
+
+def _missing_attrs(kind: NodeKind, op: OpDef) -> list[Finding]:
+    return [
+        error(
+            Code.ATTR_MISSING,
+            f"NodeDef missing attr '{attr.name}' from {signature(op)} ({where_of(kind)}): "
+            "this release requires it and has no default for it",
+            op=op.name,
+            attr=attr.name,
+            fix=Fix(FixKind.REEXPORT_WITH),
+        )
+        for attr in op.attrs
+        if attr.name not in kind.attrs and attr.default is None
+    ]
+
+
+def _input_count(kind: NodeKind, op: OpDef) -> list[Finding]:
+    if kind.function is not None:
+        return []  # function bodies count inputs when instantiated
+    expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
+    if expected is None or expected == kind.inputs:
+        return []
+    return [
+        error(
+            Code.INPUTS_MISMATCH,
+            f"NodeDef expected {expected} inputs but {kind.inputs} are specified "
+            f"({where_of(kind)}); {signature(op)}",
+            op=op.name,
+            fix=Fix(FixKind.UPGRADE_TO, op=op.name),
+        )
+    ]

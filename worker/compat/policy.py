@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from worker.model.artifact import VersionDef
 from worker.model.consumer import Consumer
-from worker.model.findings import Code, Finding, warning
+from worker.model.findings import Code, Finding, Fix, FixKind, warning
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,7 @@ def policy_findings(
                 Code.POLICY_BAD_CONSUMER,
                 f"{consumer.name} runs {ban.label}, which this fleet bans: {ban.reason}. "
                 "Upgrade it as soon as possible.",
+                fix=Fix(FixKind.LEAVE_BANNED_RELEASE),
             )
         )
     if policy.require_models_to_ban and versions is not None:
@@ -60,6 +61,7 @@ def policy_findings(
                     f"The model's VersionDef does not list the fleet's banned versions in "
                     f"bad_consumers: {listed}. Add them at export (graph_def.versions."
                     "bad_consumers) so those binaries refuse it.",
+                    fix=Fix(FixKind.LIST_BANNED_RELEASES),
                 )
             )
     return findings

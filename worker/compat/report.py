@@ -1,34 +1,141 @@
 """The per-artifact result document (`check --json`, the stored report).
 
 Shape fixed by DESIGN.md "Contracts":
-{"path", "format", "status", "error", "consumers": [...], "compatible_releases", "min_release"}
+{"path", "format", "status", "error", "consumers": [...], "compatible_releases",
+ "min_release", "range_notes"}
+
+Everything follows `serves`: the status, the releases (those that load the
+model and answer a request with the default loader), and the upgrade a fix
+names, which is always a release inside those ranges.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.compat.check import History, check_artifact, status_of
+from packaging.version import Version
+
+from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
-from worker.model.verdict import Verdict
+from worker.model.findings import Finding, FixKind, Severity
+from worker.model.verdict import Status, Verdict
 
-INVALID = "invalid"
+INVALID = str(Status.INVALID)
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    release: str
+    graph_def_version: int
+    serves: bool
+    verdict: Verdict
 
 
 def release_outcomes(
     artifact: Artifact, releases: Sequence[Consumer], history: History | None
 ) -> list[tuple[str, bool]]:
-    """(release, loads) for every catalog release, ascending."""
+    """(release, serves) for every catalog release, ascending."""
+    return [(o.release, o.serves) for o in release_verdicts(artifact, releases, history)]
+
+
+def release_verdicts(
+    artifact: Artifact, releases: Sequence[Consumer], history: History | None
+) -> list[ReleaseOutcome]:
+    """What every catalog release does with the artifact, ascending."""
     outcomes = []
     for consumer in releases:
         assert consumer.tensorflow is not None
         verdict = check_artifact(artifact, consumer, history)
-        outcomes.append((consumer.tensorflow, verdict.loads))
+        outcomes.append(
+            ReleaseOutcome(
+                consumer.tensorflow, consumer.graph_def_version, verdict.serves is True, verdict
+            )
+        )
     return outcomes
+
+
+def _newer(outcome: ReleaseOutcome, consumer: Consumer) -> bool:
+    if consumer.tensorflow:
+        return Version(outcome.release) > Version(consumer.tensorflow)
+    return outcome.graph_def_version > consumer.graph_def_version
+
+
+def upgrade_release(
+    consumer: Consumer, wanted: str | None, outcomes: Sequence[ReleaseOutcome]
+) -> str | None:
+    """The oldest release newer than the consumer (and not older than `wanted`, the
+    release a rule named) that serves the model; None when no known release does."""
+    for outcome in outcomes:
+        if not outcome.serves or not _newer(outcome, consumer):
+            continue
+        if wanted is None or Version(outcome.release) >= Version(wanted):
+            return outcome.release
+    if wanted is not None:
+        return upgrade_release(consumer, None, outcomes)
+    return None
+
+
+def with_upgrades(verdict: Verdict, outcomes: Sequence[ReleaseOutcome]) -> Verdict:
+    """Every `upgrade_to` fix names a release the ranges list as serving the model: for
+    an error the oldest newer release that serves it; for a warning (an attr ignored)
+    the oldest that serves it and knows what the rule named."""
+    if not outcomes:
+        return verdict
+    findings: list[Finding] = []
+    for finding in verdict.findings:
+        fix = finding.fix
+        if fix is not None and fix.kind == FixKind.UPGRADE_TO:
+            wanted = fix.release if finding.severity != Severity.ERROR else None
+            fix = replace(fix, release=upgrade_release(verdict.consumer, wanted, outcomes))
+            finding = replace(finding, fix=fix)
+        findings.append(finding)
+    return replace(verdict, findings=tuple(findings))
+
+
+def range_notes(outcomes: Sequence[ReleaseOutcome]) -> list[str]:
+    """Why the ranges have gaps: for each run of releases between two serving ranges,
+    what the first of them fails on, and what lets the older range through."""
+    notes: list[str] = []
+    index = 0
+    seen_serving = False
+    while index < len(outcomes):
+        if outcomes[index].serves:
+            seen_serving = True
+            index += 1
+            continue
+        start = index
+        while index < len(outcomes) and not outcomes[index].serves:
+            index += 1
+        if not seen_serving or index >= len(outcomes):
+            continue  # a gap only when releases on both sides serve it
+        first, last = outcomes[start], outcomes[index - 1]
+        cause = next((f for f in first.verdict.findings if f.severity == Severity.ERROR), None)
+        what = f"{cause.code}" + (f" {cause.op}" if cause and cause.op else "") if cause else "?"
+        older = outcomes[start - 1].verdict
+        deferred = [f for f in older.findings if f.severity == Severity.INFO and f.op]
+        why = (
+            f"; {older.consumer.tensorflow} serves it because it checks function bodies only "
+            f"when they run ({deferred[0].code} {deferred[0].op} sits in a function no "
+            "request runs)"
+            if deferred and not older.consumer.validates_library
+            else ""
+        )
+        span = first.release if first is last else f"{first.release}-{last.release}"
+        notes.append(f"{span} cannot: {what}{why}")
+    return notes
+
+
+def report_status(verdicts: Sequence[Verdict], any_release_serves: bool) -> Status:
+    """The worst consumer status; with no consumer to judge, `unknown` (the releases
+    say who could serve it) unless no release serves it at all."""
+    if not verdicts:
+        return Status.UNKNOWN if any_release_serves else Status.INCOMPATIBLE
+    return Status.worst(v.status for v in verdicts)
 
 
 def artifact_report(
@@ -38,20 +145,20 @@ def artifact_report(
     history: History | None = None,
     policy: Policy | None = None,
 ) -> dict[str, Any]:
-    verdicts: list[Verdict] = [check_artifact(artifact, c, history, policy) for c in consumers]
-    outcomes = release_outcomes(artifact, releases, history)
-    loading = [version for version, loads in outcomes if loads]
-    status = status_of(verdicts)
-    if not consumers and not loading:
-        status = "incompatible"
+    outcomes = release_verdicts(artifact, releases, history)
+    verdicts = [
+        with_upgrades(check_artifact(artifact, c, history, policy), outcomes) for c in consumers
+    ]
+    serving = [o.release for o in outcomes if o.serves]
     return {
         "path": artifact.path,
         "format": artifact.format,
-        "status": status,
+        "status": str(report_status(verdicts, bool(serving))),
         "error": None,
         "consumers": [v.to_json() for v in verdicts],
-        "compatible_releases": compress(outcomes),
-        "min_release": loading[0] if loading else None,
+        "compatible_releases": compress([(o.release, o.serves) for o in outcomes]),
+        "min_release": serving[0] if serving else None,
+        "range_notes": range_notes(outcomes),
     }
 
 
@@ -64,13 +171,18 @@ def invalid_report(path: str, error: str, format: str = "unknown") -> dict[str, 
         "consumers": [],
         "compatible_releases": [],
         "min_release": None,
+        "range_notes": [],
     }
 
 
 def exit_status(reports: Sequence[dict[str, Any]]) -> int:
-    """0: every consumer loads every artifact; 1: some cannot; 2: invalid input."""
-    if any(r["status"] == INVALID for r in reports):
+    """0: every consumer serves every artifact; 1: some cannot; 2: invalid input;
+    3: some answer is unknown and none is a failure."""
+    statuses = {r["status"] for r in reports}
+    if INVALID in statuses:
         return 2
-    if any(r["status"] == "incompatible" for r in reports):
+    if str(Status.INCOMPATIBLE) in statuses:
         return 1
+    if str(Status.UNKNOWN) in statuses:
+        return 3
     return 0

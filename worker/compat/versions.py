@@ -3,13 +3,13 @@
 A consumer accepts data iff `consumer >= data.min_consumer`,
 `data.producer >= consumer.min_producer` and `consumer not in
 data.bad_consumers` (TensorFlow's `CheckVersions`). The messages follow
-TensorFlow's own so people recognise them.
+TensorFlow's own so people recognise them; the fix is data (`Fix`).
 """
 
 from __future__ import annotations
 
 from worker.model.artifact import VersionDef
-from worker.model.findings import Code, Finding, error
+from worker.model.findings import Code, Finding, Fix, FixKind, error
 
 
 def check_versions(
@@ -18,36 +18,40 @@ def check_versions(
     min_producer: int,
     *,
     what: str = "GraphDef",
-    consumer_label: str = "",
-    upgrade_hint: str = "",
+    upgrade_target: str | None = None,
 ) -> list[Finding]:
-    """Every VersionDef condition the consumer fails (empty: it accepts)."""
-    label = f" ({consumer_label})" if consumer_label else ""
-    hint = f" {upgrade_hint}" if upgrade_hint else ""
+    """Every VersionDef condition the consumer fails (empty: it accepts).
+
+    `upgrade_target`: the oldest known release that accepts the data (the report
+    replaces it by the oldest that also serves the model)."""
+    graph = what == "GraphDef"
+    upgrade = Fix(FixKind.UPGRADE_TO, release=upgrade_target)
     findings = []
     if consumer_version < data.min_consumer:
         findings.append(
             error(
-                Code.MIN_CONSUMER if what == "GraphDef" else Code.CHECKPOINT_VERSION,
+                Code.MIN_CONSUMER if graph else Code.CHECKPOINT_VERSION,
                 f"{what} min consumer version {data.min_consumer} above current version "
-                f"{consumer_version}{label}: upgrade TensorFlow.{hint}",
+                f"{consumer_version}",
+                fix=upgrade,
             )
         )
     if data.producer < min_producer:
         findings.append(
             error(
-                Code.MIN_PRODUCER if what == "GraphDef" else Code.CHECKPOINT_VERSION,
+                Code.MIN_PRODUCER if graph else Code.CHECKPOINT_VERSION,
                 f"{what} producer version {data.producer} below min producer {min_producer} "
-                f"supported by this consumer{label}: regenerate the {what.lower()} with a newer "
-                "TensorFlow.",
+                "supported by this consumer",
+                fix=Fix(FixKind.REEXPORT_WITH),
             )
         )
     if consumer_version in data.bad_consumers:
         findings.append(
             error(
-                Code.BAD_CONSUMER if what == "GraphDef" else Code.CHECKPOINT_VERSION,
-                f"{what} disallows consumer version {consumer_version}{label}: the producer "
-                f"marked this version as likely buggy; upgrade TensorFlow.{hint}",
+                Code.BAD_CONSUMER if graph else Code.CHECKPOINT_VERSION,
+                f"{what} disallows consumer version {consumer_version}: the producer marked "
+                "this version as likely buggy",
+                fix=upgrade,
             )
         )
     return findings

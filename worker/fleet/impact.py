@@ -1,8 +1,9 @@
 """What a fleet change does to the models already checked: a pure function.
 
 Models change rarely; fleets change often. Every indexed model keeps its
-extracted metadata and a verdict per consumer (`loads`, `at-risk`: loads with
-warnings, `fails`), so a new fleet is checked without downloading anything:
+extracted metadata and a status per consumer (`worker.model.verdict.Status`;
+entries recorded as `loads` / `fails` read as compatible / incompatible), so a
+new fleet is checked without downloading anything:
 a consumer whose definition is unchanged keeps its recorded verdict, and only
 added or changed consumers are checked, with TensorFlow's rules over the
 stored metadata. The model's status follows from its verdicts.
@@ -24,9 +25,9 @@ from worker.compat.policy import Policy
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.index import IndexedModel
-from worker.model.verdict import Verdict
+from worker.model.verdict import Status, Verdict, parse_status
 
-LOADS, AT_RISK, FAILS = "loads", "at-risk", "fails"
+LOADS, AT_RISK, FAILS = Status.COMPATIBLE, Status.AT_RISK, Status.INCOMPATIBLE
 
 
 def consumer_digest(consumer: Consumer) -> str:
@@ -49,26 +50,15 @@ def consumer_digest(consumer: Consumer) -> str:
     )
 
 
-def verdict_state(verdicts: Iterable[Verdict]) -> str:
-    """One consumer's state over all artifacts of an object."""
-    state = LOADS
-    for verdict in verdicts:
-        if not verdict.loads:
-            return FAILS
-        if verdict.findings:
-            state = AT_RISK
-    return state
+def verdict_state(verdicts: Iterable[Verdict]) -> Status:
+    """One consumer's status over all artifacts of an object."""
+    return Status.worst([Status.COMPATIBLE, *(v.status for v in verdicts)])
 
 
-def status_from(states: Iterable[str], invalid: bool = False) -> str:
+def status_from(states: Iterable[str], invalid: bool = False) -> Status:
     if invalid:
-        return "invalid"
-    states = list(states)
-    if FAILS in states:
-        return "incompatible"
-    if AT_RISK in states:
-        return "at-risk"
-    return "compatible"
+        return Status.INVALID
+    return Status.worst([Status.COMPATIBLE, *(parse_status(s) for s in states)])
 
 
 @dataclass(frozen=True)
@@ -80,7 +70,9 @@ class VerdictChange:
 
     @property
     def breaks(self) -> bool:
-        return self.after == FAILS and self.before != FAILS
+        after = parse_status(self.after) if self.after else None
+        before = parse_status(self.before) if self.before else None
+        return after == FAILS and before != FAILS
 
 
 @dataclass(frozen=True)
@@ -197,7 +189,7 @@ def assess(
             rechecked.add(consumer.name)
             state = verdict_state(verdicts)
             after[consumer.name] = state
-            if recorded != state:
+            if recorded is None or parse_status(recorded) != state:
                 reasons = tuple(
                     f.message for v in verdicts for f in v.findings if f.severity == "error"
                 )[:5]
@@ -207,7 +199,7 @@ def assess(
                 removed.add(name)
                 changes.append(VerdictChange(name, recorded, None))
         status_after = status_from(after.values(), model.invalid)
-        if changes or status_after != model.status:
+        if changes or status_after != parse_status(model.status):
             impact.models.append(
                 ModelImpact(model, status_after, tuple(changes), after, tuple(ran))
             )

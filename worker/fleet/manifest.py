@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from worker.catalog.behaviour import rejects_unknown_attrs, validates_library_at_load
+from worker.catalog.behaviour import (
+    looks_up_op_list_first,
+    rejects_unknown_attrs,
+    validates_library_at_load,
+)
 from worker.catalog.opdefs import OpDefCache
 from worker.errors import ConfigError
 from worker.model.consumer import Consumer, Loader, Registry
@@ -59,8 +63,9 @@ def consumer_from_manifest(
     try:
         rejects = rejects_unknown_attrs(version) if version else False
         library = validates_library_at_load(version) if version else True
+        op_list_first = looks_up_op_list_first(version) if version else False
     except ValueError:
-        rejects, library = False, True
+        rejects, library, op_list_first = False, True, False
     return Consumer(
         name=name,
         tensorflow=version,
@@ -72,6 +77,7 @@ def consumer_from_manifest(
         loader=loader,
         rejects_unknown_attrs=rejects,
         validates_library=library,
+        looks_up_op_list_first=op_list_first,
     )
 
 

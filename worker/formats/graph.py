@@ -79,6 +79,8 @@ class GraphBuilder:
         self._counts: list[int] = []
         self._kind_of_node: dict[str, int] = {}
         self._pending: set[tuple[str, int, int, int]] = set()
+        self._function_nodes: dict[tuple[str, str], int] = {}
+        self._function_pending: set[tuple[str, str, str, int, int, int]] = set()
         self._functions: list[str] = []
         self._attr_sets: dict[tuple[bytes, ...], tuple[str, dict[str, AttrJSON]]] = {}
         self._entries: dict[bytes, tuple[str, AttrJSON | None]] = {}
@@ -130,9 +132,15 @@ class GraphBuilder:
             self._counts.append(0)
         self._counts[index] += count
         if function is not None:
-            # Function bodies name outputs as "node:arg:index"; their edges are
-            # typed when the function is instantiated, not at load time.
+            # Function bodies name outputs "node:arg:index" and the function's own
+            # inputs by their bare arg name (no edge between kinds).
             self.library_node_count += count
+            self._function_nodes[(function, node.name)] = index
+            for position, text in enumerate(inputs):
+                parts = text.split(":")
+                if len(parts) == 3 and parts[2].isdigit():
+                    pending = (function, parts[0], parts[1], int(parts[2]), index, position)
+                    self._function_pending.add(pending)
             return
         self.node_count += count
         self._kind_of_node[node.name] = index
@@ -170,12 +178,19 @@ class GraphBuilder:
         """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
         kind_of = self._kind_of_node
         distinct = {
-            (dst, position, kind_of[name], output)
+            (dst, position, kind_of[name], output, "")
             for name, output, dst, position in self._pending
             if name in kind_of
         }
+        function_nodes = self._function_nodes
+        distinct.update(
+            (dst, position, function_nodes[(function, name)], output, arg)
+            for function, name, arg, output, dst, position in self._function_pending
+            if (function, name) in function_nodes
+        )
         edges = [
-            Edge(src, output, dst, position) for dst, position, src, output in sorted(distinct)
+            Edge(src, output, dst, position, arg)
+            for dst, position, src, output, arg in sorted(distinct)
         ]
         kinds = tuple(
             NodeKind(k.op, k.attrs, k.inputs, count, k.example, k.function)

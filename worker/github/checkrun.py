@@ -8,10 +8,11 @@ limits are kept here: 65535 characters of summary, 255 of an annotation
 title, 64 KB of its message; the 50-annotations-per-request limit is the
 caller's (`pipeline.github_checks` sends them in batches).
 
-Conclusions: `failure` when some consumer cannot load a model, `neutral` when
-one is only at risk or a file could not be read as a model (a `.pb` that is
-not TensorFlow's must not block a merge), `success` otherwise, also when the
-change touches no model at all.
+Conclusions follow `serves`: `failure` when some consumer cannot load a model
+or cannot answer a request, `neutral` when one is only at risk, its answer is
+unknown (no op registry), or a file could not be read as a model (a `.pb` that
+is not TensorFlow's must not block a merge), `success` otherwise, also when the
+change touches no model at all. Fixes are rendered from the findings' data.
 """
 
 from __future__ import annotations
@@ -20,19 +21,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from worker.model.verdict import Status
+from worker.model.verdict import Status, consumer_status_json
+from worker.notify.fixes import fix_text
 from worker.notify.messages import clip, consumers, fixes, reason
 
 MAX_SUMMARY = 65535
 MAX_TITLE = 255
 MAX_MESSAGE = 64000
 MAX_ROWS = 200
-MARK = {"loads": "✅", "at-risk": "⚠️", "fails": "❌"}
+MARK = {
+    Status.COMPATIBLE: "✅",
+    Status.AT_RISK: "⚠️",
+    Status.UNKNOWN: "❔",
+    Status.INCOMPATIBLE: "❌",
+}
 STATUS_MARK = {
-    "compatible": "✅ compatible",
-    "at-risk": "⚠️ at-risk",
-    "incompatible": "❌ incompatible",
-    "invalid": "❔ unreadable",
+    Status.COMPATIBLE: "✅ compatible",
+    Status.AT_RISK: "⚠️ at-risk",
+    Status.UNKNOWN: "❔ unknown",
+    Status.INCOMPATIBLE: "❌ incompatible",
+    Status.INVALID: "❔ unreadable",
 }
 
 
@@ -46,10 +54,10 @@ class CheckedFile:
     error: str | None = None  # unreadable: why
 
     @property
-    def status(self) -> str:
+    def status(self) -> Status:
         if self.error is not None or not self.reports:
-            return "invalid"
-        return str(Status.worst(str(r["status"]) for r in self.reports))
+            return Status.INVALID
+        return Status.worst(str(r["status"]) for r in self.reports)
 
     @property
     def document(self) -> dict[str, Any]:
@@ -77,27 +85,23 @@ class CheckOutput:
 
 
 def conclusion_of(files: Sequence[CheckedFile]) -> str:
-    statuses = {f.status for f in files}
-    if "incompatible" in statuses:
+    worst = Status.worst([Status.COMPATIBLE, *(f.status for f in files)])
+    if worst == Status.INCOMPATIBLE:
         return "failure"
-    if statuses & {"at-risk", "invalid"}:
+    if worst != Status.COMPATIBLE:
         return "neutral"
     return "success"
 
 
-def consumer_state(file: CheckedFile, name: str) -> str | None:
-    state = None
-    for report in file.reports:
-        for consumer in report.get("consumers") or []:
-            if consumer.get("name") != name:
-                continue
-            if not consumer.get("loads"):
-                return "fails"
-            if consumer.get("findings"):
-                state = "at-risk"
-            elif state is None:
-                state = "loads"
-    return state
+def consumer_state(file: CheckedFile, name: str) -> Status | None:
+    """One consumer's status over the file's models; None: it was not checked."""
+    states = [
+        consumer_status_json(consumer)
+        for report in file.reports
+        for consumer in report.get("consumers") or []
+        if consumer.get("name") == name
+    ]
+    return Status.worst(states) if states else None
 
 
 def _releases(file: CheckedFile) -> str:
@@ -112,15 +116,15 @@ def _cell(text: str) -> str:
 def title_of(files: Sequence[CheckedFile]) -> str:
     if not files:
         return "No TensorFlow model, model pointer or fleet file changed"
-    broken = [f for f in files if f.status == "incompatible"]
-    risky = [f for f in files if f.status in ("at-risk", "invalid")]
+    broken = [f for f in files if f.status == Status.INCOMPATIBLE]
+    risky = [f for f in files if f.status != Status.COMPATIBLE]
     noun = "model" if len(files) == 1 else "models"
     if broken:
-        text = f"{len(broken)} of {len(files)} {noun} cannot load in every consumer"
+        text = f"{len(broken)} of {len(files)} {noun} cannot serve in every consumer"
     elif risky:
-        text = f"{len(risky)} of {len(files)} {noun} at risk or unreadable"
+        text = f"{len(risky)} of {len(files)} {noun} at risk, unknown or unreadable"
     else:
-        text = f"All {len(files)} {noun} load in every consumer"
+        text = f"All {len(files)} {noun} serve in every consumer"
     return clip(text, MAX_TITLE)
 
 
@@ -136,12 +140,16 @@ def summary_of(files: Sequence[CheckedFile], consumer_names: Sequence[Any], cont
     lines.append("|" + "---|---|" + ":-:|" * len(consumer_names) + "---|")
     for file in files[:MAX_ROWS]:
         name = f"`{_cell(file.path)}`" + (f"<br>→ `{_cell(file.source)}`" if file.source else "")
-        cells = [MARK.get(consumer_state(file, n) or "", "·") for n, _ in consumer_names]
+        states = [consumer_state(file, n) for n, _ in consumer_names]
+        cells = [MARK.get(state, "·") if state else "·" for state in states]
         row = [name, STATUS_MARK[file.status], *cells, _cell(_releases(file))]
         lines.append("| " + " | ".join(row) + " |")
     if len(files) > MAX_ROWS:
         lines.append(f"\n…and {len(files) - MAX_ROWS} more files (see the annotations).")
-    lines.append("\n✅ loads · ⚠️ loads, with warnings · ❌ cannot load · `·` not checked")
+    lines.append(
+        "\n✅ serves · ⚠️ serves, with a named hazard · ❔ unknown (no op registry) · "
+        "❌ cannot load it or cannot answer a request · `·` not checked"
+    )
     fix_lines = []
     for file in files:
         if file.error:
@@ -179,14 +187,21 @@ def annotations_of(
         for level, group in (("failure", groups["failing"]), ("warning", groups["at_risk"])):
             for consumer in group:
                 findings = consumer.get("findings") or []
-                wanted = [f for f in findings if f.get("severity") == "error"] or findings
+                severity = "error" if level == "failure" else "warning"
+                wanted = [f for f in findings if f.get("severity") == severity] or findings
                 why = list(dict.fromkeys(reason(f) for f in wanted))
-                verb = "cannot load" if level == "failure" else "is at risk loading"
+                verb = "cannot serve" if level == "failure" else "is at risk serving"
                 tf = f" (TensorFlow {consumer['tensorflow']})" if consumer.get("tensorflow") else ""
+                fix_lines = list(
+                    dict.fromkeys(
+                        text for f in wanted if (text := fix_text(f.get("fix"), consumer["name"]))
+                    )
+                )
                 message = (
                     "; ".join(why)
                     + "\n\n"
                     + "\n".join(str(f.get("message", "")) for f in wanted[:20])
+                    + ("\n\nFix: " + "\n".join(fix_lines) if fix_lines else "")
                 )
                 path, line = file.path, 1
                 if consumer_lines and consumer["name"] in consumer_lines:

@@ -96,12 +96,17 @@ class NodeKind:
 
 @dataclass(frozen=True)
 class Edge:
-    """Kind `src` output `output` feeds kind `dst` input `input`."""
+    """Kind `src` output `output` feeds kind `dst` input `input`.
+
+    Inside a function body TensorFlow names an output by its OpDef arg
+    ("TopKV2:indices:0"): `output_arg` is then that arg's name and `output` the
+    index within it; the flat position depends on the OpDef that reads it."""
 
     src: int
     output: int
     dst: int
     input: int
+    output_arg: str = ""
 
 
 @dataclass(frozen=True)

@@ -38,5 +38,6 @@ class Consumer:
     loader: Loader = Loader.SAVED_MODEL_V1
     rejects_unknown_attrs: bool = False  # up to 2.4 reject; 2.5 and later ignore
     validates_library: bool = True  # 1.13 and older check function bodies only when called
+    looks_up_op_list_first: bool = False  # 1.13/1.14 v1 loader: the stripped op list first
     environment: str = ""
     owners: tuple[str, ...] = ()

@@ -1,14 +1,28 @@
-"""Findings: what a check says about one artifact for one consumer, as data."""
+"""Findings: what a check says about one artifact for one consumer, as data.
+
+A finding carries its fix as data (`Fix`), never only as prose: messages,
+Slack and the check run render the fix from its fields, so nothing has to
+read a release number back out of a sentence.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class Severity(StrEnum):
-    ERROR = "error"  # the consumer's TensorFlow will refuse to load the artifact
-    WARNING = "warning"  # it loads, but something can break or change meaning
+    ERROR = "error"  # the consumer fails: at load, or on the first request (see Stage)
+    WARNING = "warning"  # a named hazard with evidence: it serves, but something can break
+    INFO = "info"  # worth knowing, no hazard for this consumer (e.g. the forward window)
+
+
+class Stage(StrEnum):
+    """When an error bites: the load fails, or the model loads and every request fails."""
+
+    LOAD = "load"
+    REQUEST = "request"
 
 
 class Code(StrEnum):
@@ -24,6 +38,7 @@ class Code(StrEnum):
     OP_REMOVED = "op.removed"
     OP_CUSTOM = "op.custom"
     OP_DEPRECATED = "op.deprecated"
+    OP_NEEDS_CUDA = "op.needs-cuda"
     ATTR_UNKNOWN = "attr.unknown"
     ATTR_IGNORED = "attr.ignored"
     ATTR_DEFAULT_DROPPED = "attr.default-dropped"
@@ -34,9 +49,48 @@ class Code(StrEnum):
     INPUTS_MISMATCH = "node.inputs-mismatch"
     EDGE_TYPE = "edge.type-mismatch"
     EDGE_OUTPUT = "edge.invalid-output"
+    RESOURCE_UNINITIALIZED = "resource.uninitialized"
+    REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
+    FUNCTION_DEFERRED = "function.checked-at-call"
     REGISTRY_UNAVAILABLE = "registry.unavailable"
     POLICY_BAD_CONSUMER = "policy.bad-consumer"
     POLICY_NOT_BANNED = "policy.model-does-not-ban"
+
+
+class FixKind(StrEnum):
+    """What a person can do about a finding; each kind names its own parameters."""
+
+    UPGRADE_TO = "upgrade_to"  # release: the consumer's oldest upgrade that serves the model
+    KEEP_AT_MOST = "keep_at_most"  # release: the last release that has the op
+    STRIP_DEFAULT_ATTRS = "strip_default_attrs"  # re-export dropping default-valued attrs
+    SET_ATTR_DEFAULT = "set_attr_default"  # op, attr: export with the attr at its default
+    DROP_ATTR = "drop_attr"  # op, attr: an attr that only names things; dropping it is safe
+    REEXPORT_WITHOUT_OP = "reexport_without_op"  # op
+    LOAD_OP_LIBRARY = "load_op_library"  # op: a custom op's library, in the consumer
+    USE_MODEL_EXPORT = "use_model_export"  # Keras 3: model.export() instead of saved_model.save
+    USE_LOADER = "use_loader"  # loader: a loader that serves the model as it is
+    REEXPORT_WITH = "reexport_with"  # release: export with that release (None: a newer one)
+    USE_CUDA_BUILD = "use_cuda_build"  # op: the op's kernel runs only in a CUDA build
+    RECORD_MANIFEST = "record_manifest"  # `tfcompat fleet dump-manifest` in that environment
+    LEAVE_BANNED_RELEASE = "leave_banned_release"  # the fleet's policy bans the release
+    LIST_BANNED_RELEASES = "list_banned_releases"  # add the fleet's bans to bad_consumers
+
+
+@dataclass(frozen=True)
+class Fix:
+    kind: FixKind
+    release: str | None = None
+    op: str | None = None
+    attr: str | None = None
+    loader: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        data = {"kind": str(self.kind)}
+        for key in ("release", "op", "attr", "loader"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        return data
 
 
 @dataclass(frozen=True)
@@ -46,20 +100,49 @@ class Finding:
     message: str
     op: str | None = None
     attr: str | None = None
+    fix: Fix | None = None
+    stage: Stage = Stage.LOAD  # for errors: when it fails
 
-    def to_json(self) -> dict[str, str | None]:
-        return {
+    @property
+    def fails_load(self) -> bool:
+        return self.severity == Severity.ERROR and self.stage == Stage.LOAD
+
+    @property
+    def fails_request(self) -> bool:
+        return self.severity == Severity.ERROR
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "code": str(self.code),
             "severity": str(self.severity),
             "message": self.message,
             "op": self.op,
             "attr": self.attr,
+            "fix": self.fix.to_json() if self.fix else None,
         }
+        if self.severity == Severity.ERROR:
+            data["stage"] = str(self.stage)
+        return data
 
 
-def error(code: Code, message: str, op: str | None = None, attr: str | None = None) -> Finding:
-    return Finding(code, Severity.ERROR, message, op, attr)
+def error(
+    code: Code,
+    message: str,
+    op: str | None = None,
+    attr: str | None = None,
+    fix: Fix | None = None,
+    stage: Stage = Stage.LOAD,
+) -> Finding:
+    return Finding(code, Severity.ERROR, message, op, attr, fix, stage)
 
 
-def warning(code: Code, message: str, op: str | None = None, attr: str | None = None) -> Finding:
-    return Finding(code, Severity.WARNING, message, op, attr)
+def warning(
+    code: Code, message: str, op: str | None = None, attr: str | None = None, fix: Fix | None = None
+) -> Finding:
+    return Finding(code, Severity.WARNING, message, op, attr, fix)
+
+
+def info(
+    code: Code, message: str, op: str | None = None, attr: str | None = None, fix: Fix | None = None
+) -> Finding:
+    return Finding(code, Severity.INFO, message, op, attr, fix)

@@ -1,24 +1,30 @@
 """One consumer's verdict on one artifact, and the status vocabulary.
 
 `Status` is defined here once; every layer (reports, tags, Slack, check runs,
-impact) orders and combines statuses with `Status.worst`.
+impact) orders and combines statuses with `Status.worst`, and a consumer's
+own status comes from `consumer_status` (from a `Verdict` or from its JSON).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from worker.model.consumer import Consumer
-from worker.model.findings import Finding
+from worker.model.findings import Finding, Severity
 
 
 class Status(StrEnum):
-    """An artifact's (or an object's) overall answer, from best to worst.
+    """An answer (a consumer's, an artifact's, an object's), from best to worst.
 
-    `unknown`: some consumer's answer cannot be known (no op registry for its
-    release or build) and none fails; never read as "compatible".
+    `compatible`: every consumer serves it (loads it and answers a request);
+    `at-risk`: it serves, but a named hazard with evidence stands (a warning);
+    `unknown`: some answer cannot be known (no op registry for that release or
+    build) and none fails; never read as "compatible";
+    `incompatible`: some consumer cannot load it or cannot answer a request;
+    `invalid`: it could not be read as a model.
     """
 
     COMPATIBLE = "compatible"
@@ -40,21 +46,67 @@ class Status(StrEnum):
 
 _ORDER = list(Status)
 
+# Per-consumer states recorded before statuses were one vocabulary (index, reports).
+_LEGACY_STATES = {"loads": Status.COMPATIBLE, "fails": Status.INCOMPATIBLE}
+
+
+def parse_status(text: str) -> Status:
+    """A recorded status or per-consumer state, including the old `loads` / `fails`."""
+    return _LEGACY_STATES.get(text) or Status(text)
+
+
+def consumer_status(loads: bool | None, serves: bool | None, severities: Iterable[str]) -> Status:
+    """One consumer's status on one artifact: it follows `serves`.
+
+    A failure wins over an unknown (a version rule can refuse a model even where
+    the op registry is unknown); only warnings make `at-risk`, never `info`."""
+    if loads is False or serves is False:
+        return Status.INCOMPATIBLE
+    if loads is None or serves is None:
+        return Status.UNKNOWN
+    if any(s == Severity.WARNING for s in severities):
+        return Status.AT_RISK
+    return Status.COMPATIBLE
+
+
+def consumer_status_json(consumer: Mapping[str, Any]) -> Status:
+    """`consumer_status` of a consumer entry of a report (`check --json`).
+
+    Reports written before `serves` existed have `loads` only: it stands for both,
+    and their warnings (then also the forward window) still read as at-risk."""
+    loads = consumer.get("loads")
+    serves = consumer.get("serves", loads)
+    severities = [str(f.get("severity")) for f in consumer.get("findings") or []]
+    return consumer_status(loads, serves, severities)
+
 
 @dataclass(frozen=True)
 class Verdict:
-    """One consumer's outcome for one artifact."""
+    """One consumer's outcome for one artifact.
+
+    `loads`: the consumer's TensorFlow loads it; `serves`: it loads it and answers
+    a request. None: cannot be known (no op registry), never a guessed yes.
+    `loader`: how this consumer reads this artifact (a GraphDef is imported,
+    whatever the consumer's SavedModel loader)."""
 
     consumer: Consumer
-    loads: bool
+    loads: bool | None
+    serves: bool | None
     findings: tuple[Finding, ...]
+    loader: str = ""
+
+    @property
+    def status(self) -> Status:
+        return consumer_status(self.loads, self.serves, (f.severity for f in self.findings))
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.consumer.name,
             "tensorflow": self.consumer.tensorflow,
             "graph_def_version": self.consumer.graph_def_version,
-            "loader": str(self.consumer.loader),
+            "loader": self.loader or str(self.consumer.loader),
             "loads": self.loads,
+            "serves": self.serves,
+            "status": str(self.status),
             "findings": [f.to_json() for f in self.findings],
         }

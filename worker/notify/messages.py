@@ -4,22 +4,22 @@ Pure. Written to be read on a phone: a short header, one section per thing
 (the model, who cannot load it and why, the fix), bullets instead of tables,
 and every text cut to Slack's limits (3000 characters per section, 150 per
 header, 50 blocks per message), so a model with hundreds of findings still
-posts. The fix comes from the findings themselves: the release an op or attr
-appears in, `strip_default_attrs=True` where the rules say it helps, the op
-to drop, the policy that bans a release.
+posts. The fix is each finding's `fix` (data: the release to upgrade to, which
+the report already made one that serves the model, `strip_default_attrs`, the
+op to drop, `model.export()`...) rendered by `worker.notify.fixes`; nothing
+here reads a message's text. Everything follows `serves`: a consumer that
+loads a model and fails every request is among those that cannot use it.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from worker.model.digest import digest
-from worker.model.verdict import Status
+from worker.model.verdict import Status, consumer_status_json
+from worker.notify.fixes import alternative_text, fix_text
 
 MAX_BLOCKS = 50
 MAX_SECTION = 3000
@@ -30,14 +30,12 @@ MAX_REASONS = 3  # per consumer
 MAX_MODELS = 20  # in one coalesced message
 
 EMOJI = {
-    "incompatible": ":red_circle:",
-    "at-risk": ":large_orange_circle:",
-    "invalid": ":white_circle:",
-    "compatible": ":large_green_circle:",
+    Status.INCOMPATIBLE: ":red_circle:",
+    Status.AT_RISK: ":large_orange_circle:",
+    Status.UNKNOWN: ":white_circle:",
+    Status.INVALID: ":white_circle:",
+    Status.COMPATIBLE: ":large_green_circle:",
 }
-_FROM_RELEASE = re.compile(
-    r"(?:from|>=) TensorFlow (\d+\.\d+(?:\.\d+)?)|to >= (\d+\.\d+(?:\.\d+)?)"
-)
 
 
 @dataclass(frozen=True)
@@ -78,47 +76,38 @@ def artifact_version(document: Mapping[str, Any]) -> str:
 
 
 def verdict(document: Mapping[str, Any]) -> str:
-    """The status and who loads it: a fleet change that changes either is a new verdict."""
-    loads = sorted(
-        (a.get("path", ""), c.get("name", ""), bool(c.get("loads")))
+    """The status and who serves it: a fleet change that changes either is a new verdict."""
+    answers = sorted(
+        (a.get("path", ""), c.get("name", ""), str(consumer_status_json(c)))
         for a in document.get("artifacts") or []
         for c in a.get("consumers") or []
     )
-    return f"{document.get('status')}:{digest(loads)}"
+    return f"{document.get('status')}:{digest(answers)}"
 
 
 def consumers(document: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each consumer's findings across the document's artifacts, with its load prediction."""
+    """Each consumer's findings across the document's artifacts, grouped by its status:
+    `failing` (cannot load it or cannot answer a request), `at_risk`, `unknown`."""
     merged: dict[str, dict[str, Any]] = {}
     for artifact in document.get("artifacts") or []:
         for consumer in artifact.get("consumers") or []:
             entry = merged.setdefault(
                 consumer["name"],
-                {"name": consumer["name"], "tensorflow": consumer.get("tensorflow"), "loads": True},
+                {
+                    "name": consumer["name"],
+                    "tensorflow": consumer.get("tensorflow"),
+                    "status": Status.COMPATIBLE,
+                    "findings": [],
+                },
             )
-            entry["loads"] = entry["loads"] and bool(consumer.get("loads"))
-            entry.setdefault("findings", []).extend(consumer.get("findings") or [])
-    return {
-        "failing": [c for c in merged.values() if not c["loads"]],
-        "at_risk": [
-            c
-            for c in merged.values()
-            if c["loads"] and any(f.get("severity") == "warning" for f in c.get("findings", []))
-        ],
-    }
-
-
-def release_named(message: str) -> str | None:
-    """The release a finding says fixes it ("registered from TensorFlow 2.20.0")."""
-    found = [a or b for a, b in _FROM_RELEASE.findall(message)]
-    return max(found, key=_version_key) if found else None
-
-
-def _version_key(text: str) -> Version:
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return Version("0")
+            entry["status"] = Status.worst([entry["status"], consumer_status_json(consumer)])
+            entry["findings"].extend(consumer.get("findings") or [])
+    groups: dict[str, list[dict[str, Any]]] = {"failing": [], "at_risk": [], "unknown": []}
+    key = {Status.INCOMPATIBLE: "failing", Status.AT_RISK: "at_risk", Status.UNKNOWN: "unknown"}
+    for entry in merged.values():
+        if entry["status"] in key:
+            groups[key[entry["status"]]].append(entry)
+    return groups
 
 
 def _code(op: str | None, attr: str | None) -> str:
@@ -134,6 +123,7 @@ def reason(finding: Mapping[str, Any]) -> str:
         "op.removed": f"op `{op}` removed",
         "op.custom": f"custom op `{op}` (needs its library)",
         "op.deprecated": f"op `{op}` deprecated at this GraphDef version",
+        "op.needs-cuda": f"op `{op}` runs only in a CUDA build (requests fail)",
         "attr.unknown": f"unknown attr {_code(op, attr)}",
         "attr.ignored": f"attr {_code(op, attr)} ignored",
         "attr.default-dropped": f"attr {_code(op, attr)} dropped at load",
@@ -144,6 +134,8 @@ def reason(finding: Mapping[str, Any]) -> str:
         "node.inputs-mismatch": f"inputs of `{op}` do not match",
         "edge.type-mismatch": f"type mismatch at `{op}`",
         "edge.invalid-output": f"missing output at `{op}`",
+        "resource.uninitialized": "variables the restore never fills (requests fail)",
+        "request.checkpoint-io": f"`{op}` on the request path (requests fail)",
         "version.min-consumer": "GraphDef needs a newer consumer",
         "version.min-producer": "GraphDef older than this consumer accepts",
         "version.bad-consumer": "the model bans this release",
@@ -152,16 +144,16 @@ def reason(finding: Mapping[str, Any]) -> str:
         "policy.model-does-not-ban": "model does not ban the banned releases",
         "registry.unavailable": "op registry unknown",
     }.get(code, code.replace(".", " ") or "unknown")
-    release = release_named(str(finding.get("message", "")))
-    if release and code.startswith(("op.", "attr.", "version.min")):
-        short += f" (from {release})"
+    if finding.get("severity") == "error" and finding.get("stage") == "request":
+        short += " — loads, every request fails" if "requests fail" not in short else ""
     return short
 
 
 def consumer_line(consumer: Mapping[str, Any]) -> str:
     findings = list(consumer.get("findings") or [])
-    errors = [f for f in findings if f.get("severity") == "error"] or findings
-    distinct = list({(f.get("code"), f.get("op"), f.get("attr")): f for f in errors}.values())
+    errors = [f for f in findings if f.get("severity") == "error"]
+    wanted = errors or [f for f in findings if f.get("severity") == "warning"] or findings
+    distinct = list({(f.get("code"), f.get("op"), f.get("attr")): f for f in wanted}.values())
     reasons = list(dict.fromkeys(reason(f) for f in distinct[: MAX_REASONS * 2]))
     hidden = len(distinct) - min(len(distinct), MAX_REASONS)
     more = f"; +{hidden} more" if hidden else ""
@@ -169,35 +161,49 @@ def consumer_line(consumer: Mapping[str, Any]) -> str:
     return f"• *{consumer['name']}*{tf}: {'; '.join(reasons[:MAX_REASONS]) or 'see report'}{more}"
 
 
+def _release_key(release: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else 0 for p in release.split("."))
+
+
 def fixes(document: Mapping[str, Any]) -> list[str]:
-    """Concrete fixes, most useful first, without repeats."""
-    upgrades, others = [], []
-    min_release = document.get("min_release")
-    for consumer in consumers(document)["failing"]:
-        errors = [f for f in consumer.get("findings", []) if f.get("severity") == "error"]
-        named = [r for f in errors if (r := release_named(str(f.get("message", ""))))]
-        target = max(named, key=_version_key) if named else min_release
-        if any(f.get("code") == "policy.bad-consumer" for f in errors):
-            others.append(f"Move `{consumer['name']}` off its banned release")
-        if target:
+    """Concrete fixes from the findings' fix data, most useful first, without repeats:
+    re-exports (they help every consumer), then one upgrade per consumer, then the
+    other ways out."""
+    exports: list[str] = []
+    upgrades: list[str] = []
+    others: list[str] = []
+    groups = consumers(document)
+    for consumer in groups["failing"] + groups["at_risk"] + groups["unknown"]:
+        if consumer in groups["failing"]:
+            wanted: tuple[str, ...] = ("error",)
+        elif consumer in groups["at_risk"]:
+            wanted = ("warning",)
+        else:
+            wanted = ("info", "warning")
+        releases: list[str] = []
+        for f in consumer.get("findings", []):
+            fix = f.get("fix")
+            if f.get("severity") not in wanted or not fix:
+                continue
+            if fix.get("kind") == "upgrade_to":
+                if fix.get("release"):
+                    releases.append(str(fix["release"]))
+                alternative = alternative_text(fix)
+                if alternative:
+                    others.append(alternative)
+                continue
+            text = fix_text(fix, consumer["name"])
+            if not text:
+                continue
+            if fix.get("kind") in ("strip_default_attrs", "drop_attr", "use_model_export"):
+                exports.append(text)
+            else:
+                others.append(text)
+        if releases:
+            target = max(releases, key=_release_key)
             upgrades.append(f"Upgrade `{consumer['name']}` to TensorFlow >= {target}")
-        for f in errors:
-            message = str(f.get("message", ""))
-            if "strip_default_attrs=True" in message:
-                others.append(
-                    "Re-export with `strip_default_attrs=True`, so default-valued attrs "
-                    "older releases do not know are dropped"
-                )
-            elif f.get("code") in ("op.not-registered", "op.removed") and f.get("op"):
-                others.append(f"Or drop op `{f['op']}` from the model")
-            elif f.get("code") == "op.custom" and f.get("op"):
-                others.append(f"Or load the library of custom op `{f['op']}` in the consumer")
-            elif "back to its default" in message and f.get("op") and f.get("attr"):
-                others.append(f"Or leave `{f['op']}.{f['attr']}` at its default when exporting")
-    if not upgrades and not others and document.get("status") == "at-risk":
-        others.append("Export with the consumers' release, or upgrade them (see warnings)")
-    others.sort(key=lambda line: not line.startswith("Re-export"))  # stable: the rest keep order
-    return list(dict.fromkeys(upgrades + others))
+    exports.sort(key=lambda line: "strip_default_attrs" not in line)  # helps most models
+    return list(dict.fromkeys(exports + upgrades + others))
 
 
 def _section(text: str) -> dict[str, Any]:
@@ -222,12 +228,12 @@ def _bullets(title: str, lines: Sequence[str], limit: int) -> str:
 
 def _summary(document: Mapping[str, Any], compact: bool) -> str:
     status = str(document.get("status"))
-    mark = f"{EMOJI.get(status, '')} " if compact else ""
+    mark = f"{EMOJI.get(Status(status), '') if status in set(Status) else ''} " if compact else ""
     releases = ", ".join(document.get("compatible_releases") or []) or "none known"
     version = (document.get("object") or {}).get("version_id")
     lines = [
         f"{mark}*{status.upper()}* `{model_url(document)}`",
-        f"Loads in TensorFlow *{releases}*"
+        f"Serves in TensorFlow *{releases}*"
         + (f" (min {document['min_release']})" if document.get("min_release") else ""),
     ]
     if version:
@@ -243,12 +249,15 @@ def model_blocks(document: Mapping[str, Any], compact: bool = False) -> list[dic
     groups = consumers(document)
     failing = [consumer_line(c) for c in groups["failing"]]
     at_risk = [consumer_line(c) for c in groups["at_risk"]]
+    unknown = [consumer_line(c) for c in groups["unknown"]]
     fix = [f"• {line}" for line in fixes(document)]
     parts = [_summary(document, compact)]
     if failing:
-        parts.append(_bullets("Cannot load it", failing, MAX_CONSUMERS))
+        parts.append(_bullets("Cannot serve it", failing, MAX_CONSUMERS))
     if at_risk:
         parts.append(_bullets("At risk", at_risk, MAX_CONSUMERS))
+    if unknown:
+        parts.append(_bullets("Unknown (no op registry)", unknown, MAX_CONSUMERS))
     if fix:
         parts.append(_bullets("Fix", fix, MAX_CONSUMERS))
     if compact:
@@ -276,9 +285,10 @@ def owner_message(documents: Sequence[Mapping[str, Any]], team: str, reason: str
         (document,) = documents
         status = str(document.get("status"))
         failing = [c["name"] for c in consumers(document)["failing"]]
-        header = f"{EMOJI.get(status, '')} {status.capitalize()}: {short_name(document)}"
+        emoji = EMOJI.get(Status(status), "") if status in set(Status) else ""
+        header = f"{emoji} {status.capitalize()}: {short_name(document)}"
         text = f"{status.upper()}: {model_url(document)}" + (
-            f" cannot load in {', '.join(failing)}" if failing else ""
+            f" cannot serve in {', '.join(failing)}" if failing else ""
         )
         blocks = [_header(header), *model_blocks(document), _footer(documents, reason)]
         return Message(clip(f"[{team}] {text}", MAX_TEXT), blocks)

@@ -25,12 +25,12 @@ from worker.compat.ranges import compress, tag_value
 from worker.compat.report import artifact_report, invalid_report, release_outcomes
 from worker.errors import InvalidArtifact, NotFound
 from worker.fleet.checker import Checker
-from worker.fleet.impact import AT_RISK, FAILS, LOADS, consumer_digest
+from worker.fleet.impact import consumer_digest
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
-from worker.model.verdict import Status
+from worker.model.verdict import Status, consumer_status_json
 from worker.sinks import tags as T
 from worker.sinks.ports import ObjectStore, etag_equal
 from worker.sinks.reports import REPORT_FORMAT, encode, report_key
@@ -130,19 +130,12 @@ def build_document(
 
 
 def consumer_states(reports: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Per consumer over all artifacts: loads, at-risk (loads with warnings) or fails."""
+    """Per consumer over all artifacts: its worst status (`Status`)."""
     states: dict[str, str] = {}
     for report in reports:
         for consumer in report["consumers"]:
-            if not consumer["loads"]:
-                state = FAILS
-            elif consumer["findings"]:
-                state = AT_RISK
-            else:
-                state = LOADS
-            previous = states.get(consumer["name"], LOADS)
-            order = [LOADS, AT_RISK, FAILS]
-            states[consumer["name"]] = max(previous, state, key=order.index)
+            previous = states.get(consumer["name"], Status.COMPATIBLE)
+            states[consumer["name"]] = Status.worst([previous, consumer_status_json(consumer)])
     return states
 
 

@@ -10,7 +10,8 @@ Parts an entry shares with others are stored once, content-addressed (the
 `ref` is a digest of the part's text), in one Redis hash beside the entries:
 - `a…`: a node kind's attrs, as the canonical JSON text that is also the kind's
   identity for the checks' caches (`NodeKind.key`);
-- `e…`: a graph's edges, as a flat JSON list of ints (four per edge);
+- `e…`: a graph's edges, as a flat JSON list of ints (four per edge), or that list
+  and [[position, output arg], ...] when edges inside function bodies name their arg;
 - `o…`: an OpDef of a producer's `stripped_op_list`;
 - `p…`: a whole `stripped_op_list`, as {op name: `o…` ref}.
 Models exported by the same code share most of these, and one decoder decodes
@@ -84,6 +85,8 @@ class Encoder:
 
     def graph(self, graph: Graph) -> dict[str, Any]:
         flat = [n for e in graph.edges for n in (e.src, e.output, e.dst, e.input)]
+        # Edges inside function bodies also name their output arg: (edge position, arg).
+        args = [[n, e.output_arg] for n, e in enumerate(graph.edges) if e.output_arg]
         return {
             "versions": graph.versions,
             "node_count": graph.node_count,
@@ -93,7 +96,7 @@ class Encoder:
                 [k.op, self.part("a", k.key[1].encode()), k.inputs, k.count, k.example, k.function]
                 for k in graph.kinds
             ],
-            "edges": self.part("e", orjson.dumps(flat)),
+            "edges": self.part("e", orjson.dumps([flat, args] if args else flat)),
         }
 
     def artifact(self, artifact: Artifact) -> dict[str, Any]:
@@ -180,11 +183,18 @@ class Decoder:
         found = self._edges.get(ref)
         if found is None:
             flat = orjson.loads(self._text(ref))
+            args: list[list[Any]] = []
+            if flat and isinstance(flat[0], list):  # [ints, [[position, arg], ...]]
+                flat, args = flat
             it = iter(flat)
-            found = self._edges[ref] = tuple(
+            edges = [
                 _build(Edge, src=s, output=o, dst=d, input=i)
                 for s, o, d, i in zip(it, it, it, it, strict=True)
-            )
+            ]
+            for position, arg in args:
+                e = edges[position]
+                edges[position] = Edge(e.src, e.output, e.dst, e.input, arg)
+            found = self._edges[ref] = tuple(edges)
         return found
 
     def _kinds(self, rows: Iterable[list[Any]]) -> tuple[NodeKind, ...]:

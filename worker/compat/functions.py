@@ -1,0 +1,127 @@
+"""Functions as TensorFlow sees them: which ones a loader validates, which a request runs.
+
+Measured on real releases (tests/fixtures/tf-real, `unreachable_function*`,
+`keras3_module_save`, `function_attr_default_unstripped`):
+- the v1 loader (TF Serving's) and a graph import validate only the functions
+  the graph can reach: through function-call ops (a node whose op is a library
+  function), func-valued attrs (`f` of StatefulPartitionedCall, `then_branch`,
+  `body`, lists of funcs) and whatever those call in turn;
+- `tf.saved_model.load` instantiates every function in the library;
+- the SavedModel's saver functions (the ones holding `SaveV2` / `RestoreV2`)
+  are run by the loader (restore) or never by a request (save); every other
+  function a top-level call reaches is what a request runs.
+
+Pure over the kind summary: a kind knows the function it sits in, its op and
+its attrs, which is all a call graph needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from worker.model.artifact import Graph, NodeKind
+
+SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
+RESTORE_OPS = frozenset({"RestoreV2", "RestoreSlice", "Restore"})
+
+
+def _func_names(value: Any) -> Iterator[str]:
+    """Every function name inside one attr value (func, list of funcs, nested attrs)."""
+    if isinstance(value, dict):
+        func = value.get("func")
+        if isinstance(func, dict):
+            name = func.get("name")
+            if isinstance(name, str) and name:
+                yield name
+            yield from _func_names(func.get("attr"))
+        elif isinstance(func, list):
+            for item in func:
+                yield from _func_names({"func": item})
+        listed = value.get("list")
+        if isinstance(listed, dict):
+            yield from _func_names({"func": listed.get("func")})
+        for key, inner in value.items():
+            if key not in ("func", "list") and isinstance(inner, dict):
+                yield from _func_names(inner)
+
+
+def callees(kind: NodeKind, functions: frozenset[str]) -> set[str]:
+    """The library functions one kind calls."""
+    called = {kind.op} if kind.op in functions else set()
+    for value in kind.attrs.values():
+        called.update(name for name in _func_names(value) if name in functions)
+    return called
+
+
+@dataclass(frozen=True)
+class FunctionScope:
+    """Which library functions a graph reaches, and what runs them.
+
+    `reachable`: what the v1 loader and a graph import validate; `restore`: what
+    the loader runs while restoring variables; `request`: what a request runs;
+    the rest of `reachable` (the saver's save function) runs on no request."""
+
+    reachable: frozenset[str]
+    restore: frozenset[str]
+    request: frozenset[str]
+    calls: dict[str, frozenset[str]]  # function -> functions it calls
+    holds: dict[str, frozenset[str]]  # function -> ops in its own body
+    top_calls: dict[int, frozenset[str]]  # top-level kind index -> functions it calls
+
+
+def _closure(start: Iterable[str], calls: dict[str, frozenset[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(calls.get(name, ()))
+    return seen
+
+
+def function_scope(graph: Graph) -> FunctionScope:
+    functions = frozenset(graph.functions)
+    calls: dict[str, set[str]] = {name: set() for name in functions}
+    holds: dict[str, set[str]] = {name: set() for name in functions}
+    top_calls: dict[int, frozenset[str]] = {}  # per top-level kind that calls functions
+    for index, kind in enumerate(graph.kinds):
+        called = callees(kind, functions)
+        if kind.function is None:
+            if called:
+                top_calls[index] = frozenset(called)
+        elif kind.function in calls:
+            calls[kind.function] |= called
+            holds[kind.function].add(kind.op)
+    frozen_calls = {name: frozenset(v) for name, v in calls.items()}
+    reachable = _closure((n for c in top_calls.values() for n in c), frozen_calls)
+
+    def runs_any(start: frozenset[str], ops: frozenset[str]) -> bool:
+        return any(holds.get(name, set()) & ops for name in _closure(start, frozen_calls))
+
+    restore: set[str] = set()
+    request: set[str] = set()
+    for target in top_calls.values():
+        if runs_any(target, RESTORE_OPS):
+            restore |= _closure(target, frozen_calls)
+        elif not runs_any(target, SAVE_OPS):
+            request |= _closure(target, frozen_calls)
+    return FunctionScope(
+        frozenset(reachable),
+        frozenset(restore),
+        frozenset(request - restore),
+        frozen_calls,
+        {name: frozenset(v) for name, v in holds.items()},
+        top_calls,
+    )
+
+
+def library_scope(graph: Graph) -> FunctionScope:
+    """`tf.saved_model.load`: every function is instantiated (validated at load); a
+    request still runs only what the serving signatures call, which the graph's own
+    call ops name (a TF2 export's graph calls each signature function)."""
+    scope = function_scope(graph)
+    return replace(scope, reachable=frozenset(graph.functions))

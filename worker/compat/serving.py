@@ -1,0 +1,147 @@
+"""What the first request needs beyond a successful load (`serves`, not only `loads`).
+
+From the graph alone, as the v1 loader (TF Serving's) and `tf.saved_model.load`
+run a model:
+- the loader runs the saver's restore (over `variables/`) and the init op; a
+  request runs the serving functions the graph calls. Every variable a request
+  reads must be one the restore fills. A Keras 3 model held by a `tf.Module`
+  and saved with `tf.saved_model.save` breaks this: its serving function reads
+  the Keras variables (`out/bias`), the restore function fills the module's own
+  copies (`Variable_1`), and every request fails "Could not find variable"
+  (tensorflow/tensorflow#72963, keras-team/keras#19274; the fixture
+  `keras3_module_save` is `oOo` on 2.12-2.21). `tf.saved_model.load` restores
+  through the object graph and serves it.
+- some ops load and fail when they run: `OP_RUNS_ONLY_WITH_CUDA`, and
+  checkpoint-file ops on a request path (`CHECKPOINT_FILE_OPS`).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+
+from worker.compat.subject import Subject
+from worker.model.artifact import NodeKind
+from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
+
+# Ops that load in a CPU build and fail on the first request that runs them
+# (measured: 2.18's `new_op` and `function_op` use CheckPinned; they load in
+# 2.18-2.21 and every run fails "to check pinnedness, must be built with
+# `--config=cuda`").
+OP_RUNS_ONLY_WITH_CUDA: dict[str, str] = {
+    "CheckPinned": "to check pinnedness, TensorFlow must be built with --config=cuda",
+}
+
+# Ops that touch checkpoint files: in the saver's own functions they are what
+# saving does; on a request path they merge (and delete) files named in the graph
+# on every request (measured: 2.11's `function_attr_default_unstripped` holds a
+# MergeV2Checkpoints in the served function; every run fails, 2.5 to 2.21).
+CHECKPOINT_FILE_OPS = frozenset({"MergeV2Checkpoints"})
+
+VARIABLE_OPS = frozenset({"VarHandleOp"})
+
+
+def _shared_name(kind: NodeKind) -> str:
+    raw = kind.attrs.get("shared_name", {}).get("s", "")
+    try:
+        text = base64.b64decode(raw).decode("utf-8", "replace")
+    except ValueError:
+        text = ""
+    return text or kind.example
+
+
+def request_kinds(s: Subject) -> list[NodeKind]:
+    """The kinds a request can run: the top-level graph (unless tf.saved_model.load of a
+    TF2 SavedModel, which serves functions only) and the request functions' bodies."""
+    if s.graph is None or s.scope is None:
+        return []
+    request = s.scope.request
+    return [
+        k
+        for k in s.graph.kinds
+        if (k.function is None and not s.tf2_load) or (k.function in request)
+    ]
+
+
+def unfilled_variables(s: Subject) -> list[Finding]:
+    """Variables a request reads that the SavedModel's restore function never fills."""
+    graph, scope = s.graph, s.scope
+    if graph is None or scope is None or not s.is_saved_model or s.tf2_load or not scope.restore:
+        return []
+    kinds = graph.kinds
+    role: dict[int, str] = {}
+    for index, called in scope.top_calls.items():
+        if called & scope.restore:
+            role[index] = "restore"
+        elif called & scope.request:
+            role[index] = "request"
+    restored: set[int] = set()
+    read: set[int] = set()
+    for edge in graph.edges:
+        src = kinds[edge.src]
+        if src.function is not None or src.op not in VARIABLE_OPS:
+            continue
+        where = role.get(edge.dst)
+        if where == "restore":
+            restored.add(edge.src)
+        elif where == "request":
+            read.add(edge.src)
+    missing = sorted(_shared_name(kinds[i]) for i in read - restored)
+    if not missing or not restored:
+        return []
+    shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+    filled = ", ".join(sorted(_shared_name(kinds[i]) for i in restored)[:4])
+    return [
+        error(
+            Code.RESOURCE_UNINITIALIZED,
+            f"The serving function reads variable(s) {shown}, which the SavedModel's restore "
+            f"function never fills (it restores {filled}): the model loads and every request "
+            "fails with 'Could not find variable'. This is what a Keras 3 model wrapped in a "
+            "tf.Module and saved with tf.saved_model.save looks like; tf.saved_model.load "
+            "serves it.",
+            op="VarHandleOp",
+            fix=Fix(FixKind.USE_MODEL_EXPORT, loader="saved-model-v2"),
+            stage=Stage.REQUEST,
+        )
+    ]
+
+
+def failing_kernels(s: Subject) -> list[Finding]:
+    """Ops on the request path that load and fail when they run."""
+    registry = s.consumer.registry
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for kind in request_kinds(s):
+        if kind.op in seen or (registry is not None and kind.op not in registry.ops):
+            continue
+        where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+        if kind.op in OP_RUNS_ONLY_WITH_CUDA:
+            seen.add(kind.op)
+            findings.append(
+                error(
+                    Code.OP_NEEDS_CUDA,
+                    f"{kind.op} ({where}) loads, and every request that runs it fails on a "
+                    f"build without CUDA: {OP_RUNS_ONLY_WITH_CUDA[kind.op]}.",
+                    op=kind.op,
+                    fix=Fix(FixKind.USE_CUDA_BUILD, op=kind.op),
+                    stage=Stage.REQUEST,
+                )
+            )
+        elif kind.op in CHECKPOINT_FILE_OPS and kind.function is not None:
+            seen.add(kind.op)
+            findings.append(
+                error(
+                    Code.REQUEST_CHECKPOINT_IO,
+                    f"{kind.op} ({where}) runs on every request: it merges and deletes "
+                    "checkpoint files named in the graph, and the request fails where they "
+                    "do not exist.",
+                    op=kind.op,
+                    fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op=kind.op),
+                    stage=Stage.REQUEST,
+                )
+            )
+    return findings
+
+
+def serving_findings(s: Subject) -> Iterable[Finding]:
+    return [*unfilled_variables(s), *failing_kernels(s)]

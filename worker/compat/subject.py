@@ -1,0 +1,175 @@
+"""What a consumer actually reads of an artifact, after its loader acted.
+
+Which graph a consumer reads, and what its loader does first, follows
+TensorFlow's loaders (the fixture matrices show each case):
+- SavedModel loaders (and import_meta_graph) use the MetaGraph tagged `serve`
+  and drop unknown attrs whose value is the producer's default (from
+  `stripped_op_list`) from the graph's nodes, never inside functions;
+- the v1 loader and a graph import validate the functions the graph reaches,
+  `tf.saved_model.load` every function (`worker.compat.functions`);
+- `tf.saved_model.load` judges deprecations at the running binary's GraphDef
+  version, and on a TF2 SavedModel (one with an object graph) ignores the
+  VersionDef and the top-level graph;
+- a frozen GraphDef is imported as it is, whatever the consumer's SavedModel
+  loader: its verdict names the loader that applies (`graph-import`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from worker.compat.functions import FunctionScope, function_scope, library_scope
+from worker.compat.policy import Policy
+from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind, OpDef, VersionDef
+from worker.model.consumer import Consumer, Loader
+from worker.model.findings import Finding
+
+SERVING_TAG = "serve"
+
+
+class History(Protocol):
+    """What the release catalog knows beyond one consumer (for messages and fixes)."""
+
+    def op_introduced(self, op: str) -> str | None:
+        """The first known release that registers `op`; None if none does."""
+        ...
+
+    def attr_introduced(self, op: str, attr: str) -> str | None: ...
+
+    def attr_default(self, op: str, attr: str) -> AttrJSON | None:
+        """The attr's default in the newest release that has it (for graphs that carry
+        no op list of their own: frozen GraphDefs)."""
+        ...
+
+    def op_last_release(self, op: str) -> str | None:
+        """The last known release that registers `op` (for removed ops)."""
+        ...
+
+    def producer_date(self, graph_def_version: int) -> dt.date | None: ...
+
+    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
+        """The oldest known release newer than `current` that accepts `versions`."""
+        ...
+
+
+class NoHistory:
+    def op_introduced(self, op: str) -> str | None:
+        return None
+
+    def attr_introduced(self, op: str, attr: str) -> str | None:
+        return None
+
+    def attr_default(self, op: str, attr: str) -> AttrJSON | None:
+        return None
+
+    def op_last_release(self, op: str) -> str | None:
+        return None
+
+    def producer_date(self, graph_def_version: int) -> dt.date | None:
+        return None
+
+    def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
+        return None
+
+
+def effective_loader(artifact: Artifact, consumer: Consumer) -> str:
+    """The loader that applies to this artifact in this consumer (what a verdict names)."""
+    if artifact.format == "graphdef":
+        return str(Loader.GRAPH_IMPORT)
+    if artifact.format == "checkpoint":
+        return "checkpoint"
+    if artifact.format == "metagraph":
+        return "import-meta-graph"
+    return str(consumer.loader)
+
+
+@dataclass
+class Subject:
+    """What a consumer reads of an artifact: the graph, the kinds in scope, the functions."""
+
+    artifact: Artifact
+    consumer: Consumer
+    history: History
+    graph: Graph | None = None
+    meta_graph: MetaGraph | None = None
+    kinds: list[NodeKind] = field(default_factory=list)
+    scope: FunctionScope | None = None
+    check_graph_versions: bool = True
+    drops_graph_defaults: bool = False
+    tf2_load: bool = False  # tf.saved_model.load of a TF2 SavedModel
+    policy: Policy = field(default_factory=Policy)
+    reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
+    edges: list[tuple[Finding, str | None]] | None = None  # edge findings, once per check
+
+    @property
+    def loader(self) -> str:
+        return effective_loader(self.artifact, self.consumer)
+
+    @property
+    def is_saved_model(self) -> bool:
+        return self.artifact.format == "savedmodel"
+
+    @property
+    def producer_ops(self) -> dict[str, OpDef]:
+        return self.meta_graph.producer_ops if self.meta_graph else {}
+
+    @property
+    def instantiates_at_load(self) -> bool:
+        """Function bodies' attrs are checked at load (tf.saved_model.load), not at call."""
+        return self.consumer.loader == Loader.SAVED_MODEL_V2 and self.is_saved_model
+
+
+_SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = {}
+_SCOPES_LIMIT = 4096
+
+
+def _scope(graph: Graph, every_function: bool) -> FunctionScope:
+    """The graph's function scope, remembered per graph (a fleet checks one model against
+    many consumers); the graph is held so its id cannot be reused meanwhile."""
+    key = (id(graph), every_function)
+    hit = _SCOPES.get(key)
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    if len(_SCOPES) >= _SCOPES_LIMIT:
+        _SCOPES.clear()
+    scope = library_scope(graph) if every_function else function_scope(graph)
+    _SCOPES[key] = (graph, scope)
+    return scope
+
+
+def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
+    for meta_graph in meta_graphs:
+        if SERVING_TAG in meta_graph.tags:
+            return meta_graph
+    return meta_graphs[0] if meta_graphs else None
+
+
+def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Subject:
+    subject = Subject(artifact, consumer, history)
+    v2 = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
+    if artifact.format in ("savedmodel", "metagraph"):
+        subject.meta_graph = select_meta_graph(artifact.meta_graphs)
+        subject.graph = subject.meta_graph.graph if subject.meta_graph else None
+        # The SavedModel loaders drop default-valued unknown attrs from graph nodes.
+        subject.drops_graph_defaults = (
+            consumer.loader != Loader.GRAPH_IMPORT or artifact.format == "metagraph"
+        )
+        subject.tf2_load = (
+            v2 and subject.meta_graph is not None and subject.meta_graph.has_object_graph
+        )
+        subject.check_graph_versions = not subject.tf2_load
+    else:
+        subject.graph = artifact.graph
+    graph = subject.graph
+    if graph is None:
+        return subject
+    subject.scope = _scope(graph, v2)
+    validated = subject.scope.reachable
+    subject.kinds = [
+        k
+        for k in graph.kinds
+        if (k.function is None and not subject.tf2_load) or (k.function in validated)
+    ]
+    return subject

@@ -1,0 +1,88 @@
+"""A finding's fix, in words: rendered from its data (`Finding.fix`), never parsed back.
+
+One renderer for every surface (terminal, Slack, check runs): they differ only
+in how a code span is marked (`quote`). Reports written before fixes were
+data have none, and render no fix rather than a guessed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Quote = Callable[[str], str]
+
+
+def backticks(text: str) -> str:
+    return f"`{text}`"
+
+
+def plain(text: str) -> str:
+    return text
+
+
+def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote = backticks) -> str:
+    """One sentence saying what to do; '' when there is nothing to do or nothing known."""
+    if not fix:
+        return ""
+    kind = fix.get("kind")
+    release, op, attr = fix.get("release"), fix.get("op"), fix.get("attr")
+    who = quote(consumer) if consumer else "the consumer"
+    item = quote(f"{op}.{attr}" if op and attr else str(op)) if op else ""
+    if kind == "upgrade_to":
+        if not release:
+            return f"No known release serves it as exported: re-export for {who}" + (
+                f" without {item}" if item else ""
+            )
+        text = f"Upgrade {who} to TensorFlow >= {release}"
+        if op and attr:
+            return f"{text}, or export with {item} at its default"
+        return f"{text}, or re-export without op {item}" if op else text
+    if kind == "keep_at_most":
+        return f"Re-export without op {item}, or keep {who} at TensorFlow {release} or older"
+    if kind == "strip_default_attrs":
+        return (
+            "Re-export dropping attrs that hold their defaults (SavedModel: "
+            f"{quote('strip_default_attrs=True')}; a frozen GraphDef: strip them before freezing)"
+        )
+    if kind == "set_attr_default":
+        return f"Export with {item} at its default"
+    if kind == "drop_attr":
+        return f"Re-export without attr {item} (it only names the node; dropping it is safe)"
+    if kind == "reexport_without_op":
+        return f"Re-export without op {item}"
+    if kind == "load_op_library":
+        return f"Load the library of custom op {item} in {who} and record its manifest"
+    if kind == "use_model_export":
+        return (
+            f"Export the Keras 3 model with {quote('model.export()')} instead of "
+            f"{quote('tf.saved_model.save')}, or load it with {quote('tf.saved_model.load')}"
+        )
+    if kind == "use_loader":
+        return f"Load it with {quote(str(fix.get('loader')))}"
+    if kind == "use_cuda_build":
+        return f"Serve it from a CUDA build of TensorFlow, or re-export without op {item}"
+    if kind == "reexport_with":
+        return (
+            f"Export with TensorFlow {release}, the consumer's release"
+            if release
+            else "Re-export with a newer TensorFlow"
+        )
+    if kind == "record_manifest":
+        return f"Record {who}'s op registry with {quote('tfcompat fleet dump-manifest')}"
+    if kind == "leave_banned_release":
+        return f"Move {who} off its banned release"
+    if kind == "list_banned_releases":
+        return "List the fleet's banned releases in the model's bad_consumers at export"
+    return ""
+
+
+def alternative_text(fix: Mapping[str, Any] | None, quote: Quote = backticks) -> str:
+    """What an `upgrade_to` fix offers besides upgrading ('' when nothing): for a list of
+    fixes where each consumer's upgrade is said once."""
+    if not fix or fix.get("kind") != "upgrade_to" or not fix.get("op"):
+        return ""
+    op, attr = fix["op"], fix.get("attr")
+    if attr:
+        return f"Or export with {quote(f'{op}.{attr}')} at its default"
+    return f"Or re-export without op {quote(op)}"
