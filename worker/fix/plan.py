@@ -23,6 +23,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from packaging.version import Version
+
 from worker.catalog.catalog import Catalog
 from worker.compat.check import check_artifact, select_meta_graph
 from worker.fix.meaningless import meaningless
@@ -347,9 +349,19 @@ def oldest_serving_release(artifact: Artifact, consumer: Consumer, catalog: Cata
     the consumer's loader."""
     loader: Loader = consumer.loader
     for release_consumer in catalog.range_consumers():
-        if release_consumer.graph_def_version <= consumer.graph_def_version:
+        assert release_consumer.tensorflow is not None
+        if not _newer(release_consumer, consumer):
             continue
         candidate = replace(release_consumer, loader=loader)
         if serves(check_artifact(artifact, candidate, catalog)):
             return candidate.tensorflow
     return None
+
+
+def _newer(release: Consumer, consumer: Consumer) -> bool:
+    """GraphDef versions do not order releases (2.0.4 has 119, 1.15.5 134): compare
+    release numbers when the consumer has one."""
+    assert release.tensorflow is not None
+    if consumer.tensorflow is None:
+        return release.graph_def_version > consumer.graph_def_version
+    return Version(release.tensorflow) > Version(consumer.tensorflow)
