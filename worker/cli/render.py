@@ -81,6 +81,11 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
                 f"  {label}: bundle {_versions(ckpt['versions'])}, {ckpt['tensors']} "
                 f"tensors, {_size(ckpt['tensor_bytes'])} in {ckpt['num_shards']} shard(s)"
             )
+        if doc.get("fixable_releases"):
+            out.append(
+                f"  fixable for: {', '.join(doc['fixable_releases'])} "
+                "(fail as it is; `tfcompat fix --for tf==X` writes a copy they serve)"
+            )
         for note in doc.get("notes", []):
             out.append(f"  note: {note}")
         out.append("")
@@ -104,9 +109,13 @@ def render_check(reports: list[dict[str, Any]]) -> str:
             out.append(f"  error: {r['error']}")
         for c in r["consumers"]:
             mark = "loads" if c["loads"] else "FAILS"
+            fixable = {
+                True: "  [fixable: tfcompat fix writes a copy it serves]",
+                False: "  [no safe rewrite fixes it]",
+            }.get(c.get("fixable"), "")
             out.append(
                 f"  {mark:5}  {c['name']} (TensorFlow {c['tensorflow'] or 'custom'}, "
-                f"GraphDef {c['graph_def_version']}, {c['loader']})"
+                f"GraphDef {c['graph_def_version']}, {c['loader']}){fixable}"
             )
             for f in c["findings"]:
                 out.append(f"         {f['severity']} {f['code']}: {f['message']}")

@@ -303,8 +303,13 @@ def reach(artifact: Artifact, drop: Drop) -> Rewrite:
     return Rewrite(drop, graph_nodes, function_nodes)
 
 
-def plan_fix(artifact: Artifact, consumers: Sequence[Consumer], catalog: Catalog) -> FixPlan:
-    """What a copy for these consumers drops, and each consumer's verdict on it."""
+def plan_fix(
+    artifact: Artifact, consumers: Sequence[Consumer], catalog: Catalog, advise: bool = True
+) -> FixPlan:
+    """What a copy for these consumers drops, and each consumer's verdict on it.
+
+    `advise`: say what to do instead for an unfixable consumer (costs a check per
+    newer release)."""
     producer_ops, _source = producer_defaults(artifact, catalog)
     wanted: dict[str, set[Drop]] = {
         c.name: candidate_drops(artifact, c, producer_ops) for c in consumers
@@ -322,7 +327,7 @@ def plan_fix(artifact: Artifact, consumers: Sequence[Consumer], catalog: Catalog
         after = check_artifact(copy, consumer, catalog) if safe else before
         needs = tuple(d for d in safe if d in wanted[consumer.name])
         fix = ConsumerFix(consumer, before, after, needs, ())
-        if fix.state == "unfixable":
+        if advise and fix.state == "unfixable":
             fix = replace(fix, instead=advice(fix, copy, catalog))
         fixes.append(fix)
     rewrites = tuple(reach(artifact, d) for d in safe)
