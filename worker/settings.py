@@ -41,6 +41,12 @@ class Settings(BaseSettings):
         None, description="Bucket for JSON reports; the model's own bucket if unset"
     )
     report_prefix: str = Field("tfcompat-reports/", description="Key prefix of JSON reports")
+    fix_prefix: str | None = Field(
+        None,
+        description="Key prefix for fixed copies: when set, a fleet consumer that cannot "
+        "serve a new model gets a copy under <prefix>/<key>/for-<consumer>/ when a safe "
+        "rewrite exists (tfcompat fix); unset: off",
+    )
     model_patterns: list[str] = Field(
         default_factory=lambda: list(DEFAULT_MODEL_PATTERNS),
         description="Key globs that start a check (JSON list in the environment)",

@@ -210,9 +210,7 @@ def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, A
             s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
         )
         verdicts = ", ".join(
-            f"{c['name']} {verdict_word(c)}"
-            for a in report["artifacts"]
-            for c in a["consumers"]
+            f"{c['name']} {verdict_word(c)}" for a in report["artifacts"] for c in a["consumers"]
         )
         rows.append(
             [

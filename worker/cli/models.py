@@ -78,7 +78,9 @@ def consumers_from_specs(specs: list[str], catalog: Any, cache: Any) -> list[Any
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
     from worker.cli.render import render_inspect
+    from worker.fix.summary import fixable_releases
     from worker.formats.summary import inspect_json
 
     documents: list[dict[str, Any]] = []
@@ -86,7 +88,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for target in args.paths:
         try:
             for artifact in read_any(target):
-                documents.append(inspect_json(artifact))
+                document = inspect_json(artifact)
+                document["fixable_releases"] = fixable_releases(artifact, load_catalog())
+                documents.append(document)
         except TfcompatError as exc:
             failed = True
             documents.append({"path": target, "error": str(exc)})
@@ -130,7 +134,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             reports.append(invalid_report(target, str(exc)))
             continue
         for artifact in artifacts:
-            reports.append(artifact_report(artifact, consumers, releases, catalog, policy))
+            report = artifact_report(artifact, consumers, releases, catalog, policy)
+            add_fixable(report, artifact, consumers, catalog)
+            reports.append(report)
     if args.json:
         json.dump({"artifacts": reports}, sys.stdout, indent=1)
         print()
@@ -139,6 +145,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         checked = f"{len(releases)} catalog releases with an op registry ({first} to {last})"
         print(render_check(reports, checked if not consumers else None), end="")
     return exit_status(reports)
+
+
+def add_fixable(report: dict[str, Any], artifact: Any, consumers: list[Any], catalog: Any) -> None:
+    """Each consumer entry's `fixable`: true when `tfcompat fix` would write a copy it
+    serves, false when no safe rewrite helps, null when it serves the model already."""
+    from worker.fix.summary import fixable_by_consumer
+
+    by_name = fixable_by_consumer(artifact, consumers, catalog)
+    for entry in report["consumers"]:
+        entry["fixable"] = by_name.get(entry["name"])
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:

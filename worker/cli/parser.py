@@ -10,6 +10,7 @@ import argparse
 import functools
 from typing import TypeAlias
 
+from worker.cli.fix import cmd_fix
 from worker.cli.fleet import (
     cmd_dump_manifest,
     cmd_fleet_apply,
@@ -78,6 +79,31 @@ def add_model_commands(sub: Subparsers) -> None:
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser(
+        "fix",
+        help="write a copy of a model that the named consumers can serve (safe rewrites only)",
+        description="Drops only attrs a consumer's OpDef lacks that hold the producer's "
+        "default (what strip_default_attrs=True does, in graph nodes and function bodies) "
+        "and attrs that carry no meaning for computation (a curated table). Never drops an "
+        "op, lowers a VersionDef or changes a value. Exit 0 copy written, 1 some consumer "
+        "cannot be fixed (nothing written), 2 invalid model, unsafe path or usage.",
+    )
+    p.add_argument("model", metavar="MODEL", help="SavedModel dir, frozen graph, .meta or archive")
+    p.add_argument(
+        "--for",
+        dest="consumers",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a consumer the copy is for (repeatable): tf==X.Y[.Z][@LOADER] or "
+        "NAME=MANIFEST.json[@LOADER]",
+    )
+    p.add_argument("-o", "--output", metavar="OUT", help="where the copy goes (same kind)")
+    p.add_argument("--dry-run", action="store_true", help="list the rewrites, write nothing")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_fix)
 
     p = sub.add_parser("catalog", help="list the TensorFlow releases tfcompat knows")
     p.add_argument("--json", action="store_true")

@@ -81,6 +81,11 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
                 f"  {label}: bundle {_versions(ckpt['versions'])}, {ckpt['tensors']} "
                 f"tensors, {_size(ckpt['tensor_bytes'])} in {ckpt['num_shards']} shard(s)"
             )
+        if doc.get("fixable_releases"):
+            out.append(
+                f"  fixable for: {', '.join(doc['fixable_releases'])} "
+                "(fail as it is; `tfcompat fix --for tf==X` writes a copy they serve)"
+            )
         for note in doc.get("notes", []):
             out.append(f"  note: {note}")
         out.append("")
@@ -134,7 +139,11 @@ def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> s
             out.append(f"  note: {note}")
         for c in r["consumers"]:
             tf = f"TensorFlow {c['tensorflow']}" if c["tensorflow"] else "custom build"
-            out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']})")
+            fixable = {
+                True: "  [fixable: tfcompat fix writes a copy it serves]",
+                False: "  [no safe rewrite fixes it]",
+            }.get(c.get("fixable"), "")
+            out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']}){fixable}")
             shown = [
                 f
                 for f in c["findings"]

@@ -139,8 +139,9 @@ class GraphBuilder:
             for position, text in enumerate(inputs):
                 parts = text.split(":")
                 if len(parts) == 3 and parts[2].isdigit():
-                    pending = (function, parts[0], parts[1], int(parts[2]), index, position)
-                    self._function_pending.add(pending)
+                    self._function_pending.add(
+                        (function, parts[0], parts[1], int(parts[2]), index, position)
+                    )
             return
         self.node_count += count
         self._kind_of_node[node.name] = index

@@ -57,6 +57,7 @@ def build_checker(settings: Settings) -> Checker:
 
 
 def build_services(settings: Settings) -> Services:
+    from worker.pipeline.fixes import fix_hook
     from worker.pipeline.notifications import notification_hook
     from worker.pipeline.observe import metrics_hook
     from worker.sinks.s3 import S3ObjectStore, s3_client
@@ -65,14 +66,17 @@ def build_services(settings: Settings) -> Services:
     notify = notification_hook(settings, store)
     index = build_index(settings, store)
     location = ReportLocation(settings.report_bucket, settings.report_prefix)
+    checker = build_checker(settings)
+    fixes = fix_hook(settings.fix_prefix, store, checker, location)
     return Services(
         store=store,
-        checker=build_checker(settings),
+        checker=checker,
         location=location,
         index=index,
         hooks=[
             index_hook(index, store, location),
             metrics_hook(store),
+            *([fixes] if fixes else []),  # before notifications: they can link the copies
             *([notify] if notify else []),
         ],
     )

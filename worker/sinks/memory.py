@@ -9,7 +9,7 @@ from typing import Any
 
 from worker.errors import NotFound
 from worker.formats.read import SAVED_MODEL_FILES, read_saved_model_dir, read_source
-from worker.formats.source import BytesSource, MappingTree, Source
+from worker.formats.source import BytesSource, MappingTree, Source, Tree
 from worker.model.artifact import Artifact
 from worker.sinks.ports import ObjectHead
 from worker.sinks.tags import Tag
@@ -69,6 +69,27 @@ class MemoryObjectStore:
 
     def put_json(self, bucket: str, key: str, body: bytes) -> None:
         self.objects[(bucket, key)] = body
+
+    def model_tree(self, bucket: str, key: str, version_id: str | None) -> tuple[Tree, str]:
+        """The model an event names, as a tree, and the tree's key prefix."""
+        base = posixpath.basename(key)
+        root = posixpath.dirname(key) if base in SAVED_MODEL_FILES else key
+        if base in SAVED_MODEL_FILES:
+            sources: dict[str, Source] = {
+                k[len(root) + 1 :]: BytesSource(f"s3://{b}/{k}", v)
+                for (b, k), v in self.objects.items()
+                if b == bucket and k.startswith(root + "/")
+            }
+            return MappingTree(f"s3://{bucket}/{root}", sources), root
+        return MappingTree(
+            f"s3://{bucket}/{key}", {base: BytesSource(key, self._data(bucket, key))}
+        ), posixpath.dirname(key)
+
+    def put_bytes(self, bucket: str, key: str, body: bytes) -> None:
+        self.put(bucket, key, body)
+
+    def copy_object(self, bucket: str, source_key: str, key: str) -> None:
+        self.put(bucket, key, self._data(bucket, source_key))
 
     def delete(self, bucket: str, key: str) -> None:
         self.objects.pop((bucket, key), None)

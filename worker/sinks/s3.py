@@ -284,6 +284,33 @@ class S3ObjectStore:
             f"s3://{bucket}/{key}", self._settings, self._client, version_id, self._count_read
         )
 
+    def model_tree(self, bucket: str, key: str, version_id: str | None) -> tuple[Any, str]:
+        """The model an event names, as a tree, and the tree's key prefix: a SavedModel's
+        directory (the named version of saved_model.pb pinned), or the one object."""
+        from worker.formats.read import SAVED_MODEL_FILES
+        from worker.formats.source import MappingTree
+
+        base = posixpath.basename(key)
+        if base in SAVED_MODEL_FILES:
+            root = posixpath.dirname(key)
+            pinned = {base: version_id} if version_id else {}
+            return S3PrefixTree(self._client, bucket, root, self._count_read, pinned), root
+        source = S3Source(self._client, bucket, key, version_id, on_read=self._count_read)
+        return MappingTree(f"s3://{bucket}/{key}", {base: source}), posixpath.dirname(key)
+
+    def put_bytes(self, bucket: str, key: str, body: bytes) -> None:
+        self._call(f"s3://{bucket}/{key}", "put_object", Bucket=bucket, Key=key, Body=body)
+
+    def copy_object(self, bucket: str, source_key: str, key: str) -> None:
+        """A server-side copy (variables and assets of a fixed copy never pass through us)."""
+        self._call(
+            f"s3://{bucket}/{key}",
+            "copy_object",
+            Bucket=bucket,
+            Key=key,
+            CopySource={"Bucket": bucket, "Key": source_key},
+        )
+
     def _count_read(self, size: int) -> None:
         self.bytes_read += size
 

@@ -1,0 +1,104 @@
+"""Which drops a copy gets and what each consumer makes of it, on real TensorFlow files."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.truth import OWN
+from worker.catalog.catalog import load_catalog
+from worker.fix.meaningless import MEANINGLESS as TABLE
+from worker.fix.plan import MEANINGLESS, PRODUCER_DEFAULT, Drop, plan_fix, safe_for
+from worker.formats.read import read_path
+from worker.model.artifact import AttrDef, OpDef
+from worker.model.consumer import Loader
+from worker.model.findings import Code
+
+A = OWN / "artifacts"
+
+# (artifact, consumer, state, drops that must be in the plan, blocker codes left)
+CASES = [
+    # 2.15+ SavedModels: VarHandleOp.debug_name (meaningless) plus unstripped defaults
+    ("tf2.21/savedmodel_v1", "2.4", "fixed", {"VarHandleOp.debug_name", "MatMul.grad_a"}, set()),
+    ("tf2.15/savedmodel_v1_stripped", "1.15", "fixed", {"VarHandleOp.debug_name"}, set()),
+    # a default-valued new attr inside a function body, where no loader strips it
+    (
+        "tf2.8/function_attr_default_unstripped",
+        "2.4",
+        "fixed",
+        {"TridiagonalSolve.perturb_singular"},
+        set(),
+    ),
+    # frozen graphs: producer defaults from the catalog release the producer number dates
+    ("tf2.21/fixable_frozen/frozen_graph.pb", "2.4", "fixed", {"MatMul.grad_a"}, set()),
+    # what no safe rewrite fixes
+    ("tf2.21/new_op", "2.15", "unfixable", set(), {Code.OP_NOT_REGISTERED}),
+    ("tf2.18/new_attr_nondefault", "2.4", "unfixable", set(), {Code.ATTR_UNKNOWN}),
+    ("tf2.15/min_consumer_raised", "2.4", "unfixable", set(), {Code.MIN_CONSUMER}),
+    ("tf2.21/savedmodel_v2", "2.4", "unfixable", set(), {Code.OP_NOT_REGISTERED}),
+    # nothing to do
+    ("tf2.21/savedmodel_v1", "2.21", "serves", set(), set()),
+]
+
+
+@pytest.mark.parametrize(("path", "release", "state", "drops", "blockers"), CASES)
+def test_plan_on_real_models(
+    path: str, release: str, state: str, drops: set[str], blockers: set[Code]
+) -> None:
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / path))
+    plan = plan_fix(artifact, [catalog.consumer(release)], catalog)
+    (fix,) = plan.consumers
+    assert fix.state == state, [f.message for f in fix.blockers]
+    assert drops <= {f"{d.op}.{d.attr}" for d in plan.drops}
+    assert {f.code for f in fix.blockers} >= blockers
+    if state == "unfixable":
+        assert fix.instead, "an unfixable consumer is told what to do instead"
+
+
+def test_a_plan_never_drops_an_attr_holding_a_non_default_value() -> None:
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / "tf2.18/new_attr_nondefault"))
+    plan = plan_fix(artifact, [catalog.consumer("2.4")], catalog)
+    assert "MatMul.grad_a" not in {f"{d.op}.{d.attr}" for d in plan.drops}
+
+
+def test_one_copy_serves_several_consumers_and_loaders() -> None:
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / "tf2.21/savedmodel_v1"))
+    consumers = [
+        catalog.consumer("1.15"),
+        replace(catalog.consumer("2.4", Loader.GRAPH_IMPORT), name="import"),
+        catalog.consumer("2.21"),
+    ]
+    plan = plan_fix(artifact, consumers, catalog)
+    assert [c.state for c in plan.consumers] == ["fixed", "fixed", "serves"]
+    assert plan.writable
+
+
+# safe_for: a drop is kept only if every named binary then means the same
+OP = OpDef("MatMul", attrs=(AttrDef("grad_a", "bool", {"b": False}),))
+SAFETY = [
+    (Drop.producer_default("MatMul", "grad_a", {"b": False}), {"MatMul": OP}, True),
+    (Drop.producer_default("MatMul", "grad_a", {"b": True}), {"MatMul": OP}, False),
+    (Drop.producer_default("MatMul", "grad_a", {"b": False}), {}, True),
+    (Drop("MatMul", "grad_a", MEANINGLESS), {"MatMul": OP}, True),
+    (
+        Drop("MatMul", "grad_a", MEANINGLESS),
+        {"MatMul": OpDef("MatMul", attrs=(AttrDef("grad_a", "bool"),))},
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(("drop", "ops", "safe"), SAFETY)
+def test_safe_for(drop: Drop, ops: dict[str, OpDef], safe: bool) -> None:
+    assert safe_for(drop, ops) is safe
+
+
+def test_every_meaningless_entry_states_its_evidence() -> None:
+    for (op, attr), entry in TABLE.items():
+        assert (entry.op, entry.attr) == (op, attr)
+        assert len(entry.evidence) > 100 and entry.since
+        assert PRODUCER_DEFAULT != MEANINGLESS

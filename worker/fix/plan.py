@@ -1,0 +1,373 @@
+"""Which attrs a copy may drop, and what that makes of each consumer's verdict.
+
+A plan is decided from the model's own data and each consumer's registry, never
+from finding messages:
+- an attr a consumer's OpDef lacks is dropped when its value equals the
+  producer's default (the model's `stripped_op_list`; for a frozen graph, the
+  catalog registry of the release its GraphDef producer number dates): exactly
+  what `strip_default_attrs=True` would have done, in graph nodes and in every
+  function body;
+- an attr in the curated `meaningless` table is dropped whatever its value;
+- nothing else: no op is dropped, no VersionDef lowered, no value changed.
+
+A drop is kept only when it is safe for every named consumer at once: one that
+knows the attr must fill in the same default (or, for a meaningless attr, have
+one). The copy's metadata is then simulated (the same node kinds without the
+dropped attrs) and checked against each consumer exactly like the original, so
+"fixed" means the checks that judge uploads say the copy serves.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from packaging.version import Version
+
+from worker.catalog.catalog import Catalog
+from worker.compat.check import check_artifact
+from worker.compat.subject import select_meta_graph
+from worker.fix.meaningless import meaningless
+from worker.model.artifact import Artifact, AttrJSON, Graph, NodeKind, OpDef
+from worker.model.consumer import Consumer, Loader
+from worker.model.findings import Code, Finding, Severity
+from worker.model.verdict import Verdict
+
+PRODUCER_DEFAULT = "producer-default"
+MEANINGLESS = "meaningless"
+
+# Findings that stop a consumer serving even when they are only warnings: errors the
+# consumer meets when a function first runs (compat.check.deferred_to_call).
+_DEFERRED_BLOCKERS = frozenset(
+    {
+        Code.ATTR_UNKNOWN,
+        Code.ATTR_MISSING,
+        Code.ATTR_TYPE,
+        Code.ATTR_NOT_ALLOWED,
+        Code.ATTR_BELOW_MINIMUM,
+        Code.OP_NOT_REGISTERED,
+        Code.OP_REMOVED,
+        Code.OP_CUSTOM,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Drop attr `attr` from every `op` node (graph and functions) holding `value`.
+
+    `value` None: any value (a meaningless attr)."""
+
+    op: str
+    attr: str
+    rule: str  # PRODUCER_DEFAULT | MEANINGLESS
+    default: str | None = None  # the value as canonical JSON (hashable)
+
+    @classmethod
+    def producer_default(cls, op: str, attr: str, value: AttrJSON) -> Drop:
+        return cls(op, attr, PRODUCER_DEFAULT, canonical(value))
+
+    @property
+    def value(self) -> AttrJSON | None:
+        return None if self.default is None else dict(json.loads(self.default))
+
+    def applies(self, value: AttrJSON) -> bool:
+        if self.default is None:
+            return True
+        # Tensor-valued defaults are never dropped: summaries keep a tensor's dtype and
+        # shape only, so the plan could not tell what the rewrite would do.
+        return "tensor" not in value and canonical(value) == self.default
+
+
+def canonical(value: AttrJSON) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A drop with its reach in one artifact."""
+
+    drop: Drop
+    graph_nodes: int
+    function_nodes: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "op": self.drop.op,
+            "attr": self.drop.attr,
+            "rule": self.drop.rule,
+            "value": self.drop.value,
+            "graph_nodes": self.graph_nodes,
+            "function_nodes": self.function_nodes,
+        }
+
+
+def blocks_serving(finding: Finding) -> bool:
+    return finding.severity == Severity.ERROR or finding.code in _DEFERRED_BLOCKERS
+
+
+def serves(verdict: Verdict) -> bool | None:
+    """Whether the consumer loads the artifact and answers a request with it.
+
+    Uses the verdict's own `serves` where the verdict has one; otherwise: loads, and
+    no error is only deferred to the first call."""
+    known = getattr(verdict, "serves", None)
+    if isinstance(known, bool):
+        return known
+    if verdict.consumer.registry is None and verdict.loads:
+        return None  # only version numbers were checked
+    return not any(blocks_serving(f) for f in verdict.findings)
+
+
+@dataclass(frozen=True)
+class ConsumerFix:
+    """One consumer: its verdict on the original and on the planned copy."""
+
+    consumer: Consumer
+    before: Verdict
+    after: Verdict
+    needs: tuple[Drop, ...]  # the drops that concern this consumer
+    instead: tuple[str, ...]  # what to do when no safe rewrite makes it serve
+
+    @property
+    def serves_before(self) -> bool | None:
+        return serves(self.before)
+
+    @property
+    def serves_after(self) -> bool | None:
+        return serves(self.after)
+
+    @property
+    def state(self) -> str:
+        """'serves' (as it is), 'fixed' (the copy serves), 'unfixable', or 'unknown'."""
+        if self.serves_before:
+            return "serves"
+        if self.serves_after:
+            return "fixed"
+        if self.serves_after is None:
+            return "unknown"
+        return "unfixable"
+
+    @property
+    def blockers(self) -> tuple[Finding, ...]:
+        """What still stops the consumer serving the copy."""
+        return tuple(f for f in self.after.findings if blocks_serving(f))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.consumer.name,
+            "tensorflow": self.consumer.tensorflow,
+            "loader": str(self.consumer.loader),
+            "state": self.state,
+            "serves": self.serves_before,
+            "serves_copy": self.serves_after,
+            "rewrites": [f"{d.op}.{d.attr}" for d in self.needs],
+            "blockers": [f.to_json() for f in self.blockers],
+            "instead": list(self.instead),
+        }
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    artifact: Artifact
+    rewrites: tuple[Rewrite, ...]
+    consumers: tuple[ConsumerFix, ...]
+    copy: Artifact  # the copy's metadata, as the rewrite will leave it
+
+    @property
+    def drops(self) -> tuple[Drop, ...]:
+        return tuple(r.drop for r in self.rewrites)
+
+    @property
+    def writable(self) -> bool:
+        """Every consumer serves the copy (some may already serve the original)."""
+        return all(c.state in ("serves", "fixed") for c in self.consumers)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.artifact.path,
+            "format": self.artifact.format,
+            "writable": self.writable,
+            "rewrites": [r.to_json() for r in self.rewrites],
+            "consumers": [c.to_json() for c in self.consumers],
+        }
+
+
+# --- producer defaults -------------------------------------------------------------------
+
+
+def producer_release_ops(catalog: Catalog, producer: int) -> Mapping[str, OpDef]:
+    """The registry of the first catalog release built at or after GraphDef version
+    `producer` (the newest when none is): it has every attr the producer had, and
+    TensorFlow never changes an attr's default."""
+    with_registry = [r for r in catalog.releases if r.registry_version is not None]
+    if not with_registry:
+        return {}
+    later = [r for r in with_registry if r.graph_def_version >= producer]
+    release = min(later, key=lambda r: r.graph_def_version) if later else with_registry[-1]
+    registry = catalog.registry(release)
+    return registry.ops if registry else {}
+
+
+def producer_defaults(artifact: Artifact, catalog: Catalog) -> tuple[dict[str, OpDef], str]:
+    """The producer's OpDefs and where they come from."""
+    meta_graph = select_meta_graph(artifact.meta_graphs)
+    ops: dict[str, OpDef] = dict(meta_graph.producer_ops) if meta_graph else {}
+    source = "stripped_op_list" if ops else ""
+    graph = meta_graph.graph if meta_graph else artifact.graph
+    if graph is not None and graph.versions is not None:
+        missing = {k.op for k in graph.kinds} - set(ops)
+        if missing:
+            fallback = producer_release_ops(catalog, graph.versions.producer)
+            ops.update({name: fallback[name] for name in missing if name in fallback})
+            source = (source + " + " if source else "") + "catalog"
+    return ops, source
+
+
+# --- planning ----------------------------------------------------------------------------
+
+
+def _all_kinds(artifact: Artifact) -> Iterable[NodeKind]:
+    for graph in artifact.graphs():
+        yield from graph.kinds
+
+
+def candidate_drops(
+    artifact: Artifact, consumer: Consumer, producer_ops: Mapping[str, OpDef]
+) -> set[Drop]:
+    """Attrs on the artifact's nodes that the consumer's OpDef lacks and a drop covers."""
+    if consumer.registry is None:
+        return set()
+    found: set[Drop] = set()
+    for kind in _all_kinds(artifact):
+        op = consumer.registry.ops.get(kind.op)
+        if op is None:
+            continue  # not registered: no attr drop helps
+        for name, value in kind.attrs.items():
+            if name in op.attr_map:
+                continue
+            if meaningless(kind.op, name) is not None:
+                found.add(Drop(kind.op, name, MEANINGLESS))
+                continue
+            producer_op = producer_ops.get(kind.op)
+            attr = producer_op.attr(name) if producer_op else None
+            if attr is None or attr.default is None:
+                continue
+            drop = Drop.producer_default(kind.op, name, attr.default)
+            if drop.applies(value):
+                found.add(drop)
+    return found
+
+
+def safe_for(drop: Drop, ops: Mapping[str, OpDef]) -> bool:
+    """Whether a node without the attr means the same to a binary with these OpDefs."""
+    op = ops.get(drop.op)
+    attr = op.attr(drop.attr) if op else None
+    if attr is None:
+        return True  # it lacks the attr (or the op): the drop is what it needs
+    if drop.rule == MEANINGLESS:
+        return attr.default is not None
+    return attr.default is not None and canonical(attr.default) == drop.default
+
+
+def without(artifact: Artifact, drops: Sequence[Drop]) -> Artifact:
+    """The artifact's metadata as a copy without the dropped attrs would read."""
+    by_key = {(d.op, d.attr): d for d in drops}
+    if not by_key:
+        return artifact
+
+    def strip(graph: Graph) -> Graph:
+        kinds = []
+        for kind in graph.kinds:
+            attrs = {
+                name: value
+                for name, value in kind.attrs.items()
+                if not ((d := by_key.get((kind.op, name))) and d.applies(value))
+            }
+            kinds.append(kind if len(attrs) == len(kind.attrs) else replace(kind, attrs=attrs))
+        return replace(graph, kinds=tuple(kinds))
+
+    meta_graphs = tuple(replace(m, graph=strip(m.graph)) for m in artifact.meta_graphs)
+    graph = strip(artifact.graph) if artifact.graph is not None else None
+    return replace(artifact, meta_graphs=meta_graphs, graph=graph)
+
+
+def reach(artifact: Artifact, drop: Drop) -> Rewrite:
+    graph_nodes = function_nodes = 0
+    for kind in _all_kinds(artifact):
+        if kind.op == drop.op and drop.attr in kind.attrs and drop.applies(kind.attrs[drop.attr]):
+            if kind.function is None:
+                graph_nodes += kind.count
+            else:
+                function_nodes += kind.count
+    return Rewrite(drop, graph_nodes, function_nodes)
+
+
+def plan_fix(
+    artifact: Artifact, consumers: Sequence[Consumer], catalog: Catalog, advise: bool = True
+) -> FixPlan:
+    """What a copy for these consumers drops, and each consumer's verdict on it.
+
+    `advise`: say what to do instead for an unfixable consumer (costs a check per
+    newer release)."""
+    producer_ops, _source = producer_defaults(artifact, catalog)
+    wanted: dict[str, set[Drop]] = {
+        c.name: candidate_drops(artifact, c, producer_ops) for c in consumers
+    }
+    union = set().union(*wanted.values()) if wanted else set()
+    registries = [c.registry.ops for c in consumers if c.registry is not None]
+    safe = sorted(
+        (d for d in union if all(safe_for(d, ops) for ops in [producer_ops, *registries])),
+        key=lambda d: (d.op, d.attr),
+    )
+    copy = without(artifact, safe)
+    fixes = []
+    for consumer in consumers:
+        before = check_artifact(artifact, consumer, catalog)
+        after = check_artifact(copy, consumer, catalog) if safe else before
+        needs = tuple(d for d in safe if d in wanted[consumer.name])
+        fix = ConsumerFix(consumer, before, after, needs, ())
+        if advise and fix.state == "unfixable":
+            fix = replace(fix, instead=advice(fix, copy, catalog))
+        fixes.append(fix)
+    rewrites = tuple(reach(artifact, d) for d in safe)
+    return FixPlan(artifact, rewrites, tuple(fixes), copy)
+
+
+def advice(fix: ConsumerFix, copy: Artifact, catalog: Catalog) -> tuple[str, ...]:
+    """What to do instead, when no safe rewrite makes the consumer serve the model."""
+    lines = [f"{f.code}: {f.message}" for f in fix.blockers]
+    upgrade = oldest_serving_release(copy, fix.consumer, catalog)
+    if upgrade is not None:
+        lines.append(
+            f"upgrade {fix.consumer.name} to TensorFlow >= {upgrade} "
+            f"(the oldest release that serves the model"
+            + (" with the safe rewrites)" if fix.needs else ")")
+        )
+    else:
+        lines.append("no known TensorFlow release serves this model with this loader")
+    return tuple(lines)
+
+
+def oldest_serving_release(artifact: Artifact, consumer: Consumer, catalog: Catalog) -> str | None:
+    """The oldest catalog release newer than the consumer's that serves `artifact` with
+    the consumer's loader."""
+    loader: Loader = consumer.loader
+    for release_consumer in catalog.range_consumers():
+        assert release_consumer.tensorflow is not None
+        if not _newer(release_consumer, consumer):
+            continue
+        candidate = replace(release_consumer, loader=loader)
+        if serves(check_artifact(artifact, candidate, catalog)):
+            return candidate.tensorflow
+    return None
+
+
+def _newer(release: Consumer, consumer: Consumer) -> bool:
+    """GraphDef versions do not order releases (2.0.4 has 119, 1.15.5 134): compare
+    release numbers when the consumer has one."""
+    assert release.tensorflow is not None
+    if consumer.tensorflow is None:
+        return release.graph_def_version > consumer.graph_def_version
+    return Version(release.tensorflow) > Version(consumer.tensorflow)
