@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from worker.errors import InvalidArtifact, NotFound
 
@@ -34,6 +34,14 @@ class Source(Protocol):
     def read_at(self, offset: int, length: int) -> bytes:
         """Exactly `length` bytes at `offset`, or InvalidArtifact if the blob ends first."""
         ...
+
+
+@runtime_checkable
+class SelfHashing(Protocol):
+    """A source that knows its own sha256 without being read again from the start: an
+    object store that holds the checksum, or a stream that hashed its bytes in passing."""
+
+    def sha256(self) -> str: ...
 
 
 class Tree(Protocol):
@@ -162,6 +170,8 @@ class MappingTree:
 
 
 def sha256_of(source: Source) -> str:
+    if isinstance(source, SelfHashing):
+        return source.sha256()
     digest = hashlib.sha256()
     for offset, length in chunks(source.size, HASH_CHUNK):
         digest.update(source.read_at(offset, length))

@@ -73,7 +73,13 @@ def artifact_version(document: Mapping[str, Any]) -> str:
     """The object version a document is about: version id, else the ETag seen."""
     obj = document.get("object") or {}
     event = document.get("event") or {}
-    version = obj.get("version_id") or event.get("etag") or event.get("sequencer") or "-"
+    version = (
+        obj.get("version_id")
+        or obj.get("etag")
+        or event.get("etag")
+        or event.get("sequencer")
+        or "-"
+    )
     return f"{model_url(document)}@{version}"
 
 
