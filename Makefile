@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo lint lint-infra typecheck services venv clean
+.PHONY: test demo lint lint-infra typecheck services venv clean bench
 
 venv: $(STAMP)
 
@@ -38,6 +38,13 @@ lint-infra: venv
 
 test: venv services lint lint-infra typecheck
 	$(BIN)/python -m pytest -q
+
+# Speed: each bench prints its figures beside a reference measured in the same run
+# (ratios; absolute times vary with the machine's load, printed first). Local only.
+bench: venv
+	@uptime
+	$(BIN)/python bench/s3_read.py
+	$(BIN)/python bench/pipeline_throughput.py
 
 demo: venv services
 	$(BIN)/python -m worker.cli.demo

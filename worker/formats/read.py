@@ -80,21 +80,17 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
 
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
+    # Read, then hash: a streamed source (S3) hashes what the reader passed over.
     if kind == "checkpoint":
-        return Artifact(
-            display, "checkpoint", source.size, sha256_of(source), checkpoint=_checkpoint(source)
-        )
+        ckpt = _checkpoint(source)
+        return Artifact(display, "checkpoint", source.size, sha256_of(source), checkpoint=ckpt)
     if kind == "metagraph":
+        meta_graph = read_meta_graph_file(source)
         return Artifact(
-            display,
-            "metagraph",
-            source.size,
-            sha256_of(source),
-            meta_graphs=(read_meta_graph_file(source),),
+            display, "metagraph", source.size, sha256_of(source), meta_graphs=(meta_graph,)
         )
-    return Artifact(
-        display, "graphdef", source.size, sha256_of(source), graph=read_graph_source(source)
-    )
+    graph = read_graph_source(source)
+    return Artifact(display, "graphdef", source.size, sha256_of(source), graph=graph)
 
 
 def discover(names: list[str]) -> list[tuple[str, str]]:

@@ -20,9 +20,10 @@ a readable name always has a '/' after the bucket's, a digest name never.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
+
+import orjson
 
 from worker.model.events import ObjectEvent
 from worker.sinks.tags import MAX_VALUE
@@ -61,4 +62,6 @@ def report_tag(key: str) -> str | None:
 
 
 def encode(document: dict[str, Any]) -> bytes:
-    return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
+    """Canonical bytes (sorted keys, indented): equal documents, equal bytes."""
+    options = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+    return orjson.dumps(document, option=options) + b"\n"

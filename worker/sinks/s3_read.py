@@ -7,7 +7,9 @@ costs its own bytes once and the sha256 comes out of the same pass. When the
 store holds the SHA-256 of the object version (uploaded with
 `--checksum-algorithm SHA256`), no byte is needed for the hash and a gap of
 `SKIP` bytes or more (a large tensor) is skipped with a new ranged GET instead.
-A read behind what is kept is a small ranged GET of its own.
+A read behind what is kept is a small ranged GET of its own, and so is a look
+at the last `TAIL` bytes (where an archive's directory or a table's footer is)
+before the stream gets there: one GET of the tail, kept.
 
 Memory stays bounded whatever the object's size: `KEEP` bytes behind the
 stream's position, `SIDE_CACHED` side reads, and the range being returned.
@@ -27,7 +29,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from worker.errors import InvalidArtifact, NotFound, Superseded, TransientError
+from worker.errors import NotFound, Superseded, TransientError
 from worker.formats.source import Source, truncated
 from worker.sinks.ports import Pin, Seen
 from worker.sinks.s3_client import PRECONDITION_CODES, error_code, translate
@@ -39,6 +41,7 @@ STEP = 64 << 10
 CHUNK = 1 << 20
 SIDE = 1 << 20
 SIDE_CACHED = 4
+TAIL = 128 << 10
 MAX_RESUMES = 3
 
 
@@ -85,6 +88,7 @@ class S3Object:
         self._pos = 0  # the next byte the stream gives
         self._kept: deque[tuple[int, bytes]] = deque()  # chunks just behind _pos, in order
         self._side: OrderedDict[int, bytes] = OrderedDict()
+        self._tail: bytes | None = None
         if self._size <= WHOLE:
             self._advance(self._size, keep_from=0)
             self._close()
@@ -208,6 +212,10 @@ class S3Object:
             raise truncated(self.name, offset, length, self._size)
         if length == 0:
             return b""
+        if self._kept_start() <= offset and end <= self._pos:
+            return self._from_kept(offset, end)
+        if self._size > WHOLE and offset >= self._size - TAIL:
+            return self._tail_read(offset, end)
         if offset >= self._kept_start():
             gap = offset - self._pos
             if gap >= SKIP and self._hasher is None:
@@ -216,21 +224,31 @@ class S3Object:
             return self._from_kept(offset, end)
         return self._side_read(offset, end)
 
+    def _tail_read(self, offset: int, end: int) -> bytes:
+        """A range in the object's last TAIL bytes, fetched once, ahead of the stream."""
+        start = self._size - TAIL
+        if self._tail is None:
+            self._tail = self._fetch(start, self._size)
+        return self._tail[offset - start : end - start]
+
+    def _fetch(self, start: int, stop: int) -> bytes:
+        response = self._get(start=start, end=stop)
+        try:
+            data: bytes = response["Body"].read()
+        except Exception as exc:
+            raise translate(exc, self.name) from None
+        self._count(len(data))
+        if len(data) != stop - start:
+            raise TransientError(f"{self.name}: short read at {start}")
+        return data
+
     def _side_read(self, offset: int, end: int) -> bytes:
         """A range behind what the stream keeps, with a little of what follows it."""
         for start, cached in self._side.items():
             if start <= offset and end <= start + len(cached):
                 self._side.move_to_end(start)
                 return cached[offset - start : end - start]
-        stop = min(self._size, max(end, offset + SIDE))
-        response = self._get(start=offset, end=stop)
-        try:
-            data: bytes = response["Body"].read()
-        except Exception as exc:
-            raise translate(exc, self.name) from None
-        self._count(len(data))
-        if len(data) != stop - offset:
-            raise InvalidArtifact(f"{self.name}: short read at {offset}")
+        data = self._fetch(offset, min(self._size, max(end, offset + SIDE)))
         self._side[offset] = data
         while len(self._side) > SIDE_CACHED:
             self._side.popitem(last=False)
