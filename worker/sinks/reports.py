@@ -28,7 +28,7 @@ import orjson
 from worker.model.events import ObjectEvent
 from worker.sinks.tags import MAX_VALUE
 
-REPORT_FORMAT = "tfcompat-report/1"
+REPORT_FORMAT = "tfcompat-report/2"
 # The ASCII part of what S3 allows in a tag value: what every S3-compatible store takes.
 _TAG_SAFE = re.compile(r"[A-Za-z0-9 +\-=._:/@]*")
 
