@@ -5,7 +5,8 @@ object, GET its tags, PUT its tags, PUT a report of the size ours has) against
 the same local S3 endpoint (moto's server), with the same Celery settings and
 `-c 2`. In the same run, `tfcompat worker --concurrency 2` (the example fleet,
 the model index on Redis, notifications off) checks the same uploads: small
-frozen graphs under distinct keys, each enqueued as an S3 event would be.
+frozen graphs (a real 519-byte one, each with a Const of its own shape added, so
+no two are the same graph) under distinct keys, enqueued as S3 events would be.
 
   throughput: N uploads enqueued at once, uploads/s until the last task is done
   latency:    uploads one at a time, enqueue -> task done (after its tags are written)
@@ -126,12 +127,25 @@ class Done:
 Send = Callable[[str, str, str], str]  # (bucket, key, etag) -> task id
 
 
+def variant(data: bytes, index: int) -> bytes:
+    """The model with one more Const of its own shape: no two uploads are the same graph."""
+    from worker.proto import tensorflow_subset_pb2 as pb
+
+    graph = pb.GraphDef.FromString(data)
+    node = graph.node.add(name=f"bench/upload_{index}", op="Const")
+    node.attr["dtype"].type = pb.DT_FLOAT
+    node.attr["value"].tensor.dtype = pb.DT_FLOAT
+    node.attr["value"].tensor.tensor_shape.dim.add(size=index + 1)
+    return graph.SerializeToString()
+
+
 def upload(s3: Any, bucket: str, count: int, data: bytes) -> list[tuple[str, str]]:
     s3.create_bucket(Bucket=bucket)
     keys = []
     for i in range(count):
         key = f"models/m{i:04d}/frozen.pb"
-        etag = s3.put_object(Bucket=bucket, Key=key, Body=data)["ETag"].strip('"')
+        body = variant(data, int(time.time_ns() % 1_000_000) + i)
+        etag = s3.put_object(Bucket=bucket, Key=key, Body=body)["ETag"].strip('"')
         keys.append((key, etag))
     return keys
 
@@ -258,7 +272,7 @@ def main() -> int:
                     f"{p99 * 1000:.0f}",
                 )
             )
-    print(f"{args.uploads} uploads of a {len(data)}-byte frozen graph; report {report_bytes} bytes")
+    print(f"{args.uploads} uploads of ~{len(data)}-byte frozen graphs; report {report_bytes} bytes")
     print(table(rows))
     return 0
 
