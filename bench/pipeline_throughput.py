@@ -11,11 +11,13 @@ no two are the same graph) under distinct keys, enqueued as S3 events would be.
   throughput: N uploads enqueued at once, uploads/s until the last task is done
   latency:    uploads one at a time, enqueue -> task done (after its tags are written)
 
-Rounds alternate floor and tfcompat; every figure is shown beside the floor of
-its own round, as a ratio. Everything runs locally (moto, a throwaway
-redis-server) and stops within `--timeout` seconds per phase.
+Both workers run side by side, idle in turn: batches of uploads alternate
+between them (and single uploads, for latency), so a change in the machine's
+load hits both alike; every figure is shown beside the floor's, as a ratio.
+Everything runs locally (moto, a throwaway redis-server) and stops within
+`--timeout` seconds per batch.
 
-Run: .venv/bin/python bench/pipeline_throughput.py [--uploads 200] [--rounds 2] [--latency 30]
+Run: .venv/bin/python bench/pipeline_throughput.py [--uploads 200] [--batch 50] [--latency 30]
 """
 
 from __future__ import annotations
@@ -67,8 +69,12 @@ def configure(app: Celery, broker: str) -> None:
 def floor_check(bucket: str, key: str, report_bytes: int) -> None:
     """Only the S3 work of one upload, one client per process."""
     s3 = _S3.get(os.getpid())
-    if s3 is None:
-        s3 = _S3[os.getpid()] = client(os.environ["BENCH_S3_ENDPOINT"])
+    if s3 is None:  # the very client tfcompat builds (same retries and timeouts)
+        from worker.settings import Settings
+        from worker.sinks.s3_client import s3_client
+
+        settings = Settings(s3_endpoint_url=os.environ["BENCH_S3_ENDPOINT"])
+        s3 = _S3[os.getpid()] = s3_client(settings)
     s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     tags = s3.get_object_tagging(Bucket=bucket, Key=key)["TagSet"]
     tags = [t for t in tags if t["Key"] != "floor"] + [{"Key": "floor", "Value": "checked"}]
@@ -83,24 +89,23 @@ class Done:
         self.times: dict[str, float] = {}
         self.failed: list[str] = []
         self._app = app
+        self._receiver: Any = None
         self._ready = threading.Event()
-        self._stop = False
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         self._ready.wait(10)
+        time.sleep(0.5)  # the subscription is made as capture starts
 
     def _run(self) -> None:
+        """One capture for the whole phase: its subscription never lapses (Redis
+        pub/sub keeps nothing for a subscriber that is away)."""
         with self._app.connection() as connection:
-            receiver = self._app.events.Receiver(
+            self._receiver = self._app.events.Receiver(
                 connection,
                 handlers={"task-succeeded": self._succeeded, "task-failed": self._failed},
             )
             self._ready.set()
-            while not self._stop:
-                try:
-                    receiver.capture(limit=None, timeout=0.5, wakeup=False)
-                except (TimeoutError, OSError):
-                    continue
+            self._receiver.capture(limit=None, timeout=None, wakeup=False)
 
     def _succeeded(self, event: dict[str, Any]) -> None:
         self.times[event["uuid"]] = float(event["timestamp"])
@@ -120,7 +125,8 @@ class Done:
         raise TimeoutError(f"{missing} of {len(ids)} tasks not done in {timeout}s")
 
     def close(self) -> None:
-        self._stop = True
+        if self._receiver is not None:
+            self._receiver.should_stop = True
         self._thread.join(5)
 
 
@@ -214,11 +220,11 @@ def report_size(data: bytes) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uploads", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--latency", type=int, default=30, help="sequential uploads per round")
+    parser.add_argument("--uploads", type=int, default=200, help="per worker, for throughput")
+    parser.add_argument("--batch", type=int, default=50, help="uploads per alternating batch")
+    parser.add_argument("--latency", type=int, default=30, help="one-at-a-time uploads per worker")
     parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--timeout", type=float, default=240, help="seconds per phase")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds per batch")
     parser.add_argument("--floor-worker", metavar="BROKER", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_worker:
@@ -228,51 +234,66 @@ def main() -> int:
     os.environ.update(AWS_ENV)
     data = MODEL.read_bytes()
     report_bytes = report_size(data)
-    results: dict[str, list[tuple[float, list[float]]]] = {"floor": [], "tfcompat": []}
-    with moto_s3() as endpoint, redis_server() as redis_url:
+    names = ("floor", "tfcompat")
+    batches = max(1, args.uploads // args.batch)
+    elapsed = dict.fromkeys(names, 0.0)
+    pair_ratios: list[float] = []
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    with (
+        moto_s3() as endpoint,
+        redis_server() as redis_url,
+        floor_worker(f"{redis_url}/1", endpoint) as floor_client,
+        tfcompat_worker(f"{redis_url}/2", endpoint) as tfcompat_client,
+    ):
         s3 = client(endpoint)
-        brokers = {"floor": f"{redis_url}/1", "tfcompat": f"{redis_url}/2"}
-        workers = {"floor": floor_worker, "tfcompat": tfcompat_worker}
-        for round_ in range(args.rounds):
-            for name in ("floor", "tfcompat"):
-                with workers[name](brokers[name], endpoint) as app:
-                    send = sender(name, app, report_bytes, len(data))
-                    done = Done(app)
-                    try:
-                        warm = upload(s3, f"{name}-warm-{round_}", args.warmup, data)
-                        latencies(send, done, f"{name}-warm-{round_}", warm[:1], args.timeout)
-                        throughput(send, done, f"{name}-warm-{round_}", warm, args.timeout)
-                        bucket = f"{name}-{round_}"
-                        keys = upload(s3, bucket, args.uploads, data)
-                        rate = throughput(send, done, bucket, keys, args.timeout)
-                        bucket = f"{name}-lat-{round_}"
-                        keys = upload(s3, bucket, args.latency, data)
-                        lat = latencies(send, done, bucket, keys, args.timeout)
-                    finally:
-                        done.close()
-                results[name].append((rate, lat))
-                print(f"round {round_ + 1} {name}: {rate:.1f} uploads/s", file=sys.stderr)
-    rows = [("round", "work", "uploads/s", "ratio", "latency p50 ms", "ratio", "p99 ms")]
-    for round_ in range(args.rounds):
-        floor_rate, floor_lat = results["floor"][round_]
-        floor_p50 = statistics.median(floor_lat)
-        for name in ("floor", "tfcompat"):
-            rate, lat = results[name][round_]
-            p50 = statistics.median(lat)
-            p99 = sorted(lat)[max(0, round(len(lat) * 0.99) - 1)]
-            label = "bare task, 4 S3 calls [floor]" if name == "floor" else "tfcompat worker -c 2"
-            rows.append(
-                (
-                    str(round_ + 1),
-                    label,
-                    f"{rate:.1f}",
-                    f"{rate / floor_rate:.2f}x",
-                    f"{p50 * 1000:.0f}",
-                    f"{p50 / floor_p50:.2f}x",
-                    f"{p99 * 1000:.0f}",
-                )
+        apps = {"floor": floor_client, "tfcompat": tfcompat_client}
+        sends = {n: sender(n, apps[n], report_bytes, len(data)) for n in names}
+        dones = {n: Done(apps[n]) for n in names}
+        try:
+            for n in names:  # every pool process has run a check (op registries loaded)
+                warm = upload(s3, f"{n}-warm", args.warmup, data)
+                latencies(sends[n], dones[n], f"{n}-warm", warm[:1], args.timeout)
+                throughput(sends[n], dones[n], f"{n}-warm", warm, args.timeout)
+            keys = {n: upload(s3, f"{n}-rate", batches * args.batch, data) for n in names}
+            for b in range(batches):  # batches alternate, so load drifts hit both alike
+                rates = {}
+                for n in names if b % 2 == 0 else names[::-1]:
+                    chunk = keys[n][b * args.batch : (b + 1) * args.batch]
+                    rates[n] = throughput(sends[n], dones[n], f"{n}-rate", chunk, args.timeout)
+                    elapsed[n] += len(chunk) / rates[n]
+                pair_ratios.append(rates["tfcompat"] / rates["floor"])
+                print(f"batch {b + 1}/{batches}: {rates}", file=sys.stderr)
+            keys = {n: upload(s3, f"{n}-lat", args.latency, data) for n in names}
+            for i in range(args.latency):  # one upload at a time, alternating
+                for n in names if i % 2 == 0 else names[::-1]:
+                    lat[n] += latencies(sends[n], dones[n], f"{n}-lat", keys[n][i : i + 1], 60)
+        finally:
+            for done in dones.values():
+                done.close()
+    rate = {n: batches * args.batch / elapsed[n] for n in names}
+    p50 = {n: statistics.median(lat[n]) for n in names}
+    rows = [("work", "uploads/s", "ratio", "batch ratios", "latency p50 ms", "ratio", "p99 ms")]
+    for n in names:
+        label = "bare task, 4 S3 calls [floor]" if n == "floor" else "tfcompat worker -c 2"
+        spread = "-"
+        if n == "tfcompat":
+            spread = f"{min(pair_ratios):.2f}-{max(pair_ratios):.2f}x"
+        rows.append(
+            (
+                label,
+                f"{rate[n]:.1f}",
+                f"{rate[n] / rate['floor']:.2f}x",
+                spread,
+                f"{p50[n] * 1000:.0f}",
+                f"{p50[n] / p50['floor']:.2f}x",
+                f"{sorted(lat[n])[max(0, round(len(lat[n]) * 0.99) - 1)] * 1000:.0f}",
             )
-    print(f"{args.uploads} uploads of ~{len(data)}-byte frozen graphs; report {report_bytes} bytes")
+        )
+    print(
+        f"{batches * args.batch} uploads each in {batches} alternating batches, "
+        f"{args.latency} one at a time; ~{len(data)}-byte frozen graphs, "
+        f"report {report_bytes} bytes"
+    )
     print(table(rows))
     return 0
 
