@@ -45,6 +45,11 @@ class NotFound(TfcompatError):
     """The object or file named does not exist (or no longer exists)."""
 
 
+class Superseded(TfcompatError):
+    """The object was written again since the event that named it: what the event
+    named can no longer be read, and the newer write's own event will follow."""
+
+
 class MalformedEvent(TfcompatError):
     """An event body that is not what its source sends."""
 

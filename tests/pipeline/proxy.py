@@ -19,6 +19,10 @@ class FaultyProxy:
         self.delay = 0.0  # seconds before answering each object read
         self.failed = 0
         self.lock = threading.Lock()
+        # Requests for which hold(method, path) is true wait (held is set) until release is.
+        self.hold: Any = None
+        self.held = threading.Event()
+        self.release = threading.Event()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +33,9 @@ class FaultyProxy:
 
             def _forward(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if proxy.hold is not None and proxy.hold(self.command, self.path):
+                    proxy.held.set()
+                    proxy.release.wait(60)
                 is_object_read = (
                     self.command in ("GET", "HEAD")
                     and "/tfcompat-reports/" not in self.path

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.truth import SHARED
 from worker.model.events import ObjectEvent
-from worker.pipeline.process import ReportLocation, process_event, sequencer_newer
+from worker.pipeline.process import ReportLocation, process_event
 from worker.pipeline.services import build_checker
 from worker.settings import Settings
 from worker.sinks.memory import MemoryObjectStore
@@ -30,18 +30,13 @@ def event(sequencer: str | None = None, etag: str | None = None) -> ObjectEvent:
 CHECKER = build_checker(Settings(fleet="config/fleet.yaml"))
 
 
-def test_sequencers_compare_as_hex_of_any_length() -> None:
-    assert sequencer_newer("0A", "9")
-    assert sequencer_newer("00000000000000000B", "0A")
-    assert not sequencer_newer("0A", "0A")
-
-
 def test_an_older_event_after_a_newer_one_changes_nothing() -> None:
     store = store_with(MODEL, "m")
     assert process_event(event("0B"), store, CHECKER, LOCATION).action == "checked"
-    writes = store.tag_writes
-    assert process_event(event("0A"), store, CHECKER, LOCATION).action == "stale"
-    assert store.tag_writes == writes
+    writes = (store.tag_writes, store.report_writes)
+    late = process_event(event("0A"), store, CHECKER, LOCATION)
+    assert (late.tags_changed, late.report_written) == (False, False)
+    assert (store.tag_writes, store.report_writes) == writes
 
 
 def test_an_event_for_content_since_overwritten_is_stale() -> None:
@@ -54,13 +49,37 @@ def test_an_event_for_content_since_overwritten_is_stale() -> None:
     assert process_event(event(etag=head.etag), store, CHECKER, LOCATION).action == "checked"
 
 
-def test_the_same_event_twice_writes_tags_once_and_the_same_report() -> None:
+def test_the_same_event_twice_writes_tags_once_and_the_report_once() -> None:
     store = store_with(MODEL, "m")
     first = process_event(event("0A"), store, CHECKER, LOCATION)
     report = store.objects[("b", first.report or "")]
     second = process_event(event("0A"), store, CHECKER, LOCATION)
-    assert (first.tags, store.tag_writes) == (second.tags, 1)
+    assert (first.tags, store.tag_writes, store.report_writes) == (second.tags, 1, 1)
     assert store.objects[("b", second.report or "")] == report
+
+
+def test_the_report_does_not_depend_on_how_the_event_was_delivered() -> None:
+    store = store_with(MODEL, "m")
+    head = store.head("b", "m/saved_model.pb", None)
+    deliveries = [
+        ObjectEvent(
+            "b",
+            "m/saved_model.pb",
+            name,
+            sequencer=sequencer,
+            etag=head.etag,
+            event_time=time,
+            source=source,
+        )
+        for name, sequencer, time, source in [
+            ("ObjectCreated:Put", "0A", "2026-12-01T12:00:00Z", "s3"),
+            ("ObjectCreated:Put", "0A", "2026-12-01T12:00:09Z", "sqs"),
+            ("ObjectCreated:CompleteMultipartUpload", "0B", None, "eventbridge"),
+        ]
+    ]
+    outcomes = [process_event(e, store, CHECKER, LOCATION) for e in deliveries]
+    assert [o.report_written for o in outcomes] == [True, False, False]
+    assert store.report_writes == 1
 
 
 def test_an_object_gone_before_its_task_ran_is_not_an_error() -> None:

@@ -136,7 +136,7 @@ def test_verdict_changes_when_a_consumer_stops_serving() -> None:
 def test_artifact_version_is_the_version_id_else_the_etag() -> None:
     assert artifact_version(document(NEW_OP)) == "s3://models/ranking/m/1/saved_model.pb@v1"
     unversioned = document(NEW_OP, version_id=None)
-    etag = unversioned["event"]["etag"]
+    etag = unversioned["object"]["etag"]
     assert (
         etag and artifact_version(unversioned) == f"s3://models/ranking/m/1/saved_model.pb@{etag}"
     )

@@ -126,6 +126,7 @@ def _with_digest(source: Source, read: Callable[[Source], T]) -> tuple[T, str]:
 
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
+    # Read, then hash: a streamed source (S3) hashes what the reader passed over.
     if kind == "checkpoint":
         checkpoint, sha256 = _with_digest(source, _checkpoint)
         return Artifact(display, "checkpoint", source.size, sha256, checkpoint=checkpoint)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from worker.errors import InvalidArtifact, NotFound
 
@@ -33,6 +33,14 @@ class Source(Protocol):
     def read_at(self, offset: int, length: int) -> bytes:
         """Exactly `length` bytes at `offset`, or InvalidArtifact if the blob ends first."""
         ...
+
+
+@runtime_checkable
+class SelfHashing(Protocol):
+    """A source that knows its own sha256 without being read again from the start: an
+    object store that holds the checksum, or a stream that hashed its bytes in passing."""
+
+    def sha256(self) -> str: ...
 
 
 class Tree(Protocol):

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from worker.errors import MalformedEvent
-from worker.formats.read import SAVED_MODEL_SIDE_FILES
+from worker.formats.layout import is_saved_model_part
 from worker.model.events import ObjectEvent
 
 Enqueue = Callable[[ObjectEvent], None]
@@ -153,15 +153,6 @@ def parse_queue_message(body: str) -> list[ObjectEvent]:
     if isinstance(doc, dict) and doc.get("source") == "aws.s3":
         return parse_eventbridge(doc)
     return parse_records(doc, "sqs")
-
-
-def is_saved_model_part(key: str) -> bool:
-    """A file that belongs to a SavedModel but is no model itself: its fingerprint,
-    Keras metadata, or anything under assets/ (vocabularies may well end in .pb)."""
-    parts = key.split("/")
-    return parts[-1] in SAVED_MODEL_SIDE_FILES or any(
-        p in ("assets", "assets.extra") for p in parts[:-1]
-    )
 
 
 @dataclass(frozen=True)

@@ -15,3 +15,6 @@ class Outcome:
     dropped_tags: tuple[str, ...] = ()
     document: dict[str, Any] | None = None
     tags_changed: bool = False
+    report_written: bool = False  # False: the same report was stored already
+    object_tags: dict[str, str] = field(default_factory=dict)  # the object's tags, ours merged
+    current: bool | None = None  # the version read is the object's current one; None: unknown

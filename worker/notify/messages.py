@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from worker.formats.layout import in_saved_model, model_folder
 from worker.model.digest import digest
 from worker.model.verdict import Status, consumer_status_json
 from worker.notify.fixes import alternative_text, fix_text
@@ -59,19 +60,22 @@ def model_url(document: Mapping[str, Any]) -> str:
 def short_name(document: Mapping[str, Any]) -> str:
     """The last path segments that name the model (`ranking/v3/1`, not `saved_model.pb`)."""
     key = str((document.get("object") or {}).get("key") or "?")
-    parts = [p for p in key.split("/") if p]
-    if parts and parts[-1] in ("saved_model.pb", "saved_model.pbtxt"):
-        parts = parts[:-1]
-    if len(parts) >= 2 and parts[-2:] == ["variables", "variables.index"]:
-        parts = parts[:-2]
+    folder = model_folder(key) if in_saved_model(key) else key
+    parts = [p for p in folder.split("/") if p]
     return "/".join(parts[-3:]) or key
 
 
 def artifact_version(document: Mapping[str, Any]) -> str:
     """The object version a document is about: version id, else the ETag seen."""
     obj = document.get("object") or {}
-    event = document.get("event") or {}
-    version = obj.get("version_id") or event.get("etag") or event.get("sequencer") or "-"
+    event = document.get("event") or {}  # reports of format /1 kept the ETag there
+    version = (
+        obj.get("version_id")
+        or obj.get("etag")
+        or event.get("etag")
+        or event.get("sequencer")
+        or "-"
+    )
     return f"{model_url(document)}@{version}"
 
 

@@ -31,15 +31,20 @@ from worker.sinks.ports import ObjectStore
 log = structlog.get_logger(__name__)
 
 
-def object_labels(store: ObjectStore, owners: Owners) -> Labels:
-    """Tags and metadata of a document's object version, fetched only if a route uses them."""
+def object_labels(
+    store: ObjectStore, owners: Owners, tags_known: Mapping[str, str] | None = None
+) -> Labels:
+    """Tags and metadata of a document's object version, fetched only if a route uses them
+    (the tags not at all when `tags_known`: the ones just written with ours)."""
 
     def labels(document: Mapping[str, Any]) -> tuple[Mapping[str, str], Mapping[str, str]]:
         obj = document.get("object") or {}
         bucket, key, version = str(obj.get("bucket")), str(obj.get("key")), obj.get("version_id")
         tags: dict[str, str] = {}
         metadata: Mapping[str, str] = {}
-        if owners.uses_tags:
+        if owners.uses_tags and tags_known is not None:
+            tags = dict(tags_known)
+        elif owners.uses_tags:
             tags = {t["Key"]: t["Value"] for t in store.get_tags(bucket, key, version)}
         if owners.uses_metadata:
             metadata = store.head(bucket, key, version).metadata
@@ -67,14 +72,14 @@ def notification_hook(
     owners = load_owners_or_default(settings.owners)
     notifier = notifier or SlackNotifier(settings)
     claims = claims or RedisClaims.from_url(settings.broker_url)
-    labels = object_labels(store, owners)
 
     def notify_owner(event: ObjectEvent, outcome: Outcome) -> None:
         if outcome.action != "checked" or outcome.document is None:
             return
         document = {**outcome.document, "report": outcome.report}
+        known = outcome.object_tags or None
         try:
-            groups = group_by_owner([document], owners, labels)
+            groups = group_by_owner([document], owners, object_labels(store, owners, known))
         except TfcompatError as exc:  # tags or metadata unreadable: route on location alone
             log.warning("notify.labels_unavailable", error=str(exc))
             groups = group_by_owner([document], owners)

@@ -2,11 +2,19 @@
 
 `process_event` reads the object version named by the event, checks it against
 the fleet and the catalog, writes the report, then merges our tags into the
-object's. It is safe to repeat: the report's bytes and the tags depend only on
-the object version, fleet and catalog, and tags are written only when they
-change. An event that is older than what was already recorded for the key
-(unversioned buckets: an older sequencer, or an ETag that is no longer the
-object's) does nothing.
+object's. On an S3 store, an upload costs four requests: the object's GET
+(streamed once; a SavedModel adds its folder's LIST and its variables index),
+the report's PUT, the tags' GET and PUT.
+
+It is safe to repeat: the report's bytes depend only on the object version and
+the verdict, so a duplicate delivery finds the same report stored and writes
+nothing; tags are written only when they change. An event for content that has
+since been overwritten (unversioned buckets: its ETag no longer matches) does
+nothing; the newer write's event follows.
+
+Our tags are read immediately before they are written, after everything else:
+S3 has no conditional tagging, so a tag a user writes between our GET and our
+PUT of the tags (one round trip) is lost; nothing else is.
 
 Errors: a malformed model is not an error here (status `invalid`, recorded);
 `TransientError` propagates for the task to retry; `NotFound` means the object
@@ -23,17 +31,18 @@ import structlog
 
 from worker.compat.ranges import compress, tag_value
 from worker.compat.report import artifact_report, invalid_report, release_outcomes
-from worker.errors import InvalidArtifact, NotFound
+from worker.errors import InvalidArtifact, NotFound, Superseded
 from worker.fleet.checker import Checker
 from worker.fleet.impact import consumer_digest
+from worker.formats.layout import model_folder, read_object
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
 from worker.model.verdict import Status, consumer_status_json
 from worker.sinks import tags as T
-from worker.sinks.ports import ObjectStore, etag_equal
-from worker.sinks.reports import REPORT_FORMAT, encode, report_key
+from worker.sinks.ports import ObjectStore, ObjectTree, Pin, Seen
+from worker.sinks.reports import REPORT_FORMAT, encode, report_key, report_tag
 
 log = structlog.get_logger(__name__)
 
@@ -47,16 +56,15 @@ class ReportLocation:
         return self.bucket or event.bucket, report_key(self.prefix, event)
 
 
-def sequencer_newer(a: str, b: str) -> bool:
-    """S3 sequencers are hex strings of varying length: compare them padded."""
-    width = max(len(a), len(b))
-    return a.upper().rjust(width, "0") > b.upper().rjust(width, "0")
-
-
 def combined_ranges(
-    artifacts: Sequence[Artifact], checker: Checker
+    artifacts: Sequence[Artifact], reports: Sequence[dict[str, Any]], checker: Checker
 ) -> tuple[list[str], str | None]:
-    """Releases that load every artifact in the object (an archive may hold several)."""
+    """Releases that load every artifact in the object (an archive may hold several).
+
+    One artifact: its report's own range, checked once. Several: each is checked
+    against every release again, for the releases that load all of them."""
+    if len(artifacts) == 1:
+        return list(reports[0]["compatible_releases"]), reports[0]["min_release"]
     releases = checker.catalog.range_consumers()
     combined: list[tuple[str, bool]] | None = None
     for artifact in artifacts:
@@ -84,20 +92,24 @@ def graph_def_tag(artifacts: Sequence[Artifact]) -> str | None:
     return None
 
 
-def _is_stale(event: ObjectEvent, store: ObjectStore, location: ReportLocation) -> bool:
-    if event.version_id is not None:
-        return False  # each version has its own tags and report
-    if event.etag:
-        head = store.head(event.bucket, event.key, None)
-        if not etag_equal(head.etag, event.etag):
-            return True  # overwritten since: the newer write's event will follow
-    if event.sequencer:
-        bucket, key = location.of(event)
-        previous = store.get_json(bucket, key)
-        seen = ((previous or {}).get("event") or {}).get("sequencer")
-        if isinstance(seen, str) and sequencer_newer(seen, event.sequencer):
-            return True
-    return False
+_FLEET_RECORDS: dict[int, tuple[Checker, dict[str, Any]]] = {}
+
+
+def fleet_record(checker: Checker) -> dict[str, Any]:
+    """The report's `fleet` member minus verdicts, computed once per checker (a worker
+    builds one per process): consumer digests hash whole op registries."""
+    cached = _FLEET_RECORDS.get(id(checker))
+    if cached is None or cached[0] is not checker:
+        record = {
+            "source": checker.fleet_source,
+            "digest": checker.fleet_digest,
+            "consumers": [c.name for c in checker.consumers],
+            "consumer_digests": {c.name: consumer_digest(c) for c in checker.consumers},
+        }
+        if len(_FLEET_RECORDS) > 16:
+            _FLEET_RECORDS.clear()
+        cached = _FLEET_RECORDS[id(checker)] = (checker, record)
+    return dict(cached[1])
 
 
 def build_document(
@@ -107,25 +119,26 @@ def build_document(
     checker: Checker,
     ranges: list[str],
     min_release: str | None,
+    etag: str | None = None,
 ) -> dict[str, Any]:
+    """The report: what the object version is and what it was found to be, nothing
+    about the delivery (source, sequencer, time), so every delivery makes the same bytes."""
     metadata = {a.path: inspect_json(a) for a in artifacts}
     for report in reports:
         report["metadata"] = metadata.get(report["path"])
     return {
         "format": REPORT_FORMAT,
-        "object": {"bucket": event.bucket, "key": event.key, "version_id": event.version_id},
-        "event": event.to_json(),
+        "object": {
+            "bucket": event.bucket,
+            "key": event.key,
+            "version_id": event.version_id,
+            "etag": (etag or "").strip('"') or None,
+        },
         "status": str(Status.worst(r["status"] for r in reports)),
         "compatible_releases": ranges,
         "min_release": min_release,
         "artifacts": reports,
-        "fleet": {
-            "source": checker.fleet_source,
-            "digest": checker.fleet_digest,
-            "consumers": [c.name for c in checker.consumers],
-            "consumer_digests": {c.name: consumer_digest(c) for c in checker.consumers},
-            "verdicts": consumer_states(reports),
-        },
+        "fleet": {**fleet_record(checker), "verdicts": consumer_states(reports)},
     }
 
 
@@ -146,9 +159,11 @@ def check_and_record(
     checker: Checker,
     location: ReportLocation,
     error: str | None = None,
+    seen: Seen | None = None,
 ) -> Outcome:
     """Check artifacts (read now, or taken from the index) and record the result:
-    the report first, so a tag never points at a missing report, then our tags."""
+    the report first, so a tag never points at a missing report, then our tags,
+    read and written back to back."""
     bucket, key = location.of(event)
     if error is None:
         reports = [
@@ -161,25 +176,37 @@ def check_and_record(
             )
             for a in artifacts
         ]
-        ranges, min_release = combined_ranges(artifacts, checker)
+        ranges, min_release = combined_ranges(artifacts, reports, checker)
     else:
         reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]
         ranges, min_release = [], None
-    document = build_document(event, artifacts, reports, checker, ranges, min_release)
-    ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges), T.REPORT: key}
+    etag = event.etag or (seen.etag if seen else None)
+    document = build_document(event, artifacts, reports, checker, ranges, min_release, etag)
+    ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges)}
     graph_def = graph_def_tag(artifacts)
     if graph_def:
         ours[T.GRAPH_DEF] = graph_def
+    pointer = report_tag(key)
+    if pointer is not None:
+        ours[T.REPORT] = pointer
+    document["tags"] = {k: T.tag_safe(v) for k, v in ours.items()}
+    written = store.put_report(bucket, key, encode(document))
     existing = store.get_tags(event.bucket, event.key, event.version_id)
     merge = T.merge_tags(existing, ours)
-    document["tags"] = merge.written
-    document["dropped_tags"] = {k: ours[k] for k in merge.dropped}
-    store.put_json(bucket, key, encode(document))
     changed = merge.changes(existing)
     if changed:
         store.put_tags(event.bucket, event.key, event.version_id, merge.tags)
     return Outcome(
-        "checked", document["status"], key, merge.written, tuple(merge.dropped), document, changed
+        "checked",
+        document["status"],
+        key,
+        merge.written,
+        tuple(merge.dropped),
+        document,
+        changed,
+        report_written=written,
+        object_tags={t["Key"]: t["Value"] for t in merge.tags},
+        current=seen.current if seen else None,
     )
 
 
@@ -193,6 +220,16 @@ def is_current(event: ObjectEvent, store: ObjectStore) -> bool:
         return False
 
 
+def event_tree(event: ObjectEvent, store: ObjectStore) -> tuple[ObjectTree, str, str]:
+    """(tree, name in it, display) to read the object version the event names from:
+    the tree is pinned to that version (or, unversioned, to its ETag)."""
+    folder = model_folder(event.key)
+    name = event.key[len(folder) + 1 :] if folder else event.key
+    pin = Pin(event.version_id, None if event.version_id else event.etag)
+    tree = store.tree(event.bucket, folder, {name: pin})
+    return tree, name, f"s3://{event.bucket}/{folder}".rstrip("/")
+
+
 def process_event(
     event: ObjectEvent, store: ObjectStore, checker: Checker, location: ReportLocation
 ) -> Outcome:
@@ -203,14 +240,17 @@ def process_event(
             store.delete(bucket, key)
         return Outcome("removed", report=key)
     try:
-        if _is_stale(event, store, location):
-            log.info("event.stale", reason="a newer write of this key was recorded")
-            return Outcome("stale")
+        tree, name, display = event_tree(event, store)
         try:
-            artifacts = store.read_artifacts(event.bucket, event.key, event.version_id)
+            artifacts = read_object(tree, name, display)
         except InvalidArtifact as exc:
-            return check_and_record(event, [], store, checker, location, error=str(exc))
-        return check_and_record(event, artifacts, store, checker, location)
+            return check_and_record(
+                event, [], store, checker, location, str(exc), seen=tree.seen(name)
+            )
+        return check_and_record(event, artifacts, store, checker, location, seen=tree.seen(name))
+    except Superseded as exc:
+        log.info("event.stale", reason=str(exc))
+        return Outcome("stale")
     except NotFound as exc:
         log.info("object.gone", error=str(exc))
         return Outcome("gone")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,9 +61,9 @@ def build_services(settings: Settings) -> Services:
     from worker.pipeline.fixes import fix_hook
     from worker.pipeline.notifications import notification_hook
     from worker.pipeline.observe import metrics_hook
-    from worker.sinks.s3 import S3ObjectStore, s3_client
+    from worker.sinks.s3 import S3ObjectStore, shared_client
 
-    store = S3ObjectStore(s3_client(settings), settings)
+    store = S3ObjectStore(shared_client(settings), settings)
     notify = notification_hook(settings, store)
     index = build_index(settings, store)
     location = ReportLocation(settings.report_bucket, settings.report_prefix)
@@ -103,7 +104,10 @@ def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) 
             if event.version_id is None or "DeleteMarker" in event.event_name:
                 index.remove(event.bucket, event.key)
         elif outcome.action == "checked" and outcome.document is not None:
-            if not is_current(event, store):
+            current = outcome.current
+            if current is None:
+                current = is_current(event, store)
+            if not current:
                 return  # an older version finishing late: the index keeps the current one
             report_bucket, report_key = location.of(event)
             model = model_from_report(outcome.document, report_bucket, report_key)
@@ -113,13 +117,15 @@ def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) 
     return record
 
 
-_SERVICES: dict[str, Services] = {}
+_SERVICES: dict[tuple[int, str], Services] = {}
 
 
 def services_for(settings: Settings) -> Services:
     """One Services per worker process and settings (built from these very settings:
-    a copy rebuilt from `model_dump_json` would have its secrets masked)."""
-    key = settings_key(settings)
+    a copy rebuilt from `model_dump_json` would have its secrets masked). Keyed by
+    process id too: a pool child forked after its parent built Services (the startup
+    fleet check does) builds its own clients rather than share the parent's sockets."""
+    key = (os.getpid(), settings_key(settings))
     if key not in _SERVICES:
         _SERVICES[key] = build_services(settings)
     return _SERVICES[key]

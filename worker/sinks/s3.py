@@ -1,213 +1,48 @@
-"""The object store adapter: read model objects, write tags and reports.
+"""The object store adapter: open model files as a Tree, write tags and reports.
 
-Everything boto3 stays here. botocore errors come out as our own: a missing
-key or version as `NotFound`, throttling, 5xx and connection trouble as
-`TransientError`, anything else as `TfcompatError` with the S3 error code.
+Everything boto3 stays in `sinks.s3*`: the client and its errors (`s3_client`),
+streamed reads (`s3_read`), and here the `ObjectStore` port. Which files make a
+model is `worker.formats.layout`'s business, not the store's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
-from worker.errors import ConfigError, NotFound, TfcompatError, TransientError
-from worker.formats.source import Source
+from worker.errors import NotFound, TfcompatError
+from worker.formats.layout import model_folder, read_object
+from worker.formats.read import read_tree
 from worker.model.artifact import Artifact
 from worker.settings import Settings
-from worker.sinks.ports import ObjectHead
+from worker.sinks.ports import ObjectHead, Pin
+from worker.sinks.s3_client import (
+    PRECONDITION_CODES,
+    error_code,
+    s3_client,
+    shared_client,
+    translate,
+)
+from worker.sinks.s3_read import S3Object, S3Tree
 from worker.sinks.tags import Tag
 
-BLOCK = 8 << 20
-CACHED_BLOCKS = 4
-_TRANSIENT_CODES = {
-    "SlowDown",
-    "Throttling",
-    "ThrottlingException",
-    "RequestTimeout",
-    "RequestTimeTooSkewed",
-    "InternalError",
-    "ServiceUnavailable",
-    "503",
-    "500",
-    "502",
-    "504",
-}
-_NOT_FOUND_CODES = {"NoSuchKey", "NoSuchVersion", "404", "NotFound", "NoSuchBucket"}
+__all__ = [
+    "S3Object",
+    "S3ObjectStore",
+    "S3Tree",
+    "parse_s3_url",
+    "read_s3_artifacts",
+    "s3_client",
+    "shared_client",
+    "translate",
+]
 
-
-def s3_client(settings: Settings) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    return boto3.client(
-        "s3",
-        endpoint_url=settings.s3_endpoint_url,
-        region_name=settings.aws_region,
-        config=Config(
-            retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30
-        ),
-    )
-
-
-def translate(exc: Exception, what: str) -> TfcompatError:
-    """A botocore exception as one of our errors."""
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        NoCredentialsError,
-        PartialCredentialsError,
-    )
-
-    if isinstance(exc, ClientError):
-        code = str(exc.response.get("Error", {}).get("Code", ""))
-        status = str(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
-        if code in _NOT_FOUND_CODES or status == "404":
-            return NotFound(f"{what}: not found ({code or status})")
-        if code in _TRANSIENT_CODES or status.startswith("5") or status == "429":
-            return TransientError(f"{what}: S3 says {code or status}, try again")
-        return TfcompatError(f"{what}: S3 error {code or status}")
-    if isinstance(exc, NoCredentialsError | PartialCredentialsError):
-        return ConfigError(f"{what}: no AWS credentials configured ({exc})")
-    if isinstance(exc, BotoCoreError):
-        return TransientError(f"{what}: {type(exc).__name__}: {exc}")
-    return TransientError(f"{what}: {type(exc).__name__}: {exc}")
-
-
-class S3Source:
-    """One object version read with ranged GETs through a small block cache.
-
-    Memory is bounded by CACHED_BLOCKS x BLOCK whatever the object's size. Every block
-    fetched is counted in `bytes_read` and passed to `on_read` (the store's total)."""
-
-    def __init__(
-        self,
-        client: Any,
-        bucket: str,
-        key: str,
-        version_id: str | None = None,
-        size: int | None = None,
-        on_read: Callable[[int], None] | None = None,
-    ) -> None:
-        self._client, self.bucket, self.key, self.version_id = client, bucket, key, version_id
-        self._blocks: OrderedDict[int, bytes] = OrderedDict()
-        self.bytes_read = 0
-        self._on_read = on_read
-        if size is None:
-            head = self._call("head_object", Bucket=bucket, Key=key, **self._version())
-            size = int(head["ContentLength"])
-            self.version_id = version_id or head.get("VersionId")
-        self._size = size
-
-    def _version(self) -> dict[str, str]:
-        return {"VersionId": self.version_id} if self.version_id else {}
-
-    def _call(self, method: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self._client, method)(**kwargs)
-        except Exception as exc:
-            raise translate(exc, f"s3://{self.bucket}/{self.key}") from None
-
-    @property
-    def name(self) -> str:
-        return f"s3://{self.bucket}/{self.key}"
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def _block(self, index: int) -> bytes:
-        if index in self._blocks:
-            self._blocks.move_to_end(index)
-            return self._blocks[index]
-        start = index * BLOCK
-        end = min(start + BLOCK, self._size) - 1
-        response = self._call(
-            "get_object",
-            Bucket=self.bucket,
-            Key=self.key,
-            Range=f"bytes={start}-{end}",
-            **self._version(),
-        )
-        try:
-            data: bytes = response["Body"].read()
-        except Exception as exc:
-            raise translate(exc, self.name) from None
-        self.bytes_read += len(data)
-        if self._on_read is not None:
-            self._on_read(len(data))
-        self._blocks[index] = data
-        while len(self._blocks) > CACHED_BLOCKS:
-            self._blocks.popitem(last=False)
-        return data
-
-    def read_at(self, offset: int, length: int) -> bytes:
-        from worker.formats.source import truncated
-
-        if offset < 0 or length < 0 or offset + length > self._size:
-            raise truncated(self.name, offset, length, self._size)
-        parts = []
-        position = offset
-        while position < offset + length:
-            index = position // BLOCK
-            block = self._block(index)
-            start = position - index * BLOCK
-            take = min(len(block) - start, offset + length - position)
-            if take <= 0:
-                raise truncated(self.name, offset, length, self._size)
-            parts.append(block[start : start + take])
-            position += take
-        return b"".join(parts)
-
-
-class S3PrefixTree:
-    """The objects under a prefix (a SavedModel directory): their current versions,
-    except those `pinned` to a version (the object an event named)."""
-
-    def __init__(
-        self,
-        client: Any,
-        bucket: str,
-        prefix: str,
-        on_read: Callable[[int], None] | None = None,
-        pinned: dict[str, str] | None = None,
-    ) -> None:
-        self._client, self.bucket = client, bucket
-        self._on_read = on_read
-        self._pinned = pinned or {}
-        self.prefix = prefix.rstrip("/") + "/" if prefix else ""
-        self._sizes: dict[str, int] = {}
-        paginator = client.get_paginator("list_objects_v2")
-        try:
-            for page in paginator.paginate(Bucket=bucket, Prefix=self.prefix):
-                for item in page.get("Contents", []):
-                    self._sizes[item["Key"][len(self.prefix) :]] = int(item["Size"])
-        except Exception as exc:
-            raise translate(exc, f"s3://{bucket}/{self.prefix}") from None
-
-    @property
-    def name(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}".rstrip("/")
-
-    def names(self) -> list[str]:
-        return sorted(self._sizes)
-
-    def open(self, name: str) -> Source:
-        if name not in self._sizes:
-            raise NotFound(f"{self.name}/{name}: not found")
-        version = self._pinned.get(name)
-        return S3Source(
-            self._client,
-            self.bucket,
-            self.prefix + name,
-            version,
-            # a pinned version's size may differ from the current one's: asked anew
-            size=None if version else self._sizes[name],
-            on_read=self._on_read,
-        )
+REPORT_DIGEST = "tfcompat-sha256"  # user metadata of a report: the sha256 of its bytes
+_CONFLICT_CODES = {"ConditionalRequestConflict", "409"}
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -223,24 +58,48 @@ def read_s3_artifacts(
     client: Any = None,
     version_id: str | None = None,
     on_read: Callable[[int], None] | None = None,
-) -> list[Any]:
-    """Artifacts of an s3:// object or prefix; a saved_model.pb brings its directory.
-    `on_read` is told the size of every block read."""
-    from worker.formats.read import SAVED_MODEL_FILES, read_saved_model_dir, read_source, read_tree
-
+) -> list[Artifact]:
+    """Artifacts of an s3:// object or prefix (a key ending in '/'); a saved_model.pb
+    brings its directory. `on_read` is told the size of every body read."""
     bucket, key = parse_s3_url(url)
-    client = client or s3_client(settings)
+    client = client or shared_client(settings)
     if not key or key.endswith("/"):
-        return read_tree(S3PrefixTree(client, bucket, key, on_read), url.rstrip("/"))
+        return read_tree(S3Tree(client, bucket, key, on_read=on_read), url.rstrip("/"))
+    folder = model_folder(key)
+    name = key[len(folder) + 1 :] if folder else key
+    pins = {name: Pin(version_id)} if version_id else None
+    tree = S3Tree(client, bucket, folder, pins, on_read)
+    return read_object(tree, name, f"s3://{bucket}/{folder}".rstrip("/"))
+
+
+def model_tree(store: Any, bucket: str, key: str, version_id: str | None) -> tuple[Any, str]:
+    """`store.tree` over the model an event names: a SavedModel's folder with the named
+    saved_model.pb pinned, or the one object under its own folder."""
+    from worker.formats.read import SAVED_MODEL_FILES
+
     base = posixpath.basename(key)
-    if base in SAVED_MODEL_FILES or key.endswith("variables/variables.index"):
-        root = posixpath.dirname(key)
-        if base not in SAVED_MODEL_FILES:
-            root = posixpath.dirname(root)
-        pinned = {key[len(root) + 1 :]: version_id} if version_id else {}
-        tree = S3PrefixTree(client, bucket, root, on_read, pinned)
-        return [read_saved_model_dir(tree, "", f"s3://{bucket}/{root}")]
-    return read_source(S3Source(client, bucket, key, version_id, on_read=on_read), url)
+    root = posixpath.dirname(key)
+    pins = {base: Pin(version_id)} if version_id else {}
+    if base in SAVED_MODEL_FILES:
+        return store.tree(bucket, root, pins), root
+    return _OneObject(store.tree(bucket, root, pins), base), root
+
+
+class _OneObject:
+    """A tree that shows one name of another tree (a single-file model's folder)."""
+
+    def __init__(self, tree: Any, name: str) -> None:
+        self._tree, self._name = tree, name
+
+    @property
+    def name(self) -> str:
+        return f"{self._tree.name}/{self._name}"
+
+    def names(self) -> list[str]:
+        return [self._name]
+
+    def open(self, name: str) -> Any:
+        return self._tree.open(name)
 
 
 class S3ObjectStore:
@@ -253,6 +112,7 @@ class S3ObjectStore:
         self._client = client
         self._settings = settings
         self.bytes_read = 0
+        self._conditional_puts = True  # the endpoint honours If-None-Match on PUT
 
     def _call(self, what: str, method: str, **kwargs: Any) -> Any:
         try:
@@ -279,24 +139,13 @@ class S3ObjectStore:
             head.get("Metadata") or {},
         )
 
-    def read_artifacts(self, bucket: str, key: str, version_id: str | None) -> list[Artifact]:
-        return read_s3_artifacts(
-            f"s3://{bucket}/{key}", self._settings, self._client, version_id, self._count_read
-        )
+    def tree(self, bucket: str, prefix: str, pins: Mapping[str, Pin] | None = None) -> S3Tree:
+        return S3Tree(self._client, bucket, prefix, pins, self._count_read)
 
     def model_tree(self, bucket: str, key: str, version_id: str | None) -> tuple[Any, str]:
         """The model an event names, as a tree, and the tree's key prefix: a SavedModel's
         directory (the named version of saved_model.pb pinned), or the one object."""
-        from worker.formats.read import SAVED_MODEL_FILES
-        from worker.formats.source import MappingTree
-
-        base = posixpath.basename(key)
-        if base in SAVED_MODEL_FILES:
-            root = posixpath.dirname(key)
-            pinned = {base: version_id} if version_id else {}
-            return S3PrefixTree(self._client, bucket, root, self._count_read, pinned), root
-        source = S3Source(self._client, bucket, key, version_id, on_read=self._count_read)
-        return MappingTree(f"s3://{bucket}/{key}", {base: source}), posixpath.dirname(key)
+        return model_tree(self, bucket, key, version_id)
 
     def put_bytes(self, bucket: str, key: str, body: bytes) -> None:
         self._call(f"s3://{bucket}/{key}", "put_object", Bucket=bucket, Key=key, Body=body)
@@ -345,15 +194,38 @@ class S3ObjectStore:
             return None
         return document if isinstance(document, dict) else None
 
-    def put_json(self, bucket: str, key: str, body: bytes) -> None:
-        self._call(
-            f"s3://{bucket}/{key}",
-            "put_object",
-            Bucket=bucket,
-            Key=key,
-            Body=body,
-            ContentType="application/json",
-        )
+    def put_report(self, bucket: str, key: str, body: bytes) -> bool:
+        """One PUT that only creates (`If-None-Match: *`); when a report is there already,
+        its recorded digest (HEAD) says whether ours differs and must replace it. A
+        duplicate delivery thus writes nothing, and a versioned bucket gains no version.
+        Endpoints that refuse conditional PUTs get HEAD, then PUT when different."""
+        digest = hashlib.sha256(body).hexdigest()
+        what = f"s3://{bucket}/{key}"
+        put: dict[str, Any] = {
+            "Bucket": bucket,
+            "Key": key,
+            "Body": body,
+            "ContentType": "application/json",
+            "Metadata": {REPORT_DIGEST: digest},
+        }
+        if self._conditional_puts:
+            try:
+                self._client.put_object(**put, IfNoneMatch="*")
+                return True
+            except Exception as exc:
+                code, status = error_code(exc)
+                if code == "NotImplemented" or status == "501":
+                    self._conditional_puts = False
+                elif not (code in PRECONDITION_CODES | _CONFLICT_CODES or status in ("409", "412")):
+                    raise translate(exc, what) from None
+        try:
+            stored = self.head(bucket, key, None).metadata.get(REPORT_DIGEST)
+        except NotFound:
+            stored = None
+        if stored == digest:
+            return False
+        self._call(what, "put_object", **put)
+        return True
 
     def delete(self, bucket: str, key: str) -> None:
         self._call(f"s3://{bucket}/{key}", "delete_object", Bucket=bucket, Key=key)

@@ -1,9 +1,10 @@
 """S3 object tags: ours merged into the object's own, never at their expense.
 
-An object has at most 10 tags. We write up to four, `tfcompat:*`, and never
-remove or change a tag we did not write. When the object's own tags leave no
+An object has at most 10 tags. We write up to four, named in `OURS`, and never
+remove or change a tag we did not write: a user's own `tfcompat:approved-by`
+is theirs, only these exact keys are ours. When the object's own tags leave no
 room for all of ours, ours are written in priority order and the rest are
-recorded in the report instead (`dropped`).
+left out (`dropped`; the report lists all of ours).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ STATUS, RELEASES, GRAPH_DEF, REPORT = (
     "tfcompat:report",
 )
 PRIORITY = (STATUS, RELEASES, GRAPH_DEF, REPORT)
+OURS = frozenset(PRIORITY)
 _NOT_ALLOWED = re.compile(r"[^\w .:/=+\-@]")  # S3: letters, digits, spaces and + - = . _ : / @
 
 Tag = dict[str, str]  # boto3's {"Key": ..., "Value": ...}
@@ -46,7 +48,7 @@ class TagMerge:
 
 def merge_tags(existing: Sequence[Tag], ours: Mapping[str, str]) -> TagMerge:
     """The object's tags with ours replacing our previous ones."""
-    theirs = [t for t in existing if not t["Key"].startswith(PREFIX)]
+    theirs = [t for t in existing if t["Key"] not in OURS]
     room = max(0, MAX_TAGS - len(theirs))
     ordered = [k for k in PRIORITY if k in ours] + sorted(k for k in ours if k not in PRIORITY)
     written = {k: tag_safe(ours[k]) for k in ordered[:room]}
