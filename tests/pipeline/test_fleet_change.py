@@ -113,7 +113,9 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
     assert doc["models_examined"] == len(MODELS)
     assert doc["consumers_rechecked"] == ["batch"]  # canary is unchanged: its verdicts are reused
     broken = {
-        c["object"] for c in doc["changed"] if any(x["after"] == "fails" for x in c["changes"])
+        c["object"]
+        for c in doc["changed"]
+        if any(x["after"] == "incompatible" for x in c["changes"])
     }
     assert broken == {
         "s3://fleet-models/ranking/new-op/1/saved_model.pb",

@@ -21,9 +21,10 @@ import structlog
 from worker.fix.copy import CopyFile, copy_tree
 from worker.fix.rewrite import render
 from worker.fleet.checker import Checker
+from worker.formats.layout import read_object
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
-from worker.pipeline.process import ReportLocation, check_and_record
+from worker.pipeline.process import ReportLocation, check_and_record, event_tree
 from worker.sinks.reports import encode
 
 log = structlog.get_logger(__name__)
@@ -76,7 +77,8 @@ def write_fixed_copies(
         copy_event = ObjectEvent(
             event.bucket, model_key, "ObjectCreated:Put", source="tfcompat-fix"
         )
-        artifacts = store.read_artifacts(event.bucket, model_key, None)
+        tree, name, display = event_tree(copy_event, store)
+        artifacts = read_object(tree, name, display)
         checked = check_and_record(copy_event, artifacts, store, checker, location)
         links.append(
             {
@@ -92,7 +94,7 @@ def write_fixed_copies(
         # In place: hooks that run later (notifications, check runs) see the links too.
         outcome.document["fixed_copies"] = links
         bucket, key = location.of(event)
-        store.put_json(bucket, key, encode(outcome.document))
+        store.put_report(bucket, key, encode(outcome.document))
     return links
 
 
