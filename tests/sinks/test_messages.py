@@ -170,3 +170,23 @@ def test_many_models_coalesce_into_one_message_within_limits() -> None:
     assert message.blocks[0]["text"]["text"].endswith("30 models need attention")
     assert "ranking/m0/saved_model.pb" in body and "…and 10 more models" in body
     assert "fleet change: serving-prod now 2.12" in body
+
+
+def test_a_fixed_copy_the_worker_wrote_comes_first_among_the_fixes() -> None:
+    doc = document(UNSTRIPPED)
+    doc["fixed_copies"] = [
+        {
+            "consumer": "legacy-edge",
+            "url": "s3://models/tfcompat-fixed/ranking/m/1/for-legacy-edge/saved_model.pb",
+            "status": "compatible",
+            "report": "tfcompat-reports/x.json",
+            "rewrites": ["VarHandleOp.allowed_devices"],
+        }
+    ]
+    message = owner_message([doc], "Ranking")
+    fix = fix_lines(texts(message))
+    assert fix[0] == (
+        "• `legacy-edge` can use this fixed copy: "
+        "`s3://models/tfcompat-fixed/ranking/m/1/for-legacy-edge/saved_model.pb` (compatible)"
+    )
+    assert shape_errors(message.to_json()) == []

@@ -171,8 +171,8 @@ def _release_key(release: str) -> tuple[int, ...]:
 
 def fixes(document: Mapping[str, Any]) -> list[str]:
     """Concrete fixes from the findings' fix data, most useful first, without repeats:
-    re-exports (they help every consumer), then one upgrade per consumer, then the
-    other ways out."""
+    fixed copies the worker already wrote (`TFCOMPAT_FIX_PREFIX`), re-exports (they
+    help every consumer), then one upgrade per consumer, then the other ways out."""
     exports: list[str] = []
     upgrades: list[str] = []
     others: list[str] = []
@@ -207,7 +207,12 @@ def fixes(document: Mapping[str, Any]) -> list[str]:
             target = max(releases, key=_release_key)
             upgrades.append(f"Upgrade `{consumer['name']}` to TensorFlow >= {target}")
     exports.sort(key=lambda line: "strip_default_attrs" not in line)  # helps most models
-    return list(dict.fromkeys(exports + upgrades + others))
+    copies = [
+        f"`{copy['consumer']}` can use this fixed copy: `{copy['url']}` ({copy.get('status')})"
+        for copy in document.get("fixed_copies") or []
+        if copy.get("consumer") and copy.get("url")
+    ]
+    return list(dict.fromkeys(copies + exports + upgrades + others))
 
 
 def _section(text: str) -> dict[str, Any]:
