@@ -35,8 +35,21 @@ def cmd_worker(args: argparse.Namespace) -> int:
     ]
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    app.worker_main(argv)
-    return 0
+    return worker_exit_status(app.start(argv))
+
+
+def worker_exit_status(status: object) -> int:
+    """Celery's own exit status for the worker, never 0 for a failure.
+
+    `Celery.worker_main` drops the status `Celery.start` returns, so a worker whose
+    pool could not start (`WorkerLostError('Could not start worker processes')`) or
+    that met any other unrecoverable error would exit 0, and a supervisor that
+    restarts only failures would leave it dead."""
+    if status is None:
+        return 0
+    if isinstance(status, bool) or not isinstance(status, int):
+        return 1
+    return status
 
 
 def cmd_healthcheck(
@@ -67,22 +80,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from worker.ingest.app import create_http_app
     from worker.ingest.github import github_route
+    from worker.ingest.handoff import Handoff
     from worker.logs import configure_logging
     from worker.once import RedisClaims
     from worker.pipeline.app import github_enqueuer, object_enqueuer
     from worker.pipeline.health import dependency_checks
-    from worker.settings import load_settings
+    from worker.settings import load_settings, state_redis_url
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    github = github_route(
-        settings, github_enqueuer(settings), RedisClaims.from_url(settings.broker_url)
-    )
+    claims = RedisClaims.from_url(state_redis_url(settings), timeout=settings.publish_timeout)
+    handoff = Handoff(settings.publish_timeout)
+    github = github_route(settings, github_enqueuer(settings), claims, handoff)
     app = create_http_app(
         settings,
         object_enqueuer(settings),
         lambda: dependency_checks(settings),
         extra_routes=[github],
+        replays=claims,
+        handoff=handoff,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0

@@ -25,7 +25,7 @@ from worker.notify.dispatch import (
 )
 from worker.notify.owners import Owners
 from worker.once import Claims
-from worker.settings import Settings
+from worker.settings import Settings, state_redis_url
 from worker.sinks.ports import ObjectStore
 
 log = structlog.get_logger(__name__)
@@ -66,7 +66,7 @@ def notification_hook(
         return None
     owners = load_owners_or_default(settings.owners)
     notifier = notifier or SlackNotifier(settings)
-    claims = claims or RedisClaims.from_url(settings.broker_url)
+    claims = claims or RedisClaims.from_url(state_redis_url(settings))
     labels = object_labels(store, owners)
 
     def notify_owner(event: ObjectEvent, outcome: Outcome) -> None:
@@ -78,7 +78,14 @@ def notification_hook(
         except TfcompatError as exc:  # tags or metadata unreadable: route on location alone
             log.warning("notify.labels_unavailable", error=str(exc))
             groups = group_by_owner([document], owners)
-        notify_owners(groups, owners, notifier, claims, ttl=settings.notify_dedupe_ttl)
+        notify_owners(
+            groups,
+            owners,
+            notifier,
+            claims,
+            ttl=settings.notify_dedupe_ttl,
+            lease=settings.notify_lease,
+        )
 
     return notify_owner
 
@@ -99,7 +106,7 @@ def breakage_notifier(
         return None, None
     owners = load_owners_or_default(settings.owners)
     notifier = notifier or SlackNotifier(settings)
-    claims = claims or RedisClaims.from_url(settings.broker_url)
+    claims = claims or RedisClaims.from_url(state_redis_url(settings))
     labels = object_labels(store, owners)
 
     def route(model: Any) -> list[str]:
@@ -126,6 +133,7 @@ def breakage_notifier(
             claims,
             ttl=settings.notify_dedupe_ttl,
             reason="fleet change",
+            lease=settings.notify_lease,
         )
 
     return route, notify

@@ -1,0 +1,101 @@
+"""Redis broker: a worker renews the visibility of every task it holds, so only a lost
+worker's tasks are handed out again.
+
+Kombu's Redis transport emulates acknowledgements: a task a worker takes is kept in
+the `unacked` hash with its delivery time in the `unacked_index` sorted set, and any
+worker's periodic sweep puts it back on the queue once that time is older than the
+visibility timeout. A fixed timeout forces a bad choice: short, and a long check or
+a retry waiting out its backoff is handed to a second worker while the first still
+holds it; long (Celery's example is an hour), and the tasks of a worker that died
+with its machine wait that long. Renewing the time of held tasks every third of the
+timeout removes the choice: a live worker's tasks never lapse, a lost worker's
+lapse after one timeout and the next sweep (`RESTORE_INTERVAL`).
+
+Held tasks are tracked from Celery's `task_received` signal, in the worker's main
+process (where acknowledgements happen), and dropped once acknowledged or rejected.
+Only entries still present are renewed (`ZADD XX`): an acknowledged or restored task
+is never brought back to life.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+UNACKED_INDEX = "unacked_index"  # kombu's default `unacked_index_key`
+
+
+class Leases:
+    """The delivery tags this worker holds, renewed in Redis by a daemon thread."""
+
+    def __init__(
+        self,
+        client: Any,
+        index_key: str,
+        period: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._index_key = index_key
+        self._period = period
+        self._clock = clock
+        self._held: dict[str, Any] = {}  # delivery tag -> kombu Message
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def hold(self, tag: str, message: Any) -> None:
+        with self._lock:
+            self._held[tag] = message
+        self._start()
+
+    def held(self) -> list[str]:
+        """Tags still held: those whose message is not acknowledged or rejected yet."""
+        with self._lock:
+            for tag in [t for t, m in self._held.items() if getattr(m, "acknowledged", False)]:
+                del self._held[tag]
+            return list(self._held)
+
+    def renew(self) -> int:
+        """Move every held task's delivery time to now; returns how many were renewed."""
+        tags = self.held()
+        if not tags:
+            return 0
+        now = self._clock()
+        pipe = self._client.pipeline(transaction=False)
+        for tag in tags:
+            pipe.zadd(self._index_key, {tag: now}, xx=True, ch=True)
+        return sum(int(n) for n in pipe.execute())
+
+    def _start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._thread = threading.Thread(target=self._run, name="tfcompat-leases", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            try:
+                self.renew()
+            except Exception as exc:  # Redis away: held tasks lapse, as a lost worker's do
+                log.warning("leases.renew_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def leases_for(broker_url: str, transport_options: dict[str, Any]) -> Leases:
+    """Leases for a Redis broker, with kombu's key names and one third of its timeout."""
+    import redis
+
+    prefix = str(transport_options.get("global_keyprefix") or "")
+    key = prefix + str(transport_options.get("unacked_index_key") or UNACKED_INDEX)
+    timeout = float(transport_options.get("visibility_timeout") or 3600)
+    client = redis.Redis.from_url(broker_url, socket_timeout=5, socket_connect_timeout=5)
+    return Leases(client, key, max(0.5, timeout / 3))
