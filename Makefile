@@ -1,8 +1,8 @@
 # The two entry points a newcomer needs (see README):
 #   make demo   the product's main job end to end on local defaults
 #   make test   lint, type-check and the whole test suite (what CI runs)
-# Both create .venv and start the services they need (Redis; the local S3
-# endpoint is started by the demo and the tests themselves).
+# Both create .venv and start the services they need (Redis, RabbitMQ for the broker
+# tests; the local S3 endpoint is started by the demo and the tests themselves).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml
 
 services:
 	@tools/services.sh redis
+	@tools/services.sh rabbitmq
 
 lint: venv
 	$(BIN)/ruff check worker tests

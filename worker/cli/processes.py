@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from worker.cli.errors import UsageError
 
@@ -35,21 +36,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
     ]
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    return worker_exit_status(app.start(argv))
+    return run_celery(app, argv)
 
 
-def worker_exit_status(status: object) -> int:
-    """Celery's own exit status for the worker, never 0 for a failure.
+def run_celery(app: Any, argv: list[str]) -> int:
+    """Run the `celery` command line on `app` and return its exit status.
 
-    `Celery.worker_main` drops the status `Celery.start` returns, so a worker whose
-    pool could not start (`WorkerLostError('Could not start worker processes')`) or
-    that met any other unrecoverable error would exit 0, and a supervisor that
-    restarts only failures would leave it dead."""
+    `Celery.worker_main` and `Celery.start` drop it: click, run without standalone
+    mode, returns the status of `ctx.exit(worker.exitcode)` instead of raising, so a
+    worker whose pool could not start (`WorkerLostError('Could not start worker
+    processes')`) or that met any other unrecoverable error exited 0, and a supervisor
+    that restarts only failures left it dead. This is `Celery.start` keeping it."""
+    from celery.bin.celery import celery
+
+    celery.params[0].default = app
+    try:
+        status = celery.main(args=argv, standalone_mode=False)
+    finally:
+        celery.params[0].default = None
     if status is None:
         return 0
-    if isinstance(status, bool) or not isinstance(status, int):
-        return 1
-    return status
+    return status if isinstance(status, int) and not isinstance(status, bool) else 1
 
 
 def cmd_healthcheck(

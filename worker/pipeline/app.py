@@ -92,6 +92,9 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # A task running when the broker connection drops cannot be acknowledged on it:
+        # the broker hands it out again, so stop it instead of finishing it twice.
+        worker_cancel_long_running_tasks_on_connection_loss=True,
         task_default_queue=QUEUE,
         task_ignore_result=settings.result_backend is None,
         task_time_limit=settings.task_time_limit or None,

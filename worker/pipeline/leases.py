@@ -56,9 +56,12 @@ class Leases:
         self._start()
 
     def held(self) -> list[str]:
-        """Tags still held: those whose message is not acknowledged or rejected yet."""
+        """Tags still held: messages not acknowledged or rejected yet, on a channel that
+        is still open. A connection lost mid-task leaves its messages unacknowledged for
+        good (their ack fails); they must lapse and be handed out again, not be renewed
+        for ever."""
         with self._lock:
-            for tag in [t for t, m in self._held.items() if getattr(m, "acknowledged", False)]:
+            for tag in [t for t, m in self._held.items() if not _live(m)]:
                 del self._held[tag]
             return list(self._held)
 
@@ -88,6 +91,13 @@ class Leases:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def _live(message: Any) -> bool:
+    channel = getattr(message, "channel", None)
+    if channel is None or getattr(channel, "closed", False):
+        return False
+    return not getattr(message, "acknowledged", False)
 
 
 def leases_for(broker_url: str, transport_options: dict[str, Any]) -> Leases:
