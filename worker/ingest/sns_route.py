@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from worker import metrics
 from worker.errors import BrokerUnavailable, CertificateUnavailable, MalformedEvent, SnsRejected
 from worker.ingest.events import load_json, parse_records
 from worker.ingest.handoff import Handoff
@@ -53,6 +54,13 @@ def _confirm(url: str) -> None:
         response.read()
 
 
+def refuse(status: int, reason: str, topic: str | None = None) -> Response:
+    """The answer to a delivery we do not act on, logged (and counted) once."""
+    metrics.EVENTS_REJECTED.labels("sns", str(status)).inc()
+    log.warning("sns.rejected", status=status, reason=reason, topic=topic)
+    return JSONResponse({"error": reason}, status_code=status)
+
+
 def replay_key(message: SnsMessage) -> str:
     return f"sns-message:{message.topic_arn}:{message.message_id}"
 
@@ -68,12 +76,10 @@ async def handle_sns(
     try:
         message = parse_sns(body)
     except SnsRejected as exc:
-        return JSONResponse({"error": str(exc)}, status_code=400)
+        return refuse(400, str(exc))
     header = request.headers.get("x-amz-sns-message-type")
     if header and header != message.type:
-        return JSONResponse(
-            {"error": "x-amz-sns-message-type does not match the body"}, status_code=400
-        )
+        return refuse(400, "x-amz-sns-message-type does not match the body")
     try:
         await run_in_threadpool(
             verify_sns,
@@ -83,18 +89,17 @@ async def handle_sns(
             topic_arns=settings.sns_topic_arns,
         )
     except CertificateUnavailable as exc:
-        return JSONResponse({"error": str(exc)}, status_code=503)
+        return refuse(503, str(exc))
     except SnsRejected as exc:
-        log.warning("sns.rejected", reason=str(exc), topic=message.topic_arn)
-        return JSONResponse({"error": str(exc)}, status_code=403)
+        return refuse(403, str(exc), topic=message.topic_arn)
     if message.type == "SubscriptionConfirmation":
         try:
             url = confirmation_url(message, settings.sns_subscribe_url_pattern)
             await run_in_threadpool(_confirm, url)
         except SnsRejected as exc:
-            return JSONResponse({"error": str(exc)}, status_code=403)
+            return refuse(403, str(exc), topic=message.topic_arn)
         except OSError as exc:
-            return JSONResponse({"error": f"could not confirm: {exc}"}, status_code=503)
+            return refuse(503, f"could not confirm: {exc}", topic=message.topic_arn)
         log.info("sns.subscribed", topic=message.topic_arn)
         return JSONResponse({"confirmed": message.topic_arn}, status_code=200)
     if message.type == "UnsubscribeConfirmation":
@@ -103,10 +108,7 @@ async def handle_sns(
     try:
         events = parse_records(load_json(message.message), "sns")
     except MalformedEvent as exc:
-        log.warning("sns.malformed", reason=str(exc), message_id=message.message_id)
-        return JSONResponse(
-            {"error": f"SNS Message is not an S3 notification: {exc}"}, status_code=400
-        )
+        return refuse(400, f"SNS Message is not an S3 notification: {exc}", topic=message.topic_arn)
     if replays is None or handoff is None:
         return await hand_over(events)
     return await once(message, events, hand_over, replays, handoff)
