@@ -36,6 +36,11 @@ class Settings(BaseSettings):
         description='Celery broker: `redis://` (run it with AOF, see "What is kept"), '
         "`amqp://` (RabbitMQ: durable queue, publisher confirms) or `sqs://`",
     )
+    broker_transport_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Kombu transport options merged over tfcompat's own (JSON object), e.g. "
+        '`{"is_secure": false}` for a local SQS endpoint, `{"predefined_queues": ...}`',
+    )
     redis_url: str | None = Field(
         None,
         description="Redis for notification and replay claims and the model index; the "

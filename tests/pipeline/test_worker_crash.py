@@ -6,10 +6,13 @@ never handed to a second one:
   live worker keeps renewing, however long its check runs.
 - RabbitMQ: the broker requeues a consumer's unacknowledged tasks when its connection
   drops, at once.
+- SQS (moto's): nothing renews a message's visibility; it comes back when its
+  visibility timeout ends.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -55,7 +58,10 @@ def received(log: Path) -> int:
 
 
 def enqueue(env: dict[str, str], bucket: str, key: str) -> None:
-    settings = Settings(broker_url=env["TFCOMPAT_BROKER_URL"])
+    options = json.loads(env.get("TFCOMPAT_BROKER_TRANSPORT_OPTIONS", "{}"))
+    settings = Settings(
+        broker_url=env["TFCOMPAT_BROKER_URL"], broker_transport_options=options
+    )
     event = ObjectEvent(bucket, key, "ObjectCreated:Put")
     create_app(settings).send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
 
@@ -64,7 +70,17 @@ def worker(name: str) -> list[str]:
     return cli("worker", "--concurrency", "1", "--hostname", f"{name}@%h")
 
 
-@pytest.mark.parametrize("broker", ["redis", "rabbitmq"])
+def sqs_broker(endpoint: str) -> dict[str, str]:
+    host = endpoint.removeprefix("http://")
+    return {
+        "TFCOMPAT_BROKER_URL": f"sqs://test:test@{host}",
+        "TFCOMPAT_BROKER_TRANSPORT_OPTIONS": '{"is_secure": false, "queue_name_prefix": "lost-"}',
+        "TFCOMPAT_REDIS_URL": redis_url(DB),
+        "TFCOMPAT_VISIBILITY_TIMEOUT": LEASE,
+    }
+
+
+@pytest.mark.parametrize("broker", ["redis", "rabbitmq", "sqs"])
 def test_a_lost_worker_s_task_is_done_by_a_live_worker_within_a_minute(
     broker: str, endpoint: str, proxy: FaultyProxy, logs: Path
 ) -> None:
@@ -76,6 +92,8 @@ def test_a_lost_worker_s_task_is_done_by_a_live_worker_within_a_minute(
     extra = {"TFCOMPAT_VISIBILITY_TIMEOUT": LEASE}
     if broker == "rabbitmq":
         extra = {"TFCOMPAT_BROKER_URL": rabbitmq_vhost(), "TFCOMPAT_REDIS_URL": redis_url(DB)}
+    if broker == "sqs":
+        extra = sqs_broker(endpoint)
     env = worker_env(proxy.url, DB, **extra)
     logs_of = {name: logs / f"lost-{broker}-{name}.log" for name in ("a", "b")}
     proxy.delay = 1.0  # every object read is slow: the task is surely running when killed

@@ -62,8 +62,10 @@ def transport_options(settings: Settings, timeout: float | None = None) -> dict[
     """Broker transport options; `timeout` bounds every socket wait (publishers)."""
     kind = broker_kind(settings.broker_url)
     if kind == "amqp":
-        return {"confirm_publish": True}
+        return {"confirm_publish": True, **settings.broker_transport_options}
     options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
+    if kind == "sqs":
+        options.update(region=settings.aws_region, wait_time_seconds=10)
     if kind == "redis":
         options.update(
             unacked_restore_interval=RESTORE_INTERVAL,
@@ -72,7 +74,7 @@ def transport_options(settings: Settings, timeout: float | None = None) -> dict[
             socket_connect_timeout=timeout or 5,
             health_check_interval=10,
         )
-    return options
+    return {**options, **settings.broker_transport_options}
 
 
 def create_app(settings: Settings, *, publish_timeout: float | None = None) -> Celery:
