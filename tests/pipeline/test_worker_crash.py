@@ -59,9 +59,7 @@ def received(log: Path) -> int:
 
 def enqueue(env: dict[str, str], bucket: str, key: str) -> None:
     options = json.loads(env.get("TFCOMPAT_BROKER_TRANSPORT_OPTIONS", "{}"))
-    settings = Settings(
-        broker_url=env["TFCOMPAT_BROKER_URL"], broker_transport_options=options
-    )
+    settings = Settings(broker_url=env["TFCOMPAT_BROKER_URL"], broker_transport_options=options)
     event = ObjectEvent(bucket, key, "ObjectCreated:Put")
     create_app(settings).send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
 
