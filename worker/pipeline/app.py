@@ -210,20 +210,34 @@ def _reevaluate_changed_fleet(sender: Any = None, **_: Any) -> None:
         structlog.get_logger(__name__).exception("fleet.check_failed")
 
 
-@signals.task_received.connect
-def _hold_lease(sender: Any = None, request: Any = None, **_: Any) -> None:
-    """Redis broker: renew this task's visibility while this worker holds it."""
-    app = getattr(sender, "app", None)
-    message = getattr(request, "message", None)
-    if app is None or message is None or not hasattr(app, "tfcompat_settings"):
-        return
+def _leases(app: Any) -> Any:
+    """The worker's `pipeline.leases.Leases` on a Redis broker, else None."""
+    if app is None or not hasattr(app, "tfcompat_settings"):
+        return None
     if broker_kind(settings_of(app).broker_url) != "redis":
-        return
+        return None
     leases = getattr(app, "tfcompat_leases", None)
     if leases is None:
         from worker.pipeline.leases import leases_for
 
         options = dict(app.conf.broker_transport_options or {})
-        leases = leases_for(settings_of(app).broker_url, options)
+        leases = leases_for(settings_of(app).broker_url, options, RESTORE_INTERVAL)
         app.tfcompat_leases = leases
-    leases.hold(str(message.delivery_tag), message)
+    return leases
+
+
+@signals.worker_ready.connect
+def _start_leases(sender: Any = None, **_: Any) -> None:
+    """Redis broker: sweep for lapsed tasks from the start, whether or not any arrives."""
+    leases = _leases(getattr(sender, "app", None))
+    if leases is not None:
+        leases.start()
+
+
+@signals.task_received.connect
+def _hold_lease(sender: Any = None, request: Any = None, **_: Any) -> None:
+    """Redis broker: renew this task's visibility while this worker holds it."""
+    message = getattr(request, "message", None)
+    leases = _leases(getattr(sender, "app", None))
+    if leases is not None and message is not None:
+        leases.hold(str(message.delivery_tag), message)

@@ -15,10 +15,17 @@ Held tasks are tracked from Celery's `task_received` signal, in the worker's mai
 process (where acknowledgements happen), and dropped once acknowledged or rejected.
 Only entries still present are renewed (`ZADD XX`): an acknowledged or restored task
 is never brought back to life.
+
+The same thread also sweeps for lapsed tasks, with kombu's own `restore_visible` on a
+connection of its own, every `RESTORE_INTERVAL` seconds. Kombu's sweep runs in the
+consumer's event loop, and after the broker connection was lost and re-established
+it was seen to stop: a task taken before a Redis restart then stayed in the
+`unacked` hash for good (tests/pipeline/test_broker_restart.py found it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -40,11 +47,15 @@ class Leases:
         index_key: str,
         period: float,
         clock: Callable[[], float] = time.time,
+        sweep: Callable[[], None] | None = None,
+        sweep_every: float = 10,
     ) -> None:
         self._client = client
         self._index_key = index_key
         self._period = period
         self._clock = clock
+        self._sweep = sweep
+        self._sweep_every = sweep_every
         self._held: dict[str, Any] = {}  # delivery tag -> kombu Message
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -53,7 +64,7 @@ class Leases:
     def hold(self, tag: str, message: Any) -> None:
         with self._lock:
             self._held[tag] = message
-        self._start()
+        self.start()
 
     def held(self) -> list[str]:
         """Tags still held: messages not acknowledged or rejected yet, on a channel that
@@ -76,18 +87,30 @@ class Leases:
             pipe.zadd(self._index_key, {tag: now}, xx=True, ch=True)
         return sum(int(n) for n in pipe.execute())
 
-    def _start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._thread = threading.Thread(target=self._run, name="tfcompat-leases", daemon=True)
-        self._thread.start()
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._thread = threading.Thread(target=self._run, name="tfcompat-leases", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._period):
-            try:
-                self.renew()
-            except Exception as exc:  # Redis away: held tasks lapse, as a lost worker's do
-                log.warning("leases.renew_failed", error=f"{type(exc).__name__}: {exc}")
+        step = min(self._period, self._sweep_every)
+        last_renewal = last_sweep = time.monotonic()
+        while not self._stop.wait(step):
+            now = time.monotonic()
+            if now - last_renewal >= self._period:
+                last_renewal = now
+                try:
+                    self.renew()
+                except Exception as exc:  # Redis away: held tasks lapse, as a lost worker's do
+                    log.warning("leases.renew_failed", error=f"{type(exc).__name__}: {exc}")
+            if self._sweep is not None and now - last_sweep >= self._sweep_every:
+                last_sweep = now
+                try:
+                    self._sweep()
+                except Exception as exc:
+                    log.warning("leases.sweep_failed", error=f"{type(exc).__name__}: {exc}")
 
     def stop(self) -> None:
         self._stop.set()
@@ -100,7 +123,29 @@ def _live(message: Any) -> bool:
     return not getattr(message, "acknowledged", False)
 
 
-def leases_for(broker_url: str, transport_options: dict[str, Any]) -> Leases:
+class Sweeper:
+    """Kombu's `restore_visible` on a broker connection of this thread's own."""
+
+    def __init__(self, broker_url: str, transport_options: dict[str, Any]) -> None:
+        self._url = broker_url
+        self._options = transport_options
+        self._connection: Any = None
+
+    def __call__(self) -> None:
+        from kombu import Connection
+
+        if self._connection is None:
+            self._connection = Connection(self._url, transport_options=self._options)
+        try:
+            self._connection.default_channel.qos.restore_visible(num=None, interval=1)
+        except Exception:
+            connection, self._connection = self._connection, None
+            with contextlib.suppress(Exception):
+                connection.release()
+            raise
+
+
+def leases_for(broker_url: str, transport_options: dict[str, Any], sweep_every: float) -> Leases:
     """Leases for a Redis broker, with kombu's key names and one third of its timeout."""
     import redis
 
@@ -108,4 +153,5 @@ def leases_for(broker_url: str, transport_options: dict[str, Any]) -> Leases:
     key = prefix + str(transport_options.get("unacked_index_key") or UNACKED_INDEX)
     timeout = float(transport_options.get("visibility_timeout") or 3600)
     client = redis.Redis.from_url(broker_url, socket_timeout=5, socket_connect_timeout=5)
-    return Leases(client, key, max(0.5, timeout / 3))
+    sweep = Sweeper(broker_url, transport_options)
+    return Leases(client, key, max(0.5, timeout / 3), sweep=sweep, sweep_every=sweep_every)
