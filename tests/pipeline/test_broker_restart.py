@@ -41,6 +41,7 @@ from tests.truth import SHARED
 pytestmark = pytest.mark.services
 MODEL = SHARED / "artifacts/tf2.21/new_op"
 EVENTS = 30
+SQS_EVENTS = 12
 PACE = 0.5  # seconds between events: the restart falls in the middle of the burst
 STATE_DB = 5  # claims and the index, when the broker is not Redis
 
@@ -104,19 +105,20 @@ def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Broker]:
 
 
 def run_burst(
+    events: int,
     name: str,
     broker_env: dict[str, str],
     restart: Callable[[], None] | None,
     endpoint: str,
     logs: Path,
 ) -> tuple[Burst, list[str]]:
-    """EVENTS uploads announced to the receiver, `restart` once a third are acknowledged;
+    """`events` uploads announced to the receiver, `restart` once a third are acknowledged;
     returns the burst and the keys tagged."""
     client = s3(endpoint)
     bucket = f"restart-{name}"
     client.create_bucket(Bucket=bucket)
     keys = []
-    for n in range(EVENTS):
+    for n in range(events):
         upload_tree(client, bucket, f"m/{n}", MODEL)
         keys.append(f"m/{n}/saved_model.pb")
     bodies = {key: s3_event(client, bucket, key) for key in keys}
@@ -131,13 +133,13 @@ def run_burst(
         wait_until(lambda: worker_ready(worker_log), 60, "the worker")
         start = time.monotonic()
         deadline = start + 180
-        with ThreadPoolExecutor(EVENTS) as senders:  # one event every PACE seconds
+        with ThreadPoolExecutor(events) as senders:  # one event every PACE seconds
             futures = [
                 senders.submit(burst.deliver, k, bodies[k], start + n * PACE, deadline)
                 for n, k in enumerate(keys)
             ]
             if restart is not None:
-                wait_until(lambda: len(burst.accepted) >= EVENTS // 3, 60, "a third acknowledged")
+                wait_until(lambda: len(burst.accepted) >= events // 3, 60, "a third acknowledged")
                 restart()
             for future in futures:
                 future.result()
@@ -147,7 +149,7 @@ def run_burst(
             "every acknowledged object tagged",
         )
     print(
-        f"\n{name}: {EVENTS} events, {len(burst.accepted)} acknowledged "
+        f"\n{name}: {events} events, {len(burst.accepted)} acknowledged "
         f"({burst.refused} refusals retried), {len(tagged)} tagged"
     )
     assert sorted(burst.accepted) == sorted(keys)
@@ -158,7 +160,7 @@ def test_a_broker_restart_mid_burst_loses_no_acknowledged_event(
     broker: Broker, endpoint: str, logs: Path, request: pytest.FixtureRequest
 ) -> None:
     name = f"{request.node.callspec.id}-restart"
-    _, tagged = run_burst(name, broker.env, broker.restart, endpoint, logs)
+    _, tagged = run_burst(EVENTS, name, broker.env, broker.restart, endpoint, logs)
     assert len(tagged) == EVENTS
 
 
@@ -171,5 +173,5 @@ def test_a_burst_through_the_sqs_broker_is_all_tagged(endpoint: str, logs: Path)
         "TFCOMPAT_BROKER_TRANSPORT_OPTIONS": '{"is_secure": false, "queue_name_prefix": "burst-"}',
         "TFCOMPAT_REDIS_URL": redis_url(STATE_DB),
     }
-    _, tagged = run_burst("sqs", env, None, endpoint, logs)
-    assert len(tagged) == EVENTS
+    _, tagged = run_burst(SQS_EVENTS, "sqs", env, None, endpoint, logs)
+    assert len(tagged) == SQS_EVENTS

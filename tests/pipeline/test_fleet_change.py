@@ -80,7 +80,7 @@ def indexed(endpoint: str, logs: Path, tmp_path: Path) -> Iterator[dict[str, Any
             )
         tags = {p: wait_for_tags(client, "fleet-models", f"{p}/saved_model.pb") for p in MODELS}
         wait_until(
-            lambda: redis.Redis(db=DB).hlen("tfcompat:index:v1") == len(MODELS),
+            lambda: redis.Redis(port=REDIS_PORT, db=DB).hlen("tfcompat:index:v1") == len(MODELS),
             30,
             "the index to hold every model",
         )
@@ -98,7 +98,9 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
         for p, t in indexed["tags"].items()
     )
 
-    redis.Redis(db=DB).flushdb()  # the index must come back from the stored reports
+    redis.Redis(
+        port=REDIS_PORT, db=DB
+    ).flushdb()  # the index must come back from the stored reports
 
     impact = subprocess.run(
         cli("fleet", "impact", "--fleet", str(indexed["after"]), "--json"),
@@ -178,8 +180,10 @@ def test_a_newly_deployed_fleet_is_claimed_by_one_worker_once(
     assert claim_fleet_change(settings, enqueued.append)
     assert not claim_fleet_change(settings, enqueued.append)  # a second worker starting
     assert enqueued == [str(fleet)]
-    redis.Redis(db=DB).set(FLEET_APPLIED, build_checker(settings).fleet_digest)
-    redis.Redis(db=DB).delete(*redis.Redis(db=DB).keys(f"{FLEET_APPLIED}:claim:*"))
+    redis.Redis(port=REDIS_PORT, db=DB).set(FLEET_APPLIED, build_checker(settings).fleet_digest)
+    redis.Redis(port=REDIS_PORT, db=DB).delete(
+        *redis.Redis(port=REDIS_PORT, db=DB).keys(f"{FLEET_APPLIED}:claim:*")
+    )
     assert not claim_fleet_change(settings, enqueued.append)  # already applied
 
 

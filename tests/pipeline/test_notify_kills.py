@@ -177,12 +177,12 @@ def messages_per_upload(slack: SlackStandIn, bucket: str, keys: list[str]) -> Co
 def test_senders_killed_before_slack_takes_it_still_send_exactly_once(
     slack: SlackStandIn, endpoint: str, logs: Path, tmp_path: Path
 ) -> None:
-    keys, per_upload, _ = run_uploads(slack, endpoint, logs, tmp_path, "before", uploads=20)
+    keys, per_upload, _ = run_uploads(slack, endpoint, logs, tmp_path, "before", uploads=12)
     assert per_upload == Counter(dict.fromkeys(keys, 1))
 
 
 def test_senders_killed_after_slack_took_it_never_lose_the_message(
     slack: SlackStandIn, endpoint: str, logs: Path, tmp_path: Path
 ) -> None:
-    keys, per_upload, kills = run_uploads(slack, endpoint, logs, tmp_path, "after", uploads=6)
+    keys, per_upload, kills = run_uploads(slack, endpoint, logs, tmp_path, "after", uploads=4)
     assert per_upload == Counter({key: 1 + kills[key] for key in keys})

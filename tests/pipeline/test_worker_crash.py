@@ -38,7 +38,7 @@ from tests.pipeline.services import (
 from tests.redis_server import redis_url
 from tests.truth import SHARED
 from worker.model.events import ObjectEvent
-from worker.pipeline.app import TASK_CHECK_OBJECT, create_app
+from worker.pipeline.app import RESTORE_INTERVAL, TASK_CHECK_OBJECT, create_app
 from worker.settings import Settings
 
 pytestmark = pytest.mark.services
@@ -133,7 +133,7 @@ def test_a_live_worker_s_long_task_is_never_handed_to_another(
     upload_tree(client, "long-check", "m/1", MODEL)
     env = worker_env(proxy.url, DB, TFCOMPAT_VISIBILITY_TIMEOUT=LEASE)
     first_log, second_log = logs / "long-first.log", logs / "long-second.log"
-    proxy.delay = 3.0
+    proxy.delay = 6.0
     with process(worker("first"), env, first_log):
         wait_until(lambda: worker_ready(first_log), 60, "the first worker")
         enqueue(env, "long-check", "m/1/saved_model.pb")
@@ -145,6 +145,7 @@ def test_a_live_worker_s_long_task_is_never_handed_to_another(
             took = time.monotonic() - started
             time.sleep(2)
     print(f"\nlong check: {took:.0f}s with a {LEASE}s visibility timeout, taken once")
-    assert took > 3 * int(LEASE)  # long enough that an unrenewed task would have lapsed
+    # Long enough that an unrenewed task would have lapsed and been swept.
+    assert took > int(LEASE) + RESTORE_INTERVAL
     assert received(first_log) + received(second_log) == 1
     assert first_log.read_text().count('"task.done"') == 1
