@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         "is recorded as failed (never redelivered); 0: no limit",
     )
     publish_timeout: float = Field(
-        1.0,
+        0.8,
         description="Seconds the receiver and the bridge wait for the broker to confirm a "
         "task before answering 503 (the sender retries)",
     )
