@@ -12,9 +12,10 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY worker ./worker
+# The sqs extra: kombu's SQS transport, for TFCOMPAT_BROKER_URL=sqs://
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip wheel --no-deps --wheel-dir /dist . \
-    && /opt/venv/bin/pip install /dist/tfcompat_worker-*.whl
+    && /opt/venv/bin/pip install "$(find /dist -name 'tfcompat_worker-*.whl')[sqs]"
 
 # --- runtime: the slim base, the virtual environment, the example config; no compilers
 FROM ${PYTHON_IMAGE} AS runtime

@@ -3,7 +3,8 @@
 #   make test   lint, type-check and the whole test suite (what CI runs)
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
 #   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
-# They create .venv; the tests use Redis on 6379 (started when none answers), the
+# They create .venv; the tests use Redis on 6379 (started when none answers) and
+# RabbitMQ for the broker tests, the
 # demo its own; the demo, the tests and the benchmarks start their local S3 endpoint.
 
 PYTHON ?= python3
@@ -25,6 +26,7 @@ $(STAMP): pyproject.toml
 
 services:
 	@tools/services.sh redis
+	@tools/services.sh rabbitmq
 
 lint: venv
 	$(BIN)/ruff check worker tests

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -11,7 +12,7 @@ import redis
 from tests.redis_server import REDIS_PORT
 from tests.standins.http import free_port
 from worker.errors import TransientError
-from worker.once import Claims, MemoryClaims, RedisClaims
+from worker.once import Claims, MemoryClaims, RedisClaims, leased, take
 
 REDIS_DB = 9
 
@@ -60,3 +61,45 @@ def test_redis_down_is_transient() -> None:
     claims = RedisClaims.from_url(f"redis://127.0.0.1:{free_port()}/0")
     with pytest.raises(TransientError, match="redis"):
         claims.claim("k", 60)
+
+
+def test_a_confirmed_claim_is_held_as_done_and_a_pending_one_as_pending(claims: Claims) -> None:
+    pending, done = claims.claim("pending", 30), claims.claim("done", 30)
+    assert pending is not None and done is not None
+    claims.confirm("done", done, 600)
+    held_pending = claims.hold("pending")
+    assert held_pending is not None and not held_pending.done
+    held = claims.hold("done")
+    assert held is not None and held.done and held.ttl > 30
+    assert claims.hold("free") is None
+
+
+def test_only_the_holder_renews(claims: Claims) -> None:
+    token = claims.claim("k", 1)
+    assert token is not None
+    assert claims.renew("k", "someone-elses-token", 60) is False
+    assert claims.renew("k", token, 60) is True
+    time.sleep(1.1)
+    assert claims.claim("k", 60) is None  # renewed past its first second
+
+
+def test_take_waits_for_a_dead_holder_s_lease_to_lapse(claims: Claims) -> None:
+    assert claims.claim("k", 1) is not None  # a sender that died: never renewed
+    assert take(claims, "k", lease=1) is not None
+
+
+def test_take_gives_none_once_the_holder_confirmed(claims: Claims) -> None:
+    token = claims.claim("k", 2)
+    assert token is not None
+    threading.Timer(0.3, lambda: claims.confirm("k", token, 600)).start()
+    assert take(claims, "k", lease=2) is None
+
+
+def test_a_lease_held_while_a_slow_send_runs_does_not_lapse(claims: Claims) -> None:
+    token = claims.claim("k", 1)
+    assert token is not None
+    with leased(claims, [("k", token)], lease=1):
+        time.sleep(1.5)
+        assert claims.claim("k", 1) is None
+    claims.confirm("k", token, 600)
+    assert take(claims, "k", lease=1) is None

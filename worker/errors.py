@@ -41,6 +41,11 @@ class TransientError(TfcompatError):
     hiccup. Tasks retry these with backoff."""
 
 
+class BrokerUnavailable(TransientError):
+    """The broker (or the Redis that holds claims) did not take a task or answer in
+    time. The receiver answers 503 and the sender retries; nothing was acknowledged."""
+
+
 class NotFound(TfcompatError):
     """The object or file named does not exist (or no longer exists)."""
 

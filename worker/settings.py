@@ -31,7 +31,21 @@ DEFAULT_MODEL_PATTERNS = (
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TFCOMPAT_", extra="ignore")
 
-    broker_url: str = Field("redis://127.0.0.1:6379/0", description="Celery broker (Redis)")
+    broker_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description='Celery broker: `redis://` (run it with AOF, see "What is kept"), '
+        "`amqp://` (RabbitMQ: durable queue, publisher confirms) or `sqs://`",
+    )
+    broker_transport_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Kombu transport options merged over tfcompat's own (JSON object), e.g. "
+        '`{"is_secure": false}` for a local SQS endpoint, `{"predefined_queues": ...}`',
+    )
+    redis_url: str | None = Field(
+        None,
+        description="Redis for notification and replay claims and the model index; the "
+        "broker's own when the broker is Redis, required otherwise",
+    )
     result_backend: str | None = Field(None, description="Celery result backend; none by default")
     s3_endpoint_url: str | None = Field(None, description="S3-compatible endpoint; AWS if unset")
     aws_region: str = Field("us-east-1", description="Region for S3/SQS clients")
@@ -52,7 +66,21 @@ class Settings(BaseSettings):
         description="Key globs that start a check (JSON list in the environment)",
     )
     visibility_timeout: int = Field(
-        3600, description="Seconds before the broker redelivers an unacknowledged task"
+        45,
+        description="Redis and SQS brokers: seconds before a task that was taken and not "
+        "acknowledged is given to another worker. On Redis a running worker renews this for "
+        "every task it holds, so only a lost worker's tasks come back (after this plus up to "
+        "10 s); on SQS nothing renews it: set it above `TFCOMPAT_TASK_TIME_LIMIT`",
+    )
+    task_time_limit: int = Field(
+        1800,
+        description="Seconds a check may run before its pool process is killed and the task "
+        "is recorded as failed (never redelivered); 0: no limit",
+    )
+    publish_timeout: float = Field(
+        0.8,
+        description="Seconds the receiver and the bridge wait for the broker to confirm a "
+        "task before answering 503 (the sender retries)",
     )
     sqs_queue_url: str | None = Field(None, description="Queue the SQS bridge polls")
     events_token: SecretStr | None = Field(
@@ -91,6 +119,11 @@ class Settings(BaseSettings):
         7 * 24 * 3600,
         description="Seconds a Slack message is remembered: one per artifact version and verdict",
     )
+    notify_lease: int = Field(
+        30,
+        description="Seconds a worker's claim to be sending a Slack message lasts unless "
+        "renewed; a redelivered task waits this long for a killed worker's claim to lapse",
+    )
     github_delivery_ttl: int = Field(
         14 * 24 * 3600, description="Seconds a GitHub X-GitHub-Delivery id is remembered (replays)"
     )
@@ -109,6 +142,21 @@ class Settings(BaseSettings):
         description="Directory where the worker's processes keep their metrics "
         "(prometheus_client multiprocess mode), one per worker; its `*.db` files are removed "
         "when the worker starts; a new temporary directory if unset",
+    )
+
+
+def state_redis_url(settings: Settings) -> str:
+    """The Redis that holds claims and the model index: TFCOMPAT_REDIS_URL, else the
+    broker when it is Redis. ConfigError when neither is a Redis URL."""
+    from worker.errors import ConfigError
+
+    if settings.redis_url:
+        return settings.redis_url
+    if settings.broker_url.split("://", 1)[0] in ("redis", "rediss"):
+        return settings.broker_url
+    raise ConfigError(
+        "TFCOMPAT_REDIS_URL is not set and the broker is not Redis: claims and the model "
+        "index need a Redis (e.g. TFCOMPAT_REDIS_URL=redis://127.0.0.1:6379/0)"
     )
 
 

@@ -111,3 +111,11 @@ def test_worker_and_receiver_share_the_broker_and_store(tmp_path: Path) -> None:
     assert {k: worker[k] for k in keys} == {k: receiver[k] for k in keys}
     assert worker["TFCOMPAT_BROKER_URL"] == services["flower"]["environment"]["CELERY_BROKER_URL"]
     assert worker["AWS_ACCESS_KEY_ID"] == services["minio"]["environment"]["MINIO_ROOT_USER"]
+
+
+def test_the_broker_keeps_what_it_acknowledged(tmp_path: Path) -> None:
+    """Redis answers a write only once it is in the append-only file, on a volume."""
+    redis = compose_config(tmp_path)["services"]["redis"]
+    command = " ".join(redis["command"])
+    assert "--appendonly yes" in command and "--appendfsync always" in command
+    assert any(v["target"] == "/data" and v["type"] == "volume" for v in redis["volumes"])

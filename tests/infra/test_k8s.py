@@ -155,3 +155,19 @@ def test_mounted_fleet_and_owners_load(tmp_path: Path) -> None:
     settings = one("ConfigMap", "tfcompat-settings")["data"]
     mount = {m["mountPath"] for m in pod("tfcompat-worker")["containers"][0]["volumeMounts"]}
     assert {str(Path(settings["TFCOMPAT_FLEET"]).parent)} <= mount
+
+
+def test_the_broker_keeps_what_it_acknowledged() -> None:
+    """The Redis the settings name is the StatefulSet with AOF fsynced on every write, on
+    a persistent volume."""
+    broker = one("ConfigMap", "tfcompat-settings")["data"]["TFCOMPAT_BROKER_URL"]
+    host = broker.split("://", 1)[1].split(":", 1)[0]
+    service = one("Service", host)
+    redis = one("StatefulSet", host)
+    assert service["spec"]["selector"] == redis["spec"]["selector"]["matchLabels"]
+    (container,) = redis["spec"]["template"]["spec"]["containers"]
+    args = " ".join(container["args"])
+    assert "--appendonly yes" in args and "--appendfsync always" in args and "--dir /data" in args
+    (claim,) = redis["spec"]["volumeClaimTemplates"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert mounts[claim["metadata"]["name"]] == "/data"

@@ -113,3 +113,82 @@ def test_any_json_gives_events_or_malformed_event(doc: object) -> None:
     body = json.dumps({"Records": [doc]} if isinstance(doc, dict) else doc)
     with contextlib.suppress(MalformedEvent):
         parse_s3_body(body)
+
+
+# MinIO's metadata-only ObjectCreated events (tags, retention, legal hold) start nothing;
+# every event that writes bytes does, whatever carried it.
+@pytest.mark.parametrize(
+    ("name", "wanted"),
+    [
+        ("ObjectCreated:Put", True),
+        ("ObjectCreated:Post", True),
+        ("ObjectCreated:Copy", True),
+        ("ObjectCreated:CompleteMultipartUpload", True),
+        ("ObjectCreated:PutObject", True),  # EventBridge's reason
+        ("ObjectCreated:PutTagging", False),
+        ("ObjectCreated:DeleteTagging", False),
+        ("ObjectCreated:PutRetention", False),
+        ("ObjectCreated:PutLegalHold", False),
+        ("ObjectTagging:Put", False),  # AWS's own tagging events
+        ("ObjectRemoved:Delete", True),
+    ],
+)
+def test_which_event_names_start_work(name: str, wanted: bool) -> None:
+    assert FILTER.wants(created("m/1/saved_model.pb", name)) is wanted
+
+
+def test_minio_s3_prefixed_tagging_event_is_parsed_and_ignored() -> None:
+    body = {
+        "Records": [
+            {
+                "eventName": "s3:ObjectCreated:PutTagging",
+                "s3": {"bucket": {"name": "models"}, "object": {"key": "m/1/saved_model.pb"}},
+            }
+        ]
+    }
+    (event,) = parse_s3_body(json.dumps(body))
+    assert event.event_name == "ObjectCreated:PutTagging" and not FILTER.wants(event)
+
+
+# Sizes: numbers and digit strings within range; absurd ones are malformed, not converted.
+@pytest.mark.parametrize(
+    ("size", "parsed"),
+    [
+        (1024, 1024),
+        ("1024", 1024),
+        (None, None),
+        (True, None),
+        ("12kB", None),
+        (1.5, None),
+    ],
+)
+def test_sizes(size: object, parsed: int | None) -> None:
+    body = {
+        "Records": [
+            {
+                "eventName": "ObjectCreated:Put",
+                "s3": {"bucket": {"name": "b"}, "object": {"key": "k.pb", "size": size}},
+            }
+        ]
+    }
+    (event,) = parse_s3_body(json.dumps(body))
+    assert event.size == parsed
+
+
+@pytest.mark.parametrize("size", ["5" * 5000, 10**4000, -1, 1 << 63])
+def test_absurd_sizes_are_malformed(size: object) -> None:
+    body = {
+        "Records": [
+            {
+                "eventName": "ObjectCreated:Put",
+                "s3": {"bucket": {"name": "b"}, "object": {"key": "k.pb", "size": size}},
+            }
+        ]
+    }
+    with pytest.raises(MalformedEvent, match="size"):
+        parse_s3_body(json.dumps(body))
+
+
+def test_deep_nesting_is_malformed_not_a_recursion_error() -> None:
+    with pytest.raises(MalformedEvent, match="not JSON"):
+        parse_s3_body("[" * 100_000 + "]" * 100_000)

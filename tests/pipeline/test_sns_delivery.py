@@ -137,3 +137,27 @@ def test_sns_delivery_end_to_end(
     ):
         tags = wait_for_tags(client, "sns-models", "m/1/saved_model.pb")
     assert tags["tfcompat:status"] == "incompatible"
+
+
+def test_a_genuine_message_replayed_starts_one_task(
+    receiver: tuple[str, CertServer, dict[str, str]], sns_signer: Signer, endpoint: str
+) -> None:
+    """SNS retries, and anyone who saw a message can resend it within its hour: one
+    MessageId, one task. The deeply nested Message of a genuine delivery is a 400."""
+    url, certs, _ = receiver
+    now, cert_url = stamp(datetime.now(UTC)), certs.base + CERT_PATH
+    client = s3(endpoint)
+    client.create_bucket(Bucket="sns-replays")
+    upload_tree(client, "sns-replays", "m/1", SHARED / "artifacts/tf2.21/new_op")
+    records = json.dumps(s3_event(client, "sns-replays", "m/1/saved_model.pb"))
+    good = sns_signer.sign(
+        notification(cert_url, Message=records, Timestamp=now, MessageId="replayed-1")
+    )
+    answers = [post(url, good).status_code for _ in range(8)]
+    assert answers == [202] + [200] * 7
+    assert queued() == 1
+    deep = sns_signer.sign(
+        notification(cert_url, Message="[" * 100_000, Timestamp=now, MessageId="deep-1")
+    )
+    assert post(url, deep).status_code == 400
+    assert queued() == 1

@@ -22,9 +22,14 @@ class Request:
     headers: dict[str, str]  # lower-case names
     body: bytes
     at: float = field(default_factory=time.monotonic)
+    client_port: int = 0  # the sender's own port: which process sent it
 
     def json(self) -> Any:
         return json.loads(self.body) if self.body else None
+
+
+DROP = 0
+"""A Reply status: close the connection without answering."""
 
 
 @dataclass
@@ -61,6 +66,7 @@ class RecordingServer:
                     parse_qs(parts.query),
                     {k.lower(): v for k, v in self.headers.items()},
                     body,
+                    client_port=int(self.client_address[1]),
                 )
                 with server.lock:
                     server.requests.append(request)
@@ -68,6 +74,9 @@ class RecordingServer:
                     reply = server.answer(request)
                 except Exception as exc:  # the stand-in's own failure: make it loud
                     reply = Reply(500, {"stand_in_error": repr(exc)})
+                if reply.status == DROP:
+                    self.close_connection = True
+                    return
                 payload = (
                     reply.body
                     if isinstance(reply.body, bytes)

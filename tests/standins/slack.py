@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict, deque
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
 import jsonschema
 
-from tests.standins.http import RecordingServer, Reply, Request
+from tests.standins.http import DROP, RecordingServer, Reply, Request
+
+Hook = Callable[[Request], bool]
+"""Called with a request before (`before_taking`) or after (`after_taking`) Slack takes
+the message; returning False drops the connection unanswered (the sender vanished)."""
 
 _TEXT = {
     "type": "object",
@@ -120,6 +125,8 @@ class SlackStandIn(RecordingServer):
         self.script: dict[str, deque[Reply]] = defaultdict(deque)
         self.messages: list[tuple[str, dict[str, Any]]] = []
         self.violations: list[tuple[str, list[str]]] = []
+        self.before_taking: Hook | None = None
+        self.after_taking: Hook | None = None
         self._answer_lock = threading.Lock()
         super().__init__(self._answer)
 
@@ -156,8 +163,12 @@ class SlackStandIn(RecordingServer):
     def _webhook(self, request: Request) -> Reply:
         if request.method != "POST" or "json" not in request.headers.get("content-type", ""):
             return Reply(400, "invalid_payload", {"Content-Type": "text/plain"})
+        if self.before_taking is not None and not self.before_taking(request):
+            return Reply(DROP)
         if self._accept(request, request.json()):
             return Reply(400, "invalid_blocks", {"Content-Type": "text/plain"})
+        if self.after_taking is not None and not self.after_taking(request):
+            return Reply(DROP)
         return Reply(200, "ok", {"Content-Type": "text/plain"})
 
     def _chat(self, request: Request) -> Reply:

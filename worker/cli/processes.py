@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from worker.cli.errors import UsageError
 
@@ -35,8 +36,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
     ]
     if args.hostname:
         argv += ["--hostname", args.hostname]
-    app.worker_main(argv)
-    return 0
+    return run_celery(app, argv)
+
+
+def run_celery(app: Any, argv: list[str]) -> int:
+    """Run the `celery` command line on `app` and return its exit status.
+
+    `Celery.worker_main` and `Celery.start` drop it: click, run without standalone
+    mode, returns the status of `ctx.exit(worker.exitcode)` instead of raising, so a
+    worker whose pool could not start (`WorkerLostError('Could not start worker
+    processes')`) or that met any other unrecoverable error exited 0, and a supervisor
+    that restarts only failures left it dead. This is `Celery.start` keeping it."""
+    from celery.bin.celery import celery
+
+    celery.params[0].default = app
+    try:
+        status = celery.main(args=argv, standalone_mode=False)
+    finally:
+        celery.params[0].default = None
+    if status is None:
+        return 0
+    return status if isinstance(status, int) and not isinstance(status, bool) else 1
 
 
 def cmd_healthcheck(
@@ -67,22 +87,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from worker.ingest.app import create_http_app
     from worker.ingest.github import github_route
+    from worker.ingest.handoff import Handoff
     from worker.logs import configure_logging
     from worker.once import RedisClaims
     from worker.pipeline.app import github_enqueuer, object_enqueuer
     from worker.pipeline.health import dependency_checks
-    from worker.settings import load_settings
+    from worker.settings import load_settings, state_redis_url
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    github = github_route(
-        settings, github_enqueuer(settings), RedisClaims.from_url(settings.broker_url)
-    )
+    claims = RedisClaims.from_url(state_redis_url(settings), timeout=settings.publish_timeout)
+    handoff = Handoff(settings.publish_timeout)
+    github = github_route(settings, github_enqueuer(settings), claims, handoff)
     app = create_http_app(
         settings,
         object_enqueuer(settings),
         lambda: dependency_checks(settings),
         extra_routes=[github],
+        replays=claims,
+        handoff=handoff,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0

@@ -1,32 +1,37 @@
 """The HTTP receiver: verify, parse, enqueue, answer 202. Nothing slow happens here.
 
 Routes: POST /events/s3 (S3 and MinIO webhook `Records`), /events/sns (SNS
-HTTP deliveries, signature-verified), /events/eventbridge (EventBridge API
-destinations), GET /healthz, /metrics. Every delivery is authenticated before
-its body is parsed; a malformed body is rejected with 4xx and enqueues
-nothing; when the broker cannot take the work the answer is 503, so the sender
-retries and the event is not lost.
+HTTP deliveries, signature-verified, replays dropped by MessageId),
+/events/eventbridge (EventBridge API destinations), GET /healthz, /metrics.
+Every delivery is authenticated before its body is parsed; a malformed body is
+rejected with 4xx, logged, and enqueues nothing. 202 means the broker has the
+task (Redis answered, RabbitMQ confirmed); when it does not within
+`publish_timeout` the answer is 503, so the sender retries and the event is not
+lost. Broker calls never run on the event loop (`ingest.handoff`), so a broker
+that is down or hangs slows nothing but the delivery waiting on it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 from collections.abc import Awaitable, Callable
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.errors import MalformedEvent
+from worker.errors import BrokerUnavailable, MalformedEvent
 from worker.ingest.events import Enqueue, EventFilter, parse_eventbridge_body, parse_s3_body
+from worker.ingest.handoff import Handoff
 from worker.ingest.sns_route import handle_sns
 from worker.model.events import ObjectEvent
 from worker.model.health import healthy
+from worker.once import Claims
 from worker.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -67,19 +72,29 @@ def check_token(request: Request, settings: Settings) -> None:
         raise Rejected(401, "missing or wrong bearer token")
 
 
-def hand_over(
-    events: list[ObjectEvent], source: str, settings: Settings, enqueue: Enqueue
+def broker_refused(source: str, exc: Exception) -> JSONResponse:
+    log.error("enqueue.failed", source=source, error=str(exc))
+    metrics.EVENTS_REJECTED.labels(source, "broker").inc()
+    return JSONResponse({"error": "cannot enqueue now; retry"}, status_code=503)
+
+
+async def hand_over(
+    events: list[ObjectEvent], source: str, settings: Settings, enqueue: Enqueue, handoff: Handoff
 ) -> JSONResponse:
+    """Enqueue the events that start work; 202 once the broker has every one of them."""
     wanted = event_filter(settings).select(events)
     metrics.EVENTS_RECEIVED.labels(source).inc(len(events))
     metrics.EVENTS_IGNORED.labels(source).inc(len(events) - len(wanted))
-    try:
+
+    def publish() -> None:
         for event in wanted:
             enqueue(event)
-    except Exception as exc:
-        log.error("enqueue.failed", source=source, error=str(exc))
-        metrics.EVENTS_REJECTED.labels(source, "broker").inc()
-        return JSONResponse({"error": "cannot enqueue now; retry"}, status_code=503)
+
+    if wanted:
+        try:
+            await handoff.call(publish)
+        except BrokerUnavailable as exc:
+            return broker_refused(source, exc)
     log.info(
         "events.accepted", source=source, accepted=len(wanted), ignored=len(events) - len(wanted)
     )
@@ -103,8 +118,31 @@ def guarded(source: str, handler: Handler) -> Handler:
             metrics.EVENTS_REJECTED.labels(source, "malformed").inc()
             log.warning("delivery.malformed", source=source, reason=str(exc))
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except BrokerUnavailable as exc:
+            return broker_refused(source, exc)
 
     return route
+
+
+class HealthProbe:
+    """`health()` on a thread of its own, awaited for at most `timeout` seconds: a
+    probe of a hung broker answers "error: timeout" instead of holding /healthz, and
+    concurrent requests share the one probe in flight instead of starting more."""
+
+    def __init__(self, health: HealthCheck, timeout: float) -> None:
+        self._health = health
+        self._timeout = timeout
+        self._running: asyncio.Future[dict[str, str]] | None = None
+
+    async def __call__(self) -> dict[str, str]:
+        if self._running is None or self._running.done():
+            self._running = asyncio.ensure_future(asyncio.to_thread(self._health))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._running), self._timeout)
+        except TimeoutError:
+            return {"probe": f"error: timeout after {self._timeout:g}s"}
+        except Exception as exc:
+            return {"probe": f"error: {type(exc).__name__}"}
 
 
 def create_http_app(
@@ -112,30 +150,38 @@ def create_http_app(
     enqueue: Enqueue,
     health: HealthCheck,
     extra_routes: list[Route] | None = None,
+    *,
+    replays: Claims | None = None,
+    handoff: Handoff | None = None,
 ) -> Starlette:
     """The receiver. `enqueue` hands events to the pipeline and `health` probes what
-    the receiver depends on; the process that runs it wires both (`cli.processes`)."""
+    the receiver depends on; `replays` remembers SNS MessageIds (None: SNS replays are
+    not detected); the process that runs it wires them (`cli.processes`)."""
     limit = settings.max_event_bytes
+    handoff = handoff or Handoff(settings.publish_timeout)
+    probe = HealthProbe(health, timeout=max(1.0, settings.publish_timeout))
 
     async def s3_events(request: Request) -> Response:
         check_token(request, settings)
         body = await read_body(request, limit)
-        return hand_over(parse_s3_body(body), "s3", settings, enqueue)
+        return await hand_over(parse_s3_body(body), "s3", settings, enqueue, handoff)
 
     async def eventbridge_events(request: Request) -> Response:
         check_token(request, settings)
         body = await read_body(request, limit)
-        return hand_over(parse_eventbridge_body(body), "eventbridge", settings, enqueue)
+        events = parse_eventbridge_body(body)
+        return await hand_over(events, "eventbridge", settings, enqueue, handoff)
 
     async def sns_events(request: Request) -> Response:
         body = await read_body(request, limit)
-        response: Response = await handle_sns(
-            request, body, settings, lambda events: hand_over(events, "sns", settings, enqueue)
-        )
-        return response
+
+        async def sns_hand_over(events: list[ObjectEvent]) -> Response:
+            return await hand_over(events, "sns", settings, enqueue, handoff)
+
+        return await handle_sns(request, body, settings, sns_hand_over, replays, handoff)
 
     async def healthz(request: Request) -> Response:
-        checks = await run_in_threadpool(health)
+        checks = await probe()
         ok = healthy(checks)
         return JSONResponse(
             {"status": "ok" if ok else "degraded", "checks": checks}, status_code=200 if ok else 503

@@ -23,11 +23,23 @@ Enqueue = Callable[[ObjectEvent], None]
 """Hands an event to the pipeline (a Celery task in production)."""
 
 
-def _load(body: bytes | str) -> Any:
+MAX_SIZE = 1 << 63
+"""Sizes at or above this are no object's (S3's largest is 50 TB): refused, not converted."""
+
+METADATA_ONLY = frozenset({"PutTagging", "DeleteTagging", "PutRetention", "PutLegalHold"})
+"""MinIO's `s3:ObjectCreated:*` events that change an object's tags, retention or legal
+hold, not its bytes. `mc event add --event put` subscribes to them too, and our own tag
+writes send the first: checking on them would re-check every object we tag."""
+
+
+def load_json(body: bytes | str) -> Any:
+    """The JSON document in a delivery body, or MalformedEvent: never RecursionError
+    (100,000 nested arrays) or the int-conversion limit (a 5,000-digit number)."""
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedEvent(f"body is not JSON ({exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        reason = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise MalformedEvent(f"body is not JSON ({reason})") from None
 
 
 def _str(data: dict[str, Any], *path: str) -> str:
@@ -38,6 +50,16 @@ def _str(data: dict[str, Any], *path: str) -> str:
         value = value[part]
     if not isinstance(value, str) or not value:
         raise MalformedEvent(f"{'.'.join(path)} is not a string")
+    return _unicode(value, ".".join(path))
+
+
+def _unicode(value: str, name: str) -> str:
+    """JSON escapes can smuggle lone surrogates, which no object key holds and no
+    broker message can encode."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MalformedEvent(f"{name} is not valid Unicode") from None
     return value
 
 
@@ -51,7 +73,30 @@ def _opt(data: dict[str, Any], *path: str) -> Any:
 
 
 def _size(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | str) and str(value).isdigit() else None
+    """S3 sends sizes as numbers, some senders as digit strings; anything else is unknown.
+    Absurd sizes are refused before `int()` meets Python's 4,300-digit limit."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        if len(value) > 20:
+            raise MalformedEvent(f"size has {len(value)} digits")
+        number = int(value)
+    else:
+        return None
+    if not 0 <= number < MAX_SIZE:
+        raise MalformedEvent("size is out of range")
+    return number
+
+
+def _text(value: Any, name: str) -> str | None:
+    """An optional string field: absent or empty is None, any other type is malformed."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise MalformedEvent(f"{name} is not a string")
+    return _unicode(value, name)
 
 
 def is_test_event(doc: Any) -> bool:
@@ -76,23 +121,23 @@ def parse_records(doc: Any, source: str = "s3") -> list[ObjectEvent]:
         try:
             name = _str(record, "eventName").removeprefix("s3:")
             bucket = _str(record, "s3", "bucket", "name")
-            key = unquote_plus(_str(record, "s3", "object", "key"))
+            key = _unicode(unquote_plus(_str(record, "s3", "object", "key")), "s3.object.key")
+            obj = record["s3"]["object"]
+            events.append(
+                ObjectEvent(
+                    bucket=bucket,
+                    key=key,
+                    event_name=name,
+                    version_id=_text(obj.get("versionId"), "s3.object.versionId"),
+                    sequencer=_text(obj.get("sequencer"), "s3.object.sequencer"),
+                    event_time=_text(record.get("eventTime"), "eventTime"),
+                    size=_size(obj.get("size")),
+                    etag=_text(obj.get("eTag") or obj.get("etag"), "s3.object.eTag"),
+                    source=source,
+                )
+            )
         except MalformedEvent as exc:
             raise MalformedEvent(f"Records[{index}]: {exc}") from None
-        obj = record["s3"]["object"]
-        events.append(
-            ObjectEvent(
-                bucket=bucket,
-                key=key,
-                event_name=name,
-                version_id=obj.get("versionId") or None,
-                sequencer=obj.get("sequencer") or None,
-                event_time=record.get("eventTime"),
-                size=_size(obj.get("size")),
-                etag=obj.get("eTag") or obj.get("etag") or None,
-                source=source,
-            )
-        )
     return events
 
 
@@ -123,33 +168,33 @@ def parse_eventbridge(doc: Any) -> list[ObjectEvent]:
             bucket=_str(detail, "bucket", "name"),
             key=_str(detail, "object", "key"),  # EventBridge keys are not URL-encoded
             event_name=name,
-            version_id=_opt(detail, "object", "version-id") or None,
-            sequencer=_opt(detail, "object", "sequencer") or None,
-            event_time=doc.get("time"),
+            version_id=_text(_opt(detail, "object", "version-id"), "detail.object.version-id"),
+            sequencer=_text(_opt(detail, "object", "sequencer"), "detail.object.sequencer"),
+            event_time=_text(doc.get("time"), "time"),
             size=_size(_opt(detail, "object", "size")),
-            etag=_opt(detail, "object", "etag") or None,
+            etag=_text(_opt(detail, "object", "etag"), "detail.object.etag"),
             source="eventbridge",
         )
     ]
 
 
 def parse_s3_body(body: bytes | str, source: str = "s3") -> list[ObjectEvent]:
-    return parse_records(_load(body), source)
+    return parse_records(load_json(body), source)
 
 
 def parse_eventbridge_body(body: bytes | str) -> list[ObjectEvent]:
-    return parse_eventbridge(_load(body))
+    return parse_eventbridge(load_json(body))
 
 
 def parse_queue_message(body: str) -> list[ObjectEvent]:
     """An SQS message body: S3 Records directly, an SNS envelope around them, or an
     EventBridge event (all three can target a queue)."""
-    doc = _load(body)
+    doc = load_json(body)
     if isinstance(doc, dict) and doc.get("Type") == "Notification" and "Message" in doc:
         inner = doc["Message"]
         if not isinstance(inner, str):
             raise MalformedEvent("SNS Message is not a string")
-        return parse_records(_load(inner), "sns")
+        return parse_records(load_json(inner), "sns")
     if isinstance(doc, dict) and doc.get("source") == "aws.s3":
         return parse_eventbridge(doc)
     return parse_records(doc, "sqs")
@@ -164,6 +209,8 @@ class EventFilter:
 
     def wants(self, event: ObjectEvent) -> bool:
         if not (event.created or event.removed):
+            return False
+        if event.event_name.rsplit(":", 1)[-1] in METADATA_ONLY:
             return False
         if any(event.key.startswith(p) for p in self.ignore_prefixes if p):
             return False

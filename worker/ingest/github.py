@@ -7,7 +7,8 @@ TFCOMPAT_GITHUB_WEBHOOK_SECRET configured every delivery is refused (503, and
 the log says why): an unverifiable webhook must not start work. A delivery id
 (`X-GitHub-Delivery`) seen before is a replay and is dropped (409); the id is
 claimed in Redis before enqueueing and given back if the broker refuses, so
-GitHub's own redelivery of a delivery we lost still works.
+GitHub's own redelivery of a delivery we lost still works. Redis and the broker
+are called off the event loop, within `publish_timeout` (`ingest.handoff`).
 
 Answers: 200 ping, 202 queued or ignored (events and actions we do not act
 on), 400 malformed, 401 unsigned or forged, 409 replay, 413 too large, 503 not
@@ -20,19 +21,20 @@ Events acted on: `pull_request` (opened, synchronize, reopened) and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import structlog
-from starlette.concurrency import run_in_threadpool
+from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.errors import MalformedEvent, TfcompatError
+from worker.errors import BrokerUnavailable
 from worker.github.webhook import SOURCE, job_from_delivery, signature_valid
-from worker.ingest.app import Rejected, guarded, read_body
+from worker.ingest.app import Rejected, broker_refused, guarded, read_body
+from worker.ingest.events import load_json
+from worker.ingest.handoff import Handoff
 from worker.model.github import GithubJob
 from worker.once import Claims
 from worker.settings import Settings
@@ -43,27 +45,42 @@ log = structlog.get_logger(__name__)
 EnqueueJob = Callable[[GithubJob], None]
 
 
-def github_route(settings: Settings, enqueue: EnqueueJob, deliveries: Claims) -> Route:
-    """The route for `create_http_app(extra_routes=...)`. `enqueue` hands a job to the
-    pipeline; `deliveries` remembers X-GitHub-Delivery ids so a replay is refused."""
-    secret = settings.github_webhook_secret
-    limit = settings.max_event_bytes
+def not_configured() -> Response:
+    log.error(
+        "github.refused",
+        reason="TFCOMPAT_GITHUB_WEBHOOK_SECRET is not set: unverifiable webhooks are "
+        "refused; set it to the secret configured in the GitHub App",
+    )
+    metrics.EVENTS_REJECTED.labels(SOURCE, "not-configured").inc()
+    return JSONResponse({"error": "GitHub webhooks are not configured"}, status_code=503)
 
-    async def github_webhook(request: Request) -> Response:
+
+def verify(request: Request, body: bytes, secret: SecretStr) -> None:
+    """Returns only if the body carries GitHub's signature made with our secret."""
+    header = request.headers.get("x-hub-signature-256")
+    if header is None:
+        raise Rejected(401, "missing X-Hub-Signature-256")
+    if not signature_valid(secret.get_secret_value().encode(), body, header):
+        raise Rejected(401, "X-Hub-Signature-256 does not match the body")
+
+
+class GithubDeliveries:
+    """Verified deliveries to jobs, each job enqueued once per delivery id."""
+
+    def __init__(
+        self, settings: Settings, enqueue: EnqueueJob, deliveries: Claims, handoff: Handoff
+    ) -> None:
+        self.settings = settings
+        self.enqueue = enqueue
+        self.deliveries = deliveries
+        self.handoff = handoff
+
+    async def receive(self, request: Request) -> Response:
+        secret = self.settings.github_webhook_secret
         if secret is None or not secret.get_secret_value():
-            log.error(
-                "github.refused",
-                reason="TFCOMPAT_GITHUB_WEBHOOK_SECRET is not set: unverifiable webhooks are "
-                "refused; set it to the secret configured in the GitHub App",
-            )
-            metrics.EVENTS_REJECTED.labels(SOURCE, "not-configured").inc()
-            return JSONResponse({"error": "GitHub webhooks are not configured"}, status_code=503)
-        body = await read_body(request, limit)
-        header = request.headers.get("x-hub-signature-256")
-        if header is None:
-            raise Rejected(401, "missing X-Hub-Signature-256")
-        if not signature_valid(secret.get_secret_value().encode(), body, header):
-            raise Rejected(401, "X-Hub-Signature-256 does not match the body")
+            return not_configured()
+        body = await read_body(request, self.settings.max_event_bytes)
+        verify(request, body, secret)
         event = request.headers.get("x-github-event", "")
         if event == "ping":
             log.info("github.ping", hook=request.headers.get("x-github-hook-id"))
@@ -71,35 +88,33 @@ def github_route(settings: Settings, enqueue: EnqueueJob, deliveries: Claims) ->
         delivery = request.headers.get("x-github-delivery", "")
         if not event or not delivery:
             raise Rejected(400, "missing X-GitHub-Event or X-GitHub-Delivery")
-        try:
-            payload = json.loads(body)
-        except ValueError as exc:
-            raise MalformedEvent(f"body is not JSON ({exc})") from None
+        payload = load_json(body)
         metrics.EVENTS_RECEIVED.labels(SOURCE).inc()
-        job = job_from_delivery(event, delivery, payload, settings.github_fleet_path)
+        job = job_from_delivery(event, delivery, payload, self.settings.github_fleet_path)
         if job is None:
             metrics.EVENTS_IGNORED.labels(SOURCE).inc()
-            log.info("github.ignored", github_event=event, action=payload.get("action"))
+            action = payload.get("action") if isinstance(payload, dict) else None
+            log.info("github.ignored", github_event=event, action=action)
             return JSONResponse({"accepted": 0, "ignored": 1}, status_code=202)
-        return await hand_over(job)
+        return await self.hand_over(job)
 
-    async def hand_over(job: GithubJob) -> Response:
+    async def hand_over(self, job: GithubJob) -> Response:
+        key, ttl = f"github-delivery:{job.delivery}", self.settings.github_delivery_ttl
         try:
-            token = await run_in_threadpool(
-                deliveries.claim, f"github-delivery:{job.delivery}", settings.github_delivery_ttl
-            )
-        except TfcompatError as exc:
+            token = await self.handoff.call(lambda: self.deliveries.claim(key, ttl), "redis")
+        except BrokerUnavailable as exc:
             log.error("github.replay_check_failed", error=str(exc))
             return JSONResponse({"error": "cannot check for replays now; retry"}, status_code=503)
         if token is None:
             raise Rejected(409, f"delivery {job.delivery} was already received")
         try:
-            await run_in_threadpool(enqueue, job)
-        except Exception as exc:
-            await run_in_threadpool(deliveries.release, f"github-delivery:{job.delivery}", token)
-            log.error("enqueue.failed", source=SOURCE, error=str(exc))
-            metrics.EVENTS_REJECTED.labels(SOURCE, "broker").inc()
-            return JSONResponse({"error": "cannot enqueue now; retry"}, status_code=503)
+            await self.handoff.call(lambda: self.enqueue(job))
+        except BrokerUnavailable as exc:
+            try:
+                await self.handoff.call(lambda: self.deliveries.release(key, token), "redis")
+            except BrokerUnavailable as lost:  # the claim lapses after its TTL
+                log.error("github.release_failed", delivery=job.delivery, error=str(lost))
+            return broker_refused(SOURCE, exc)
         log.info(
             "github.accepted",
             delivery=job.delivery,
@@ -110,4 +125,13 @@ def github_route(settings: Settings, enqueue: EnqueueJob, deliveries: Claims) ->
         )
         return JSONResponse({"accepted": 1, "ignored": 0}, status_code=202)
 
-    return Route("/webhooks/github", guarded(SOURCE, github_webhook), methods=["POST"])
+
+def github_route(
+    settings: Settings, enqueue: EnqueueJob, deliveries: Claims, handoff: Handoff | None = None
+) -> Route:
+    """The route for `create_http_app(extra_routes=...)`. `enqueue` hands a job to the
+    pipeline; `deliveries` remembers X-GitHub-Delivery ids so a replay is refused."""
+    receiver = GithubDeliveries(
+        settings, enqueue, deliveries, handoff or Handoff(settings.publish_timeout)
+    )
+    return Route("/webhooks/github", guarded(SOURCE, receiver.receive), methods=["POST"])

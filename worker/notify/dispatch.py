@@ -5,10 +5,14 @@ after an upload is checked (one model), and the fleet-change re-evaluation
 (many models, grouped with `group_by_owner`): each owner gets ONE message per
 destination covering every model it has not been told about yet.
 
-At most one message per (destination, artifact version, verdict): each model
-is claimed (Redis `SET NX`, see `worker.once`) before posting, the claim is
-kept for `notify_dedupe_ttl` once Slack took the message, and released when
-it did not, so a redelivered task may try again. A notification never fails
+One message per (destination, artifact version, verdict): each model is
+claimed (Redis `SET NX`, see `worker.once`) as a short lease ("sending") before
+posting, renewed while the post runs, marked "sent" for `notify_dedupe_ttl`
+once Slack took the message, and released when it did not, so a redelivered
+task may try again. A task redelivered because its worker was killed mid-send
+finds the lease still held, waits for it to lapse, and sends: no message is
+lost. The one window left: Slack took the message and the process died before
+marking it sent; the redelivery then sends it a second time. A notification never fails
 the pipeline: errors are logged and counted (`tfcompat_notification_failures_total`),
 and a destination that is permanently broken is logged once an hour, not
 on every model.
@@ -28,7 +32,7 @@ from worker import metrics
 from worker.errors import DestinationBroken, TfcompatError
 from worker.notify.messages import Message, artifact_version, owner_message, verdict
 from worker.notify.owners import Owners, SlackDestination, default_owners, load_owners
-from worker.once import PENDING_TTL, Claims
+from worker.once import Claims, leased, take
 
 if TYPE_CHECKING:
     pass
@@ -92,13 +96,19 @@ def group_by_owner(
     return grouped
 
 
+DEFAULT_LEASE = 30  # seconds; settings.notify_lease in the pipeline
+
+
 def _claim_fresh(
-    destination: SlackDestination, documents: Sequence[Mapping[str, Any]], claims: Claims
+    destination: SlackDestination,
+    documents: Sequence[Mapping[str, Any]],
+    claims: Claims,
+    lease: int,
 ) -> list[tuple[Mapping[str, Any], str, str]]:
     fresh = []
     for document in documents:
         key = dedupe_key(destination, document)
-        token = claims.claim(key, PENDING_TTL)
+        token = take(claims, key, lease)
         if token is not None:
             fresh.append((document, key, token))
     return fresh
@@ -123,11 +133,13 @@ def notify_owners(
     *,
     ttl: int,
     reason: str = "",
+    lease: int = DEFAULT_LEASE,
 ) -> list[Delivery]:
     """One message per owner and destination about the models it was not yet told of.
 
     `reason` says what triggered it ("fleet change: serving-prod upgraded to 2.15")
-    and is shown in the footer. Never raises for a delivery problem: each outcome
+    and is shown in the footer. `lease`: seconds a claim lasts unless renewed (a killed
+    sender's claim lapses after it). Never raises for a delivery problem: each outcome
     is returned and logged."""
     deliveries: list[Delivery] = []
     for name, documents in documents_by_owner.items():
@@ -137,7 +149,7 @@ def notify_owners(
             continue
         for destination in owner.slack:
             try:
-                fresh = _claim_fresh(destination, documents, claims)
+                fresh = _claim_fresh(destination, documents, claims, lease)
             except TfcompatError as exc:
                 log.error("notify.claims_unavailable", owner=name, error=str(exc))
                 metrics.NOTIFY_FAILURES.labels("slack").inc()
@@ -149,7 +161,8 @@ def notify_owners(
                 continue
             message = owner_message([d for d, _, _ in fresh], owner.team, reason)
             try:
-                notifier.send(destination, message)
+                with leased(claims, [(key, token) for _, key, token in fresh], lease):
+                    notifier.send(destination, message)
             except TfcompatError as exc:
                 for _, key, token in fresh:
                     _release(claims, key, token)
@@ -174,15 +187,15 @@ def notify_owners(
 def _release(claims: Claims, key: str, token: str) -> None:
     try:
         claims.release(key, token)
-    except TfcompatError as exc:  # the claim then expires after PENDING_TTL
+    except TfcompatError as exc:  # the lease then lapses on its own
         log.warning("notify.release_failed", error=str(exc))
 
 
 def _confirm(claims: Claims, key: str, token: str, ttl: int) -> None:
     try:
         claims.confirm(key, token, ttl)
-    except TfcompatError as exc:  # sent already; at worst a redelivery within PENDING_TTL is
-        log.warning("notify.confirm_failed", error=str(exc))  # deduped for less long
+    except TfcompatError as exc:  # sent already; a redelivery after the lease sends again
+        log.error("notify.confirm_failed", error=str(exc))
 
 
 def load_owners_or_default(path: str) -> Owners:

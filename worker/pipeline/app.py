@@ -1,9 +1,17 @@
-"""The one place Celery is wired: serializer, acks, retries, logging context.
+"""The one place Celery is wired: broker, serializer, acks, retries, logging context.
 
 Tasks are safe to repeat (see `pipeline.process`), so they acknowledge late and
-are requeued when a worker process dies mid-task. Retry backoff is capped far
-below the broker's visibility timeout, so a waiting retry is never redelivered
-as a duplicate.
+are requeued when a worker process dies mid-task. What the broker keeps:
+- RabbitMQ (`amqp://`): the queue is durable, messages persistent, and every
+  publish waits for the broker's confirm; a task a worker took returns to the
+  queue the moment that worker's connection drops.
+- Redis (`redis://`): a task is on disk once Redis answers (run it with AOF,
+  `appendfsync always`); a task a worker took stays in Redis, invisible for
+  `visibility_timeout`, which the worker renews while it holds the task
+  (`pipeline.leases`), so a lost worker's tasks come back within about a minute
+  while long checks and waiting retries are never handed out twice.
+- SQS (`sqs://`): as Redis, without renewal: the visibility timeout must exceed
+  the longest task (`task_time_limit`).
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from typing import Any
 import structlog
 from celery import Celery, signals
 
-from worker.errors import TransientError
+from worker.errors import ConfigError, TransientError
 from worker.model.events import ObjectEvent
 from worker.model.github import GithubJob
 from worker.settings import Settings
@@ -23,8 +31,9 @@ TASK_CHECK_OBJECT = "tfcompat.check_object"
 TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
 QUEUE = "tfcompat"
-MAX_BACKOFF = 300  # seconds; the visibility timeout below is 12x that
+MAX_BACKOFF = 300  # seconds; a waiting retry keeps its lease (Redis) or is unacked (RabbitMQ)
 MAX_RETRIES = 8
+RESTORE_INTERVAL = 10  # seconds between a Redis worker's sweeps for lapsed tasks
 
 RETRY_POLICY: dict[str, Any] = {
     "autoretry_for": (TransientError,),
@@ -37,7 +46,41 @@ RETRY_POLICY: dict[str, Any] = {
 object store or broker may answer next time); anything else is final."""
 
 
-def create_app(settings: Settings) -> Celery:
+def broker_kind(url: str) -> str:
+    """ "redis", "amqp" or "sqs", from the broker URL's scheme."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in ("redis", "rediss", "sentinel"):
+        return "redis"
+    if scheme in ("amqp", "amqps", "pyamqp"):
+        return "amqp"
+    if scheme == "sqs":
+        return "sqs"
+    raise ConfigError(f"TFCOMPAT_BROKER_URL: {scheme!r} is not a supported broker")
+
+
+def transport_options(settings: Settings, timeout: float | None = None) -> dict[str, Any]:
+    """Broker transport options; `timeout` bounds every socket wait (publishers)."""
+    kind = broker_kind(settings.broker_url)
+    if kind == "amqp":
+        return {"confirm_publish": True, **settings.broker_transport_options}
+    options: dict[str, Any] = {"visibility_timeout": settings.visibility_timeout}
+    if kind == "sqs":
+        options.update(region=settings.aws_region, wait_time_seconds=10)
+    if kind == "redis":
+        options.update(
+            unacked_restore_interval=RESTORE_INTERVAL,
+            unacked_restore_throttle=1,
+            socket_timeout=timeout or 10,
+            socket_connect_timeout=timeout or 5,
+            health_check_interval=10,
+        )
+    return {**options, **settings.broker_transport_options}
+
+
+def create_app(settings: Settings, *, publish_timeout: float | None = None) -> Celery:
+    """The Celery app for these settings. `publish_timeout` makes a publisher's app
+    (the receiver's, the bridge's): every broker wait is bounded by it, and a publish
+    retries at most once, at once (a pooled connection the broker dropped)."""
     app = Celery(
         "tfcompat",
         broker=settings.broker_url,
@@ -51,34 +94,61 @@ def create_app(settings: Settings) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        # A task running when the broker connection drops cannot be acknowledged on it:
+        # the broker hands it out again, so stop it instead of finishing it twice.
+        worker_cancel_long_running_tasks_on_connection_loss=True,
         task_default_queue=QUEUE,
         task_ignore_result=settings.result_backend is None,
+        task_time_limit=settings.task_time_limit or None,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout},
+        broker_transport_options=transport_options(settings, publish_timeout),
         worker_hijack_root_logger=False,
         worker_send_task_events=True,
-        task_send_sent_event=True,
+        task_send_sent_event=publish_timeout is None,
     )
+    if publish_timeout is not None:
+        app.conf.update(
+            broker_connection_timeout=publish_timeout,
+            broker_heartbeat=0,
+            task_publish_retry_policy={
+                "max_retries": 1,
+                "interval_start": 0,
+                "interval_step": 0,
+                "interval_max": 0,
+            },
+        )
     app.tfcompat_settings = settings  # type: ignore[attr-defined]
     return app
 
 
+def publisher(settings: Settings, task: str) -> Callable[[dict[str, Any]], None]:
+    """Publishes one task and returns only once the broker has it (Redis answered,
+    RabbitMQ confirmed); raises when it could not within `publish_timeout`."""
+    app = create_app(settings, publish_timeout=settings.publish_timeout)
+    timeout = settings.publish_timeout
+
+    def publish(argument: dict[str, Any]) -> None:
+        app.send_task(task, args=[argument], timeout=timeout, confirm_timeout=timeout)
+
+    return publish
+
+
 def object_enqueuer(settings: Settings) -> Callable[[ObjectEvent], None]:
     """Hands object events to `check_object` (the receiver's and the bridge's `Enqueue`)."""
-    app = create_app(settings)
+    publish = publisher(settings, TASK_CHECK_OBJECT)
 
     def enqueue(event: ObjectEvent) -> None:
-        app.send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
+        publish(event.to_json())
 
     return enqueue
 
 
 def github_enqueuer(settings: Settings) -> Callable[[GithubJob], None]:
     """Hands GitHub jobs to `github_event` (the webhook route's `EnqueueJob`)."""
-    app = create_app(settings)
+    publish = publisher(settings, TASK_GITHUB_EVENT)
 
     def enqueue(job: GithubJob) -> None:
-        app.send_task(TASK_GITHUB_EVENT, args=[job.to_json()])
+        publish(job.to_json())
 
     return enqueue
 
@@ -138,3 +208,36 @@ def _reevaluate_changed_fleet(sender: Any = None, **_: Any) -> None:
         )
     except Exception:
         structlog.get_logger(__name__).exception("fleet.check_failed")
+
+
+def _leases(app: Any) -> Any:
+    """The worker's `pipeline.leases.Leases` on a Redis broker, else None."""
+    if app is None or not hasattr(app, "tfcompat_settings"):
+        return None
+    if broker_kind(settings_of(app).broker_url) != "redis":
+        return None
+    leases = getattr(app, "tfcompat_leases", None)
+    if leases is None:
+        from worker.pipeline.leases import leases_for
+
+        options = dict(app.conf.broker_transport_options or {})
+        leases = leases_for(settings_of(app).broker_url, options, RESTORE_INTERVAL)
+        app.tfcompat_leases = leases
+    return leases
+
+
+@signals.worker_ready.connect
+def _start_leases(sender: Any = None, **_: Any) -> None:
+    """Redis broker: sweep for lapsed tasks from the start, whether or not any arrives."""
+    leases = _leases(getattr(sender, "app", None))
+    if leases is not None:
+        leases.start()
+
+
+@signals.task_received.connect
+def _hold_lease(sender: Any = None, request: Any = None, **_: Any) -> None:
+    """Redis broker: renew this task's visibility while this worker holds it."""
+    message = getattr(request, "message", None)
+    leases = _leases(getattr(sender, "app", None))
+    if leases is not None and message is not None:
+        leases.hold(str(message.delivery_tag), message)

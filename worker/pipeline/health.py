@@ -51,18 +51,35 @@ def _outcome(check: Callable[[], Any], detail: bool = False) -> str:
     return OK
 
 
-def dependency_checks(settings: Settings) -> dict[str, str]:
-    """{"broker": ..., "object_store": ...}: "ok", "error: <type>", or for the object
-    store "skipped: ..." when no bucket is configured (not a failure)."""
+def ping_redis(url: str, timeout: float = 2) -> None:
     import redis
 
+    redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout).ping()
+
+
+def ping_broker(settings: Settings, timeout: float = 2) -> None:
+    """A round trip to the broker: PING on Redis, a connection opened through kombu on
+    the others (with the worker's credentials)."""
+    from worker.pipeline.app import broker_kind, create_app
+
+    if broker_kind(settings.broker_url) == "redis":
+        ping_redis(settings.broker_url, timeout)
+        return
+    app = create_app(settings, publish_timeout=timeout)
+    with app.connection_for_write() as connection:
+        connection.ensure_connection(max_retries=1, timeout=max(1, round(timeout)))
+
+
+def dependency_checks(settings: Settings) -> dict[str, str]:
+    """{"broker": ..., "object_store": ...}: "ok", "error: <type>", or for the object
+    store "skipped: ..." when no bucket is configured (not a failure); "state" too
+    when claims and the index live in a Redis other than the broker."""
+    from worker.settings import state_redis_url
     from worker.sinks.s3 import s3_client
 
-    result = {
-        "broker": _outcome(
-            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping()
-        )
-    }
+    result = {"broker": _outcome(lambda: ping_broker(settings))}
+    if settings.redis_url and settings.redis_url != settings.broker_url:
+        result["state"] = _outcome(lambda: ping_redis(state_redis_url(settings)))
     bucket = probe_bucket(settings)
     if bucket is None:
         result["object_store"] = "skipped: set TFCOMPAT_REPORT_BUCKET or TFCOMPAT_INDEX_BUCKETS"
@@ -181,14 +198,8 @@ def check_worker(settings: Settings, node: str, timeout: float) -> dict[str, str
 
 def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
     import boto3
-    import redis
 
-    result = {
-        "broker": _outcome(
-            lambda: redis.Redis.from_url(settings.broker_url, socket_timeout=2).ping(),
-            detail=True,
-        )
-    }
+    result = {"broker": _outcome(lambda: ping_broker(settings), detail=True)}
     if not queue_url:
         result["queue"] = "error: no queue (TFCOMPAT_SQS_QUEUE_URL)"
         return result

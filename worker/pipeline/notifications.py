@@ -25,7 +25,7 @@ from worker.notify.dispatch import (
 )
 from worker.notify.owners import Owners
 from worker.once import Claims
-from worker.settings import Settings
+from worker.settings import Settings, state_redis_url
 from worker.sinks.ports import ObjectStore
 
 log = structlog.get_logger(__name__)
@@ -71,7 +71,7 @@ def notification_hook(
         return None
     owners = load_owners_or_default(settings.owners)
     notifier = notifier or SlackNotifier(settings)
-    claims = claims or RedisClaims.from_url(settings.broker_url)
+    claims = claims or RedisClaims.from_url(state_redis_url(settings))
 
     def notify_owner(event: ObjectEvent, outcome: Outcome) -> None:
         if outcome.action != "checked" or outcome.document is None:
@@ -83,7 +83,14 @@ def notification_hook(
         except TfcompatError as exc:  # tags or metadata unreadable: route on location alone
             log.warning("notify.labels_unavailable", error=str(exc))
             groups = group_by_owner([document], owners)
-        notify_owners(groups, owners, notifier, claims, ttl=settings.notify_dedupe_ttl)
+        notify_owners(
+            groups,
+            owners,
+            notifier,
+            claims,
+            ttl=settings.notify_dedupe_ttl,
+            lease=settings.notify_lease,
+        )
 
     return notify_owner
 
@@ -104,7 +111,7 @@ def breakage_notifier(
         return None, None
     owners = load_owners_or_default(settings.owners)
     notifier = notifier or SlackNotifier(settings)
-    claims = claims or RedisClaims.from_url(settings.broker_url)
+    claims = claims or RedisClaims.from_url(state_redis_url(settings))
     labels = object_labels(store, owners)
 
     def route(model: Any) -> list[str]:
@@ -131,6 +138,7 @@ def breakage_notifier(
             claims,
             ttl=settings.notify_dedupe_ttl,
             reason="fleet change",
+            lease=settings.notify_lease,
         )
 
     return route, notify

@@ -16,7 +16,7 @@ from worker.fleet.fleet import fleet_file, load_fleet
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
 from worker.pipeline.process import ReportLocation, is_current
-from worker.settings import Settings, settings_key
+from worker.settings import Settings, settings_key, state_redis_url
 from worker.sinks.index import ModelIndex, model_from_report
 from worker.sinks.ports import ObjectStore
 
@@ -90,7 +90,7 @@ def index_buckets(settings: Settings) -> list[str]:
 def build_index(settings: Settings, store: Any) -> ModelIndex:
     import redis
 
-    client = redis.Redis.from_url(settings.broker_url, socket_timeout=10)
+    client = redis.Redis.from_url(state_redis_url(settings), socket_timeout=10)
     return ModelIndex(client, store, index_buckets(settings), settings.report_prefix)
 
 
