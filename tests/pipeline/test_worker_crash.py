@@ -133,7 +133,7 @@ def test_a_live_worker_s_long_task_is_never_handed_to_another(
     upload_tree(client, "long-check", "m/1", MODEL)
     env = worker_env(proxy.url, DB, TFCOMPAT_VISIBILITY_TIMEOUT=LEASE)
     first_log, second_log = logs / "long-first.log", logs / "long-second.log"
-    proxy.delay = 6.0
+    proxy.delay = 10.0  # two delayed S3 requests: well past LEASE + RESTORE_INTERVAL
     with process(worker("first"), env, first_log):
         wait_until(lambda: worker_ready(first_log), 60, "the first worker")
         enqueue(env, "long-check", "m/1/saved_model.pb")
