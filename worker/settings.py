@@ -73,9 +73,10 @@ class Settings(BaseSettings):
         "10 s); on SQS nothing renews it: set it above `TFCOMPAT_TASK_TIME_LIMIT`",
     )
     task_time_limit: int = Field(
-        1800,
+        1200,
         description="Seconds a check may run before its pool process is killed and the task "
-        "is recorded as failed (never redelivered); 0: no limit",
+        "is recorded as failed (never redelivered); 0: no limit. With the longest retry "
+        "backoff (300 s) it stays below RabbitMQ's default consumer_timeout (30 min)",
     )
     publish_timeout: float = Field(
         0.8,

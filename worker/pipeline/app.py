@@ -47,7 +47,7 @@ object store or broker may answer next time); anything else is final."""
 
 
 def broker_kind(url: str) -> str:
-    """ "redis", "amqp" or "sqs", from the broker URL's scheme."""
+    """The broker's family from its URL's scheme: redis, amqp or sqs."""
     scheme = url.split("://", 1)[0].lower()
     if scheme in ("redis", "rediss", "sentinel"):
         return "redis"
