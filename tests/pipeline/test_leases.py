@@ -61,3 +61,18 @@ def test_the_sweep_requeues_a_lapsed_task(client: redis.Redis) -> None:
         assert client.zcard("unacked_index") == 0
         again: Any = queue.get(timeout=5)
         assert again.payload == message.payload == {"n": 1}
+
+
+def test_tasks_held_before_a_reconnect_are_no_longer_renewed(client: redis.Redis) -> None:
+    """A delivery tag belongs to its connection: after the consumer reconnects, the
+    tasks it held on the lost one cannot be acknowledged and must lapse."""
+    client.zadd("unacked_index", {"before": 1.0})
+    leases = Leases(client, "unacked_index", period=60, clock=lambda: 500.0)
+    leases.hold("before", Message())
+    assert leases.forget_all() == 1
+    leases.hold("after", Message())
+    client.zadd("unacked_index", {"after": 1.0})
+    assert leases.renew() == 1
+    scores = dict(client.zrange("unacked_index", 0, -1, withscores=True))
+    assert scores == {b"before": 1.0, b"after": 500.0}
+    leases.stop()

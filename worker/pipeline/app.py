@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 
 from worker.errors import ConfigError, TransientError
 from worker.model.events import ObjectEvent
@@ -117,6 +117,7 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
                 "interval_max": 0,
             },
         )
+    app.steps["consumer"].add(_ForgetLeasesOnConnect)
     app.tfcompat_settings = settings  # type: ignore[attr-defined]
     return app
 
@@ -224,6 +225,18 @@ def _leases(app: Any) -> Any:
         leases = leases_for(settings_of(app).broker_url, options, RESTORE_INTERVAL)
         app.tfcompat_leases = leases
     return leases
+
+
+class _ForgetLeasesOnConnect(bootsteps.StartStopStep):
+    """Redis broker: each time the consumer (re)connects, the tasks held on the lost
+    connection stop being renewed and lapse (see `pipeline.leases`)."""
+
+    requires = ("celery.worker.consumer.connection:Connection",)
+
+    def start(self, c: Any) -> None:
+        leases = _leases(getattr(c, "app", None))
+        if leases is not None:
+            leases.forget_all()
 
 
 @signals.worker_ready.connect

@@ -14,7 +14,13 @@ lapse after one timeout and the next sweep (`RESTORE_INTERVAL`).
 Held tasks are tracked from Celery's `task_received` signal, in the worker's main
 process (where acknowledgements happen), and dropped once acknowledged or rejected.
 Only entries still present are renewed (`ZADD XX`): an acknowledged or restored task
-is never brought back to life.
+is never brought back to life. Every held task is forgotten when the consumer
+connects again after losing the broker (`forget_all`, from a consumer bootstep):
+a delivery tag belongs to the connection it came on, so Celery can no longer
+acknowledge those tasks (it stops them, `worker_cancel_long_running_tasks_on_
+connection_loss`), and renewing them would keep them invisible for good. They
+lapse and are handed out again, as a lost worker's are (test_broker_restart.py
+found a task in flight at a Redis restart that was never done otherwise).
 
 The same thread also sweeps for lapsed tasks, with kombu's own `restore_visible` on a
 connection of its own, every `RESTORE_INTERVAL` seconds. Kombu's sweep runs in the
@@ -65,6 +71,15 @@ class Leases:
         with self._lock:
             self._held[tag] = message
         self.start()
+
+    def forget_all(self) -> int:
+        """Stop renewing every task held so far; returns how many were forgotten."""
+        with self._lock:
+            count = len(self._held)
+            self._held.clear()
+        if count:
+            log.warning("leases.forgotten_after_reconnect", tasks=count)
+        return count
 
     def held(self) -> list[str]:
         """Tags still held: messages not acknowledged or rejected yet, on a channel that
