@@ -30,6 +30,7 @@ from worker.catalog.behaviour import (
     release_version,
     validates_library_at_load,
 )
+from worker.catalog.keras import keras_of_release
 from worker.catalog.registries import ShippedRegistries
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
@@ -225,6 +226,7 @@ def consumer_for_release(
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
+        keras=keras_of_release(release.version),
     )
 
 

@@ -25,11 +25,13 @@ from functools import partial
 from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings
+from worker.compat.keras import keras_findings
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
 from worker.compat.subject import History as History
 from worker.compat.subject import NoHistory, Subject, subject_for
+from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
 from worker.model.artifact import Artifact, VersionDef
 from worker.model.consumer import Consumer
@@ -278,6 +280,21 @@ def check_serving(s: Subject) -> Iterable[Finding]:
     return serving_findings(s)
 
 
+def check_keras(s: Subject) -> Iterable[Finding]:
+    return keras_findings(s)
+
+
+def check_unsafe(s: Subject) -> Iterable[Finding]:
+    return unsafe_findings(s.artifact, s.policy)
+
+
+def keras_unknown(s: Subject) -> bool:
+    """A Keras file and a consumer whose Keras is not known (`keras.version-unknown`)."""
+    return s.artifact.keras is not None and any(
+        f.code == Code.KERAS_VERSION_UNKNOWN for f in keras_findings(s)
+    )
+
+
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "graph-versions": check_graph_versions,
     "checkpoint": check_checkpoint,
@@ -289,6 +306,8 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-nodes": partial(check_nodes, in_functions=True),
     "function-edges": partial(check_edges, in_functions=True),
     "serving": check_serving,
+    "keras": check_keras,
+    "unsafe": check_unsafe,
     "policy": check_policy,
 }
 
@@ -330,15 +349,16 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 # tf.saved_model.load instantiates the function library before the graph.
 _GRAPH_FIRST = (
     "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops", "nodes", "edges",
-    "function-ops", "function-nodes", "function-edges", "serving", "policy",
+    "function-ops", "function-nodes", "function-edges", "serving", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs", "nodes", "edges",
-    "function-ops", "function-nodes", "function-edges", "serving", "policy",
+    "function-ops", "function-nodes", "function-edges", "serving", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
     "graph-versions", "checkpoint", "registry", "function-ops", "function-nodes",
-    "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving", "policy",
+    "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving", "keras", "unsafe",
+    "policy",
 )  # fmt: skip
 
 
@@ -379,6 +399,7 @@ def check_artifact(
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)
     fails_request = any(f.fails_request for f in findings)
-    loads: bool | None = False if fails_load else (None if registry_unknown(subject) else True)
+    unknown = registry_unknown(subject) or keras_unknown(subject)
+    loads: bool | None = False if fails_load else (None if unknown else True)
     serves: bool | None = False if fails_load or fails_request else loads
     return Verdict(consumer, loads, serves, tuple(findings), subject.loader)

@@ -4,7 +4,9 @@ TensorFlow lets a producer ban consumer versions known to be buggy
 (`VersionDef.bad_consumers`). A fleet can do the same for releases it knows
 are bad: consumers running one are flagged in every check (their owners are
 told to upgrade), and with `require_models_to_ban` a model that does not list
-those versions in its own bad_consumers is at risk.
+those versions in its own bad_consumers is at risk. `unsafe_ops: error` makes
+models that read or write files or run Python (`worker.compat.unsafe`)
+unservable for every consumer instead of at risk.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 from worker.model.artifact import VersionDef
 from worker.model.consumer import Consumer
-from worker.model.findings import Code, Finding, Fix, FixKind, warning
+from worker.model.findings import Code, Finding, Fix, FixKind, Severity, warning
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class BannedRelease:
 class Policy:
     bad_consumers: tuple[BannedRelease, ...] = ()
     require_models_to_ban: bool = False
+    # ops that should never be served (`worker.compat.unsafe`): a warning, or an error
+    unsafe_ops: Severity = Severity.WARNING
 
     def banned(self, graph_def_version: int) -> BannedRelease | None:
         for ban in self.bad_consumers:

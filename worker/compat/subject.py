@@ -82,6 +82,8 @@ def effective_loader(artifact: Artifact, consumer: Consumer) -> str:
         return "checkpoint"
     if artifact.format == "metagraph":
         return "import-meta-graph"
+    if artifact.keras is not None:
+        return "keras-load-model"  # keras.models.load_model, whatever the SavedModel loader
     return str(consumer.loader)
 
 

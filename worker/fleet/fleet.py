@@ -14,7 +14,10 @@ policy:
     - tensorflow: "2.4.4"          # or graph_def_version: 561
       reason: "..."
   require_models_to_ban: false     # models must list those versions in bad_consumers
+  unsafe_ops: warning              # file I/O, Python, network ops: warning (default) | error
 ```
+A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
+`python: "3.11"`; the Keras defaults to the one its TensorFlow release brings).
 Every error names the file and line of the entry at fault.
 
 `builtin` names the fleet shipped in the package (`data/builtin-fleet.yaml`):
@@ -24,6 +27,7 @@ every catalogued release, as a consumer `tf-X.Y.Z` with the default loader, so
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ from worker.compat.policy import BannedRelease, Policy
 from worker.errors import ConfigError, UnknownRelease
 from worker.fleet.manifest import consumer_from_manifest
 from worker.model.consumer import Consumer, Loader
+from worker.model.findings import Severity
 
 _LINE = "__line__"
 DEFAULT_FLEET = "config/fleet.yaml"  # TFCOMPAT_FLEET's default, relative to the working dir
@@ -129,7 +134,23 @@ def parse_consumer(
         consumer,
         environment=str(entry.get("environment") or ""),
         owners=tuple(str(o) for o in owners),
+        keras=_version_entry(entry, "keras", where) or consumer.keras,
+        python=_version_entry(entry, "python", where) or consumer.python,
+        tf_serving=sources[0] == "serving",
     )
+
+
+def _version_entry(entry: dict[str, Any], key: str, where: str) -> str | None:
+    """`keras: "3.6"` / `python: "3.11"`: a dotted version number, kept as written."""
+    value = entry.get(key)
+    if value is None:
+        return None
+    if isinstance(value, float):  # YAML reads 3.10 as 3.1
+        raise ConfigError(f'{where}: write {key} as a string ("{value}"), YAML reads it as a number')
+    text = str(value).strip()
+    if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
+        raise ConfigError(f"{where}: {key} must be a version number like \"3.6\" (got {value!r})")
+    return text
 
 
 def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
@@ -154,7 +175,13 @@ def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
             bans.append(BannedRelease(version, f"GraphDef version {version}", reason))
         else:
             raise ConfigError(f"{where}: a banned release needs tensorflow or graph_def_version")
-    return Policy(tuple(bans), bool(data.get("require_models_to_ban", False)))
+    unsafe = data.get("unsafe_ops") or "warning"
+    if unsafe not in ("warning", "error"):
+        where = f"{path}:{data.get(_LINE, '?')}"
+        raise ConfigError(f"{where}: unsafe_ops is warning or error (got {unsafe!r})")
+    return Policy(
+        tuple(bans), bool(data.get("require_models_to_ban", False)), Severity(unsafe)
+    )
 
 
 def fleet_file(path: str | Path) -> Path:

@@ -2,13 +2,15 @@
 
 This is the one entry point the CLI and the pipeline call. A path may be a
 file (GraphDef `.pb`/`.pbtxt`, `saved_model.pb`, `.meta`, checkpoint `.index`
-or a checkpoint prefix, an archive), or a directory holding any of those; an
+or a checkpoint prefix, a Keras `.keras` or `.h5` model, an archive), or a
+directory holding any of those; an
 archive or directory may hold several artifacts (TF Serving's
 `<name>/<version>/saved_model.pb` layout) and each is reported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +26,7 @@ from worker.formats.savedmodel import (
     read_saved_model,
     read_saved_model_text,
 )
-from worker.formats.sniff import no_model_message, sniff_source
+from worker.formats.sniff import keras_container_of, no_model_message, sniff_source
 from worker.formats.source import (
     FILE_NAMES,
     DirectoryTree,
@@ -37,6 +39,7 @@ from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 TEXT_SUFFIXES = (".pbtxt", ".pbtx")
 BINARY_SUFFIXES = (".pb", ".graphdef")  # TensorFlow parses these as binary only
 # Files that live inside a SavedModel directory but are not graphs.
@@ -124,9 +127,28 @@ def _with_digest(source: Source, read: Callable[[Source], T]) -> tuple[T, str]:
     return result, digest.result()
 
 
+def read_keras_file(source: Source, display: str) -> Artifact:
+    """A Keras model file, by its content: a `.keras` zip or a legacy H5 model."""
+    from worker.formats.keras import read_keras_archive, read_keras_h5
+
+    container = keras_container_of(source)
+    if container == "keras-zip":
+        model, sha256 = _with_digest(source, read_keras_archive)
+        return Artifact(display, "keras", source.size, sha256, keras=model)
+    if container == "hdf5":
+        model, sha256 = _with_digest(source, read_keras_h5)
+        return Artifact(display, "keras-h5", source.size, sha256, keras=model)
+    raise InvalidArtifact(
+        f"{display}: named like a Keras model but neither a .keras zip (metadata.json, "
+        "config.json) nor an HDF5 file"
+    )
+
+
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
-    """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
+    """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint', 'keras') is known."""
     # Read, then hash: a streamed source (S3) hashes what the reader passed over.
+    if kind == "keras":
+        return read_keras_file(source, display)
     if kind == "checkpoint":
         checkpoint, sha256 = _with_digest(source, _checkpoint)
         return Artifact(display, "checkpoint", source.size, sha256, checkpoint=checkpoint)
@@ -140,9 +162,9 @@ def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
 def discover(names: list[str]) -> list[tuple[str, str]]:
     """(kind, name) of every artifact among a tree's file names.
 
-    kind is 'savedmodel' (name is the directory), 'graphdef', 'metagraph' or
-    'checkpoint' (name is the file). Files inside a SavedModel directory belong
-    to it and are not reported on their own.
+    kind is 'savedmodel' (name is the directory), 'graphdef', 'metagraph',
+    'checkpoint' or 'keras' (name is the file). Files inside a SavedModel directory
+    belong to it and are not reported on their own.
     """
     found: list[tuple[str, str]] = []
     saved_model_roots = sorted(
@@ -163,6 +185,8 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
             found.append(("metagraph", name))
         elif base.endswith(GRAPH_SUFFIXES) and base not in SAVED_MODEL_SIDE_FILES:
             found.append(("graphdef", name))
+        elif base.lower().endswith(KERAS_SUFFIXES):
+            found.append(("keras", name))
     return found
 
 
@@ -218,6 +242,10 @@ def read_tree(tree: Tree, display_root: str, *, serving_base: bool = False) -> l
         display = posixpath.join(display_root, name) if name else display_root
         if kind == "savedmodel":
             artifacts.append(read_saved_model_dir(tree, name, display))
+        elif kind == "keras" and len(found) > 1:
+            # beside other models, an H5 of weights alone is a part, not a model
+            with contextlib.suppress(UnsupportedArtifact):
+                artifacts.append(read_file_artifact(tree.open(name), display, kind))
         else:
             artifacts.append(read_file_artifact(tree.open(name), display, kind))
     if not artifacts:
@@ -235,6 +263,8 @@ def kind_of_file(name: str) -> str | None:
         return "metagraph"
     if base.endswith(GRAPH_SUFFIXES):
         return "graphdef"
+    if base.lower().endswith(KERAS_SUFFIXES):
+        return "keras"
     return None
 
 
@@ -249,6 +279,8 @@ def read_source(source: Source, display: str) -> list[Artifact]:
 
     if source.size == 0:
         raise InvalidArtifact(f"{display}: empty file")
+    if keras_container_of(source) is not None:
+        return [read_keras_file(source, display)]
     if (foreign := sniff_source(source)) is not None:
         raise UnsupportedArtifact(f"{display}: {foreign.message()}")
     if is_archive(source):

@@ -1,12 +1,14 @@
 """Name the model formats tfcompat does not read, from their first bytes.
 
-A user who points tfcompat at a Keras `.h5`, a `.tflite`, an ONNX file or a
+A user who points tfcompat at a `.tflite`, an ONNX file or a
 PyTorch checkpoint should hear in one line what the file is and what tfcompat
 reads, not what the protobuf walker tripped over ("unsupported wire type 4 for
 field 1181"). `sniff` looks at the first `HEAD_BYTES` only (an object store
 answers them with one ranged GET) and answers only when it is sure: every
 TensorFlow artifact tfcompat reads, and anything it cannot place, gets None,
-so the readers keep their own precise errors. It never raises.
+so the readers keep their own precise errors. It never raises. Keras files
+(an HDF5 file, a zip holding `metadata.json` and `config.json`) are read, not
+named: `keras_container` tells the readers which one a file is.
 """
 
 from __future__ import annotations
@@ -41,10 +43,7 @@ FOREIGN_SUFFIXES = (
 
 READ_FORMATS = (
     "tfcompat reads SavedModels, frozen GraphDefs (.pb, .pbtxt), MetaGraphDefs (.meta), "
-    "checkpoints (.index) and .tar/.tar.gz/.zip archives of them"
-)
-KERAS_HINT = (
-    "to check it, export a SavedModel: model.export(DIR) or tf.saved_model.save(model, DIR)"
+    "checkpoints (.index), Keras models (.keras, .h5) and .tar/.tar.gz/.zip archives of them"
 )
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -75,14 +74,12 @@ class Foreign:
         return f"{self.what}; {READ_FORMATS}{hint}"
 
 
-HDF5 = Foreign("hdf5", "an HDF5 file (a Keras .h5 model or weights)", KERAS_HINT)
 TFLITE = Foreign(
     "tflite",
     "a TensorFlow Lite flatbuffer (.tflite)",
     "check the SavedModel it was converted from instead",
 )
 ONNX = Foreign("onnx", "an ONNX model (.onnx)")
-KERAS_V3 = Foreign("keras", "a Keras 3 model archive (.keras)", KERAS_HINT)
 TFJS = Foreign(
     "tfjs",
     "a TensorFlow.js model (model.json)",
@@ -172,12 +169,28 @@ def _zip_names(head: bytes) -> list[str]:
     return names
 
 
+def _is_keras_zip(names: list[str]) -> bool:
+    return (
+        "metadata.json" in names
+        and "config.json" in names
+        and not any(n.endswith(TF_SUFFIXES) for n in names)
+    )
+
+
+def keras_container(head: bytes) -> str | None:
+    """"hdf5" or "keras-zip" when the first bytes are a Keras file's container, else None.
+    A zip that also holds TensorFlow files is an archive for the archive reader."""
+    if any(head[offset : offset + 8] == HDF5_MAGIC for offset in HDF5_OFFSETS):
+        return "hdf5"
+    if head.startswith(ZIP_LOCAL) and _is_keras_zip(_zip_names(head)):
+        return "keras-zip"
+    return None
+
+
 def _sniff_zip(head: bytes) -> Foreign | None:
     names = _zip_names(head)
-    if any(n.endswith(TF_SUFFIXES) for n in names):
-        return None  # an archive the readers open
-    if "metadata.json" in names and "config.json" in names:
-        return KERAS_V3
+    if any(n.endswith(TF_SUFFIXES) for n in names) or _is_keras_zip(names):
+        return None  # an archive the readers open, or a Keras archive
     if any(posixpath.basename(n) == "data.pkl" and n.count("/") == 1 for n in names):
         return PYTORCH_ZIP
     return None
@@ -211,8 +224,8 @@ def sniff(head: bytes, size: int | None = None) -> Foreign | None:
     `head` is the start of the file (`HEAD_BYTES` are enough), `size` its whole size
     (default: `len(head)`). Never raises, whatever the bytes."""
     size = len(head) if size is None else size
-    if any(head[offset : offset + 8] == HDF5_MAGIC for offset in HDF5_OFFSETS):
-        return HDF5
+    if keras_container(head) is not None:
+        return None  # read by worker.formats.keras
     if (
         head.startswith(b"GGUF")
         and len(head) >= 8
@@ -232,13 +245,23 @@ def sniff(head: bytes, size: int | None = None) -> Foreign | None:
     return _sniff_json(head)
 
 
-def sniff_source(source: Source) -> Foreign | None:
-    """`sniff` over a source's first bytes; a source that cannot be read is not placed."""
+def _head(source: Source) -> bytes | None:
     try:
-        head = source.read_at(0, min(source.size, HEAD_BYTES))
+        return source.read_at(0, min(source.size, HEAD_BYTES))
     except TfcompatError:
         return None
-    return sniff(head, source.size)
+
+
+def sniff_source(source: Source) -> Foreign | None:
+    """`sniff` over a source's first bytes; a source that cannot be read is not placed."""
+    head = _head(source)
+    return None if head is None else sniff(head, source.size)
+
+
+def keras_container_of(source: Source) -> str | None:
+    """`keras_container` over a source's first bytes (the same read `sniff_source` makes)."""
+    head = _head(source)
+    return None if head is None else keras_container(head)
 
 
 def no_model_message(tree: Tree, display: str) -> str:

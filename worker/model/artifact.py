@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from worker.model.keras import KerasModel, keras_from_json
+
 AttrJSON = dict[str, Any]
 """An AttrValue in protobuf's JSON shape, e.g. {"type": "DT_INT32"}."""
 
@@ -154,7 +156,7 @@ class Artifact:
     """What one artifact (file, directory or archive member set) says."""
 
     path: str
-    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint"
+    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint" | "keras" | "keras-h5"
     size: int
     sha256: str
     meta_graphs: tuple[MetaGraph, ...] = ()
@@ -162,6 +164,7 @@ class Artifact:
     checkpoint: Checkpoint | None = None  # standalone, or a SavedModel's variables
     saved_model_schema_version: int | None = None
     notes: tuple[str, ...] = ()
+    keras: KerasModel | None = None  # a Keras file (formats "keras", "keras-h5")
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -254,4 +257,5 @@ def artifact_from_json(
         checkpoint=checkpoint,
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),
+        keras=keras_from_json(data.get("keras")),
     )

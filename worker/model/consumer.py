@@ -41,3 +41,9 @@ class Consumer:
     looks_up_op_list_first: bool = False  # 1.13/1.14 v1 loader: the stripped op list first
     environment: str = ""
     owners: tuple[str, ...] = ()
+    # Keras files (`worker.compat.keras`): the Keras `load_model` runs ("2.15", "3.6"; derived
+    # from the release, or declared), the Python it runs on ("3.11"; None: not declared), and
+    # whether the consumer is a TensorFlow Serving binary (it reads SavedModels only)
+    keras: str | None = None
+    python: str | None = None
+    tf_serving: bool = False

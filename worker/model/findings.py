@@ -23,6 +23,7 @@ class Stage(StrEnum):
 
     LOAD = "load"
     REQUEST = "request"
+    POLICY = "policy"  # TensorFlow would serve it; the fleet's policy refuses to
 
 
 class Code(StrEnum):
@@ -55,6 +56,17 @@ class Code(StrEnum):
     REGISTRY_UNAVAILABLE = "registry.unavailable"
     POLICY_BAD_CONSUMER = "policy.bad-consumer"
     POLICY_NOT_BANNED = "policy.model-does-not-ban"
+    KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
+    KERAS_VERSION_UNKNOWN = "keras.version-unknown"
+    KERAS_FORMAT = "keras.format-unsupported"  # a .keras zip before Keras 2.12
+    KERAS_NEWER_MAJOR = "keras.newer-major"  # a Keras 3 file in Keras 2
+    KERAS_ARGUMENT_REMOVED = "keras.argument-removed"  # a Keras 2 config key Keras 3 rejects
+    KERAS_ARCHIVE_MINOR = "keras.archive-minor"  # a Keras 2 .keras from another Keras 2 minor
+    KERAS_LAMBDA_SAFE_MODE = "keras.lambda-safe-mode"  # Lambda refused unless safe_mode=False
+    KERAS_LAMBDA_PYTHON = "keras.lambda-python"  # marshalled Lambda code from another Python
+    UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
+    UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
+    UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
 
 
 class FixKind(StrEnum):
@@ -74,6 +86,12 @@ class FixKind(StrEnum):
     RECORD_MANIFEST = "record_manifest"  # `tfcompat fleet dump-manifest` in that environment
     LEAVE_BANNED_RELEASE = "leave_banned_release"  # the fleet's policy bans the release
     LIST_BANNED_RELEASES = "list_banned_releases"  # add the fleet's bans to bad_consumers
+    EXPORT_SAVED_MODEL = "export_saved_model"  # Keras: model.export(DIR), a SavedModel
+    RESAVE_AS_H5 = "resave_as_h5"  # keras: load with that Keras, model.save("model.h5")
+    RESAVE_AS_KERAS3 = "resave_as_keras3"  # keras: load with that Keras, re-save with Keras 3
+    REPLACE_LAMBDA = "replace_lambda"  # a registered Layer subclass instead of a Lambda
+    RESAVE_WITH_PYTHON = "resave_with_python"  # python: save the Lambda model under it
+    DECLARE_KERAS = "declare_keras"  # `keras:` (and `python:`) in the consumer's fleet entry
 
 
 @dataclass(frozen=True)
@@ -83,10 +101,12 @@ class Fix:
     op: str | None = None
     attr: str | None = None
     loader: str | None = None
+    keras: str | None = None  # a Keras version ("2.15", "3")
+    python: str | None = None  # a Python version family ("3.11+")
 
     def to_json(self) -> dict[str, str]:
         data = {"kind": str(self.kind)}
-        for key in ("release", "op", "attr", "loader"):
+        for key in ("release", "op", "attr", "loader", "keras", "python"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value

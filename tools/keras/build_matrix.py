@@ -1,0 +1,345 @@
+"""Keras files written by real Keras releases, and what real releases do loading them.
+
+    python3 tools/keras/build_matrix.py make  [--producers 2.10.1,2.17.1] [--models dense,gru]
+    python3 tools/keras/build_matrix.py load  [--consumers ...] [--jobs 2]
+    python3 tools/keras/build_matrix.py write [--matrix tests/fixtures/keras/matrix.jsonl]
+
+make: in each producer's virtualenv (TFENVS/<version>/bin/python), build each model
+      with fixed seeds, run it once on a fixed input (the expected output), and save
+      it as `.h5` and, from Keras 2.12 on, as `.keras`, under build/keras/models/
+      tf<minor>/<model>.<ext>; build/keras/models.json says how each was made.
+load: for each (consumer release, file), one fresh interpreter in the consumer's
+      virtualenv runs `tf.keras.models.load_model(path, compile=False)` and the model
+      on the same input; where Keras refuses a Lambda under safe_mode, a second one
+      tries `safe_mode=False` (`unsafe_load_ok`). Rows go to build/keras/rows/.
+write: copies the files and models.json into tests/fixtures/keras/ and merges the
+      rows into its matrix.jsonl (a row for the same consumer and file is replaced).
+
+Runs under any Python 3.7+ with the standard library only (the same file is the child
+script run inside every TensorFlow virtualenv, 1.15.5's Python 3.7 included).
+"""
+
+from __future__ import print_function
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
+BUILD = os.path.join(REPO, "build", "keras")
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "keras")
+RELEASES = ["1.15.5", "2.4.4", "2.8.4", "2.10.1", "2.12.1", "2.15.1", "2.17.1", "2.18.1", "2.21.0"]
+MODELS = ["dense", "lstm", "lambda", "gru", "functional", "embedding"]
+TIMEOUT = 600
+ERROR_CHARS = 400
+
+# The input each model is run on: a deterministic array, so outputs compare across releases.
+INPUTS = {
+    "dense": {"shape": [1, 4], "dtype": "float32"},
+    "lambda": {"shape": [1, 4], "dtype": "float32", "ones": True},
+    "lstm": {"shape": [1, 5, 2], "dtype": "float32"},
+    "gru": {"shape": [1, 5, 2], "dtype": "float32"},
+    "functional": {"shape": [1, 4], "dtype": "float32"},
+    "embedding": {"shape": [1, 6], "dtype": "int32", "modulo": 10},
+}
+
+
+def minor(version):
+    return ".".join(version.split(".")[:2])
+
+
+def version_key(version):
+    return tuple(int(p) for p in version.split(".")[:3])
+
+
+def python_of(release):
+    return os.path.join(TFENVS, release, "bin", "python")
+
+
+def model_input(spec):
+    import numpy as np
+
+    count = 1
+    for n in spec["shape"]:
+        count *= n
+    if spec.get("ones"):
+        values = np.ones(count)
+    elif "modulo" in spec:
+        values = np.arange(count) % spec["modulo"]
+    else:
+        values = np.linspace(-1.0, 1.0, count)
+    return values.reshape(spec["shape"]).astype(spec["dtype"])
+
+
+# --- inside a TensorFlow virtualenv --------------------------------------------------------
+
+
+def build_model(name):
+    """The model `name`, built with the running release's tf.keras (Keras 3 from 2.16)."""
+    import numpy as np
+    import tensorflow as tf
+
+    keras = tf.keras
+    np.random.seed(0)
+    if hasattr(tf.random, "set_seed"):
+        tf.random.set_seed(0)
+    else:  # TF 1.x
+        tf.compat.v1.set_random_seed(0)
+    layers = keras.layers
+    if name == "dense":
+        return keras.Sequential([layers.InputLayer(input_shape=(4,)), layers.Dense(3)])
+    if name == "lstm":
+        return keras.Sequential([layers.InputLayer(input_shape=(5, 2)), layers.LSTM(3)])
+    if name == "gru":
+        return keras.Sequential([layers.InputLayer(input_shape=(5, 2)), layers.GRU(3)])
+    if name == "lambda":
+        return keras.Sequential([layers.InputLayer(input_shape=(4,)), layers.Lambda(lambda t: t * 2)])
+    if name == "functional":
+        inputs = keras.Input(shape=(4,))
+        hidden = layers.Dense(5, activation="relu")(inputs)
+        return keras.Model(inputs, layers.Dense(2)(hidden))
+    if name == "embedding":
+        return keras.Sequential(
+            [
+                layers.InputLayer(input_shape=(6,), dtype="int32"),
+                layers.Embedding(10, 4),
+                layers.BatchNormalization(),
+                layers.GlobalAveragePooling1D(),
+                layers.Dense(2),
+            ]
+        )
+    raise SystemExit("unknown model " + name)
+
+
+def keras_version():
+    import tensorflow as tf
+
+    try:
+        import keras
+
+        if version_key(tf.__version__) >= (2, 6):
+            return keras.__version__
+    except ImportError:
+        pass
+    return tf.keras.__version__
+
+
+def child_make(args):
+    """Build, run and save one model; print what was written as one JSON line."""
+    import numpy as np
+    import tensorflow as tf
+
+    model = build_model(args.model)
+    x = model_input(INPUTS[args.model])
+    expected = np.asarray(model.predict(x)).round(5).tolist()
+    record = {"tensorflow": tf.__version__, "keras": keras_version(), "expected": expected}
+    results = {}
+    for ext in ("h5", "keras"):
+        path = os.path.join(args.out, args.model + "." + ext)
+        entry = dict(record)
+        try:
+            if ext == "keras" and version_key(keras_version()) < (2, 12):
+                raise RuntimeError("no .keras zip format before Keras 2.12")
+            model.save(path)
+            if ext == "keras" and os.path.isdir(path):
+                shutil.rmtree(path)
+                model.save(path, save_format="keras_v3")
+            entry["written"] = os.path.isfile(path)
+        except Exception as exc:  # what this release cannot write is recorded, not fatal
+            entry["written"] = False
+            entry["error"] = one_line(exc)
+        results[ext] = entry
+    print(json.dumps(results))
+
+
+def one_line(exc):
+    return (type(exc).__name__ + ": " + str(exc))[:ERROR_CHARS]
+
+
+def child_load(args):
+    """Load one file with this release's Keras and run it; print the row as JSON."""
+    import numpy as np
+    import tensorflow as tf
+
+    spec = json.loads(args.input)
+    row = {}
+    kwargs = {"compile": False}
+    if args.unsafe:
+        kwargs["safe_mode"] = False
+    try:
+        model = tf.keras.models.load_model(args.path, **kwargs)
+        output = model.predict(model_input(spec))
+        row["ok"] = True
+        row["output"] = np.asarray(output).round(5).tolist()
+    except Exception as exc:
+        row["ok"] = False
+        row["error"] = one_line(exc)
+    print(json.dumps(row))
+
+
+# --- driver (any Python 3) ------------------------------------------------------------------
+
+
+def run_child(release, argv):
+    command = [python_of(release), os.path.abspath(__file__)] + argv
+    try:
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "error": "timeout after %d s" % TIMEOUT}
+    lines = [l for l in done.stdout.decode("utf-8", "replace").splitlines() if l.startswith("{")]
+    if not lines:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no output"]
+        return {"ok": False, "error": "child failed: " + tail[0][:ERROR_CHARS]}
+    return json.loads(lines[-1])
+
+
+def load_json(path, default):
+    if not os.path.exists(path):
+        return default
+    with open(path) as f:
+        return json.load(f)
+
+
+def cmd_make(args):
+    models_json = os.path.join(BUILD, "models.json")
+    made = load_json(models_json, {})
+    for release in args.producers:
+        out = os.path.join(BUILD, "models", "tf" + minor(release))
+        if not os.path.isdir(out):
+            os.makedirs(out)
+        for model in args.models:
+            started = time.time()
+            results = run_child(release, ["_make", "--model", model, "--out", out])
+            if "ok" in results:  # the child itself failed
+                print(release, model, results["error"], file=sys.stderr)
+                continue
+            for ext, entry in results.items():
+                key = "tf%s/%s.%s" % (minor(release), model, ext)
+                if entry.get("written"):
+                    entry["path"] = "models/" + key
+                entry["input"] = INPUTS[model]
+                made[key] = entry
+                print(key, "written" if entry.get("written") else entry.get("error"))
+            print("  %.0f s" % (time.time() - started))
+    with open(models_json, "w") as f:
+        json.dump(made, f, indent=1, sort_keys=True)
+
+
+def close(a, b, tolerance=1e-4):
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y, tolerance) for x, y in zip(a, b))
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= tolerance
+
+
+def is_safe_mode_refusal(error):
+    return "Lambda" in error and "safe_mode" in error
+
+
+def cmd_load(args):
+    made = load_json(os.path.join(BUILD, "models.json"), {})
+    rows_dir = os.path.join(BUILD, "rows")
+    if not os.path.isdir(rows_dir):
+        os.makedirs(rows_dir)
+    wanted = [k for k, v in sorted(made.items()) if v.get("written")]
+    if args.files:
+        wanted = [k for k in wanted if k in args.files or k.split("/")[0] in args.files]
+    for consumer in args.consumers:
+        path = os.path.join(rows_dir, consumer + ".jsonl")
+        done = set()
+        if os.path.exists(path):
+            with open(path) as f:
+                done = {json.loads(l)["model"] for l in f if l.strip()}
+        for key in wanted:
+            if key in done:
+                continue
+            entry = made[key]
+            argv = ["_load", "--path", os.path.join(BUILD, entry["path"]),
+                    "--input", json.dumps(entry["input"])]  # fmt: skip
+            row = {"consumer": consumer, "model": key}
+            row.update(run_child(consumer, argv))
+            if row["ok"]:
+                row["matches_producer"] = close(row["output"], entry["expected"])
+            elif is_safe_mode_refusal(row.get("error", "")):
+                unsafe = run_child(consumer, argv + ["--unsafe"])
+                row["unsafe_load_ok"] = unsafe["ok"]
+                if unsafe["ok"]:
+                    row["unsafe_output"] = unsafe["output"]
+                else:
+                    row["unsafe_error"] = unsafe.get("error")
+            with open(path, "a") as f:
+                f.write(json.dumps(row, sort_keys=True) + "\n")
+            print(consumer, key, "ok" if row["ok"] else "FAILS")
+
+
+def cmd_write(args):
+    made = load_json(os.path.join(BUILD, "models.json"), {})
+    fixtures_json = os.path.join(FIXTURES, "models.json")
+    described = load_json(fixtures_json, {})
+    for key, entry in made.items():
+        described[key] = entry
+        if entry.get("written"):
+            target = os.path.join(FIXTURES, entry["path"])
+            if not os.path.isdir(os.path.dirname(target)):
+                os.makedirs(os.path.dirname(target))
+            shutil.copyfile(os.path.join(BUILD, entry["path"]), target)
+    with open(fixtures_json, "w") as f:
+        json.dump(described, f, indent=1, sort_keys=True)
+    rows = {}
+    if os.path.exists(args.matrix):
+        with open(args.matrix) as f:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    rows[(row["consumer"], row["model"])] = row
+    rows_dir = os.path.join(BUILD, "rows")
+    for name in sorted(os.listdir(rows_dir)) if os.path.isdir(rows_dir) else []:
+        with open(os.path.join(rows_dir, name)) as f:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    rows[(row["consumer"], row["model"])] = row
+    with open(args.matrix, "w") as f:
+        for key in sorted(rows, key=lambda k: (version_key(k[0]), k[1])):
+            f.write(json.dumps(rows[key], sort_keys=True) + "\n")
+    print("%d rows in %s" % (len(rows), args.matrix))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    p = sub.add_parser("make")
+    p.add_argument("--producers", type=lambda s: s.split(","), default=RELEASES)
+    p.add_argument("--models", type=lambda s: s.split(","), default=MODELS)
+    p = sub.add_parser("load")
+    p.add_argument("--consumers", type=lambda s: s.split(","), default=RELEASES)
+    p.add_argument("--files", type=lambda s: s.split(","), default=None,
+                   help="only these files (tf2.17/dense.keras) or producer folders (tf2.17)")  # fmt: skip
+    p = sub.add_parser("write")
+    p.add_argument("--matrix", default=os.path.join(FIXTURES, "matrix.jsonl"))
+    p = sub.add_parser("_make")
+    p.add_argument("--model", required=True)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("_load")
+    p.add_argument("--path", required=True)
+    p.add_argument("--input", required=True)
+    p.add_argument("--unsafe", action="store_true")
+    args = parser.parse_args()
+    handlers = {"make": cmd_make, "load": cmd_load, "write": cmd_write,
+                "_make": child_make, "_load": child_load}  # fmt: skip
+    if args.command not in handlers:
+        parser.error("a command is needed: make, load or write")
+    handlers[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

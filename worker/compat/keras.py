@@ -1,0 +1,265 @@
+"""Keras files against the Keras a consumer's `load_model` runs: the measured rules.
+
+Each rule below was seen on real releases (`tests/fixtures/keras/matrix.jsonl`:
+`tf.keras.models.load_model(path, compile=False)` in nine TensorFlow
+environments, 1.15.5 to 2.21.0, on files written by their Keras), in the order
+Keras meets them when it loads a file:
+
+- TensorFlow Serving reads SavedModels only: a consumer declared `serving:` cannot
+  load a Keras file at all (`keras.not-servable`).
+- A `.keras` zip in a Keras older than 2.12 is not read as one: TF 1.15 and 2.4
+  take the path for a SavedModel directory ("SavedModel file does not exist"),
+  2.8 for HDF5 ("Unable to open file (file signature not found)")
+  (`keras.format-unsupported`).
+- A file written by Keras 3 fails in every Keras 2: its configs carry arguments
+  Keras 2 lacks ("Unrecognized keyword arguments: ['batch_shape', 'optional']"
+  on InputLayer; 2.12 and 2.15: "Error when deserializing class 'InputLayer'")
+  (`keras.newer-major`).
+- A Keras 2 file in Keras 3 fails on arguments Keras 3 dropped
+  (`keras.argument-removed`): `time_major` of the recurrent layers ("Unrecognized
+  keyword arguments passed to LSTM: {'time_major': False}"), a `dtype` inside an
+  initializer's config (TF 1.x's Keras 2.2.4-tf writes it: "GlorotUniform could
+  not be deserialized properly"), and, in a `.keras` written by Keras 2.13+
+  (layer entries that name their module), a Lambda's `function_type`, `module`,
+  `output_shape_type`, `output_shape_module` ("Unrecognized keyword arguments
+  passed to Lambda"); Keras 3's H5 reader translates those, and entries without a
+  module (Keras 2.12's `.keras`) take the same legacy path.
+- A Lambda holding marshalled Python is refused unless `safe_mode=False`
+  (`keras.lambda-safe-mode`): by Keras 3 always, and by Keras 2.12-2.15 reading a
+  `.keras` zip; Keras 2 reading H5 does not ask.
+- A Keras 2 `.keras` written by one Keras 2 minor does not load in another: the
+  weights' paths differ ("Layer 'dense' expected 2 variables, but received 0
+  variables during loading"; 2.12 and 2.15 both ways) (`keras.archive-minor`).
+- Marshalled Lambda code reads back only in a Python of the same code-object
+  layout (`worker.formats.pycode`): 3.7 bytecode in 3.11 "EOFError: EOF read where
+  object expected", 3.11 bytecode in 3.7 "SystemError: ... bad argument to internal
+  function" (`keras.lambda-python`). With the consumer's Python declared the answer
+  is known; otherwise from the Pythons its release has wheels for: none of them
+  reads it, an error; some, a warning naming those.
+
+A rule is data about one layer or one file; the Fix says what to do with the
+file or the consumer, never only prose.
+"""
+
+from __future__ import annotations
+
+import re
+
+from worker.catalog.keras import python_versions, pythons_of_release
+from worker.compat.subject import Subject
+from worker.formats.pycode import layout_admits
+from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
+from worker.model.keras import KerasLayer, KerasModel
+
+# Recurrent layers whose Keras 2 config has `time_major`, which Keras 3 rejects.
+RECURRENT = frozenset(
+    {"LSTM", "GRU", "SimpleRNN", "RNN", "CuDNNLSTM", "CuDNNGRU", "ConvLSTM1D", "ConvLSTM2D"}
+)
+REMOVED_IN_KERAS3: dict[str, frozenset[str]] = {cls: frozenset({"time_major"}) for cls in RECURRENT}
+# Lambda keys Keras 2.13+ `.keras` entries carry (with their module) that Keras 3 rejects.
+LAMBDA_KERAS2_KEYS = frozenset(
+    {"function_type", "module", "output_shape_type", "output_shape_module"}
+)
+# What Keras 3 writes on an InputLayer that no Keras 2 accepts.
+KERAS3_INPUT_KEYS = ("batch_shape", "optional")
+FIRST_ZIP_KERAS = (2, 12)
+
+
+def keras_version_tuple(text: str | None) -> tuple[int, int] | None:
+    """(major, minor) of "2.2.4-tf", "2.15.0", "3.5", "3"; None when not a version."""
+    if not text:
+        return None
+    match = re.match(r"(\d+)(?:\.(\d+))?", text)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0)
+
+
+def writer_major(model: KerasModel) -> int | None:
+    """The writer's Keras major: from its keras_version, else from Keras 3's InputLayer keys."""
+    version = keras_version_tuple(model.keras_version)
+    if version is not None:
+        return version[0]
+    for layer in model.layers:
+        if layer.class_name == "InputLayer" and "batch_shape" in layer.config_keys:
+            return 3
+    return None
+
+
+def _shown(version: str) -> str:
+    return f"Keras {version}" if version else "an unknown Keras"
+
+
+def _removed_argument(model: KerasModel, layer: KerasLayer) -> str | None:
+    """What Keras 3 rejects in this Keras 2 layer's config, or None."""
+    if layer.typed_objects:
+        first = layer.typed_objects[0]
+        return f"{first.split(':', 1)[1]} (its {first.split(':', 1)[0]}) carries 'dtype'"
+    dropped = sorted(REMOVED_IN_KERAS3.get(layer.class_name, frozenset()) & set(layer.config_keys))
+    if dropped:
+        return f"argument(s) {', '.join(dropped)}"
+    if layer.class_name == "Lambda" and layer.has_module and model.container == "keras-zip":
+        keys = sorted(LAMBDA_KERAS2_KEYS & set(layer.config_keys))
+        if keys:
+            return f"argument(s) {', '.join(keys)}"
+    return None
+
+
+def _lambda_python(s: Subject, model: KerasModel) -> list[Finding]:
+    """Marshalled Lambda code against the Python(s) the consumer may run."""
+    consumer = s.consumer
+    findings: list[Finding] = []
+    for layer in model.lambdas:
+        assert layer.code is not None
+        layout = layer.code.layout
+        if layout is None:
+            findings.append(
+                warning(
+                    Code.KERAS_LAMBDA_PYTHON,
+                    f"Lambda layer '{layer.name}' holds marshalled Python that no known "
+                    "code-object layout reads; whether any Python can load it is unknown.",
+                    fix=Fix(FixKind.REPLACE_LAMBDA),
+                )
+            )
+            continue
+        if consumer.python:
+            if not layout_admits(layout, consumer.python):
+                findings.append(
+                    error(
+                        Code.KERAS_LAMBDA_PYTHON,
+                        f"Lambda layer '{layer.name}' holds Python bytecode written by Python "
+                        f"{layout}, which Python {consumer.python} cannot read back (marshal: "
+                        "'EOF read where object expected' or 'bad argument to internal "
+                        "function').",
+                        fix=Fix(FixKind.RESAVE_WITH_PYTHON, python=consumer.python),
+                    )
+                )
+            continue
+        pythons = pythons_of_release(consumer.tensorflow)
+        if pythons is None:
+            continue
+        candidates = python_versions(*pythons)
+        readers = [p for p in candidates if layout_admits(layout, p)]
+        release = f"TensorFlow {consumer.tensorflow}"
+        if not readers:
+            findings.append(
+                error(
+                    Code.KERAS_LAMBDA_PYTHON,
+                    f"Lambda layer '{layer.name}' holds Python bytecode written by Python "
+                    f"{layout}; {release} runs on Python {pythons[0]}-{pythons[1]}, none of "
+                    "which reads it back.",
+                    fix=Fix(FixKind.REPLACE_LAMBDA),
+                )
+            )
+        elif readers != candidates:
+            findings.append(
+                warning(
+                    Code.KERAS_LAMBDA_PYTHON,
+                    f"Lambda layer '{layer.name}' holds Python bytecode written by Python "
+                    f"{layout}: {release} loads it only on Python {readers[0]}-{readers[-1]} "
+                    f"(it also runs on {', '.join(p for p in candidates if p not in readers)}). "
+                    "Declare the consumer's `python:` to know.",
+                    fix=Fix(FixKind.DECLARE_KERAS),
+                )
+            )
+    return findings
+
+
+def keras_findings(s: Subject) -> list[Finding]:
+    """The consumer's load of a Keras file, as the rules above predict it."""
+    model = s.artifact.keras
+    if model is None:
+        return []
+    consumer = s.consumer
+    if consumer.tf_serving:
+        return [
+            error(
+                Code.KERAS_NOT_SERVABLE,
+                "TensorFlow Serving loads SavedModels only; it cannot read a Keras "
+                f"{'.keras archive' if model.container == 'keras-zip' else '.h5 file'}.",
+                fix=Fix(FixKind.EXPORT_SAVED_MODEL),
+            )
+        ]
+    runs = keras_version_tuple(consumer.keras)
+    if runs is None:
+        return [
+            info(
+                Code.KERAS_VERSION_UNKNOWN,
+                "Which Keras this consumer runs is not known, so whether it loads the "
+                "file is unknown; declare `keras:` (and `python:`) in its fleet entry.",
+                fix=Fix(FixKind.DECLARE_KERAS),
+            )
+        ]
+    written = model.keras_version
+    major = writer_major(model)
+    if model.container == "keras-zip" and runs < FIRST_ZIP_KERAS:
+        return [
+            error(
+                Code.KERAS_FORMAT,
+                f"Keras {consumer.keras} predates the .keras zip format (Keras 2.12): its "
+                "load_model takes the path for a SavedModel directory (TF 2.5 and older) or "
+                f"an HDF5 file, and fails. The file was written by {_shown(written)}.",
+                fix=Fix(FixKind.RESAVE_AS_H5, keras=written or None)
+                if major == 2
+                else Fix(FixKind.EXPORT_SAVED_MODEL),
+            )
+        ]
+    findings: list[Finding] = []
+    if major == 3 and runs[0] == 2:
+        keys = sorted(
+            {
+                key
+                for layer in model.layers
+                if layer.class_name == "InputLayer"
+                for key in layer.config_keys
+                if key in KERAS3_INPUT_KEYS
+            }
+        )
+        detail = f" (Unrecognized keyword arguments: {keys})" if keys else ""
+        findings.append(
+            error(
+                Code.KERAS_NEWER_MAJOR,
+                f"Written by {_shown(written)}; Keras {consumer.keras} cannot rebuild Keras 3 "
+                f"configs{detail}. A SavedModel from model.export() loads in Keras 2 releases.",
+                fix=Fix(FixKind.UPGRADE_TO),
+            )
+        )
+        return findings
+    if major == 2 and runs[0] >= 3:
+        for layer in model.layers:
+            why = _removed_argument(model, layer)
+            if why is not None:
+                findings.append(
+                    error(
+                        Code.KERAS_ARGUMENT_REMOVED,
+                        f"Layer '{layer.name}' ({layer.class_name}): {why}, which Keras 3 no "
+                        f"longer accepts (the file was written by {_shown(written)}).",
+                        fix=Fix(FixKind.RESAVE_AS_KERAS3, keras=written or None),
+                    )
+                )
+                break
+    if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
+        names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
+        findings.append(
+            error(
+                Code.KERAS_LAMBDA_SAFE_MODE,
+                f"Lambda layer(s) {names} hold a marshalled Python function, which Keras "
+                f"{consumer.keras} refuses to deserialize unless load_model(..., "
+                "safe_mode=False) is given for a trusted file.",
+                fix=Fix(FixKind.REPLACE_LAMBDA),
+            )
+        )
+    if model.container == "keras-zip" and major == 2 and runs[0] == 2:
+        wrote = keras_version_tuple(written)
+        if wrote is not None and wrote != runs:
+            findings.append(
+                error(
+                    Code.KERAS_ARCHIVE_MINOR,
+                    f"A Keras 2 .keras archive written by Keras {written} does not load in Keras "
+                    f"{consumer.keras}: the weights' paths differ between Keras 2 minors ('expected "
+                    "N variables, but received 0 variables during loading').",
+                    fix=Fix(FixKind.RESAVE_AS_H5, keras=written),
+                )
+            )
+    findings.extend(_lambda_python(s, model))
+    return findings

@@ -1,0 +1,193 @@
+"""Read Keras model files: `.keras` archives and legacy `.h5` models.
+
+What a Keras release does with a file depends on who wrote it and what its
+configuration holds (`worker.compat.keras`), so the reader keeps:
+- the writer's `keras_version` (`metadata.json` in a `.keras` zip, the root
+  group's attribute in an H5 file) and, for H5, the `backend`;
+- every layer of the configuration, nested models and wrapped layers included:
+  its class, its config keys, whether the entry names its module (the
+  serialization Keras 2.13+ and 3 write), and for a Lambda, how its function is
+  stored and, when it is marshalled bytecode, which Pythons can read it back.
+
+A `.keras` archive is opened with the archive reader (`open_archive`: every
+cap, the central directory checked against the local headers), keeping only
+`metadata.json` and `config.json` in memory; the weights are counted, never
+kept. An H5 file is read with `worker.formats.hdf5` (root attributes only). A
+JSON document nested deeper than `MAX_DEPTH`, a config larger than
+`MAX_CONFIG_BYTES`, anything malformed: `InvalidArtifact`, never a crash.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from worker.errors import InvalidArtifact, LimitExceeded, UnsupportedArtifact
+from worker.formats.archive import open_archive
+from worker.formats.hdf5 import root_string_attributes
+from worker.formats.pycode import code_layout
+from worker.formats.source import Source
+from worker.model.keras import KerasLayer, KerasModel, PythonCode
+
+ARCHIVE_FILES = ("metadata.json", "config.json")
+MAX_CONFIG_BYTES = 64 << 20
+MAX_DEPTH = 64
+MAX_LAYERS = 100_000
+# Keys under which a layer holds another layer (wrappers, RNN cells, nested models).
+NESTED_LAYER_KEYS = ("layer", "cell", "forward_layer", "backward_layer")
+MODEL_CLASSES = frozenset({"Sequential", "Functional", "Model"})
+
+
+def _json(raw: bytes | str, where: str) -> Any:
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise LimitExceeded(f"{where} is {len(raw)} bytes, more than {MAX_CONFIG_BYTES}")
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise InvalidArtifact(f"{where}: JSON nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidArtifact(f"{where}: not valid JSON ({exc})") from None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _code(function: Any) -> PythonCode | None:
+    """A Lambda's marshalled function: Keras 2 writes [base64, defaults, closure],
+    Keras 3 {"class_name": "__lambda__", "config": {"code": base64, ...}}."""
+    encoded: Any = None
+    if isinstance(function, list) and function:
+        encoded = function[0]
+    elif isinstance(function, dict) and isinstance(function.get("config"), dict):
+        encoded = function["config"].get("code")
+    if not isinstance(encoded, str):
+        return None
+    try:
+        raw = base64.b64decode(encoded.encode("ascii", "replace"))
+    except (binascii.Error, ValueError):
+        return PythonCode(None, 0)
+    return PythonCode(code_layout(raw), len(raw))
+
+
+def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
+    """Nested objects (initializers, regularizers, constraints) whose config has `dtype`."""
+    found = []
+    for key, value in config.items():
+        if key in NESTED_LAYER_KEYS or key == "layers" or not isinstance(value, dict):
+            continue
+        inner = value.get("config")
+        if isinstance(inner, dict) and "dtype" in inner and isinstance(value.get("class_name"), str):
+            found.append(f"{key}:{value['class_name']}")
+    return tuple(sorted(found))
+
+
+class _Walker:
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.layers: list[KerasLayer] = []
+
+    def entry(self, entry: Any, depth: int) -> None:
+        """One serialized layer: {"class_name", "config", ["module"], ...}."""
+        if depth > MAX_DEPTH:
+            raise InvalidArtifact(f"{self.where}: layers nested more than {MAX_DEPTH} deep")
+        if not isinstance(entry, dict) or not isinstance(entry.get("class_name"), str):
+            return
+        config = entry.get("config")
+        if len(self.layers) >= MAX_LAYERS:
+            raise LimitExceeded(f"{self.where}: more than {MAX_LAYERS} layers")
+        keys: tuple[str, ...] = ()
+        function_type = None
+        code = None
+        typed: tuple[str, ...] = ()
+        if isinstance(config, dict):
+            keys = tuple(sorted(str(k) for k in config))
+            typed = _typed_objects(config)
+            if entry["class_name"] == "Lambda":
+                function_type = _text(config.get("function_type")) or None
+                code = _code(config.get("function"))
+        name = _text(config.get("name")) if isinstance(config, dict) else ""
+        self.layers.append(
+            KerasLayer(
+                class_name=entry["class_name"],
+                name=name or _text(entry.get("name")),
+                config_keys=keys,
+                has_module="module" in entry,
+                function_type=function_type,
+                code=code,
+                typed_objects=typed,
+            )
+        )
+        self.children(config, depth + 1)
+
+    def children(self, config: Any, depth: int) -> None:
+        # TF 1.x's Sequential config may be the layer list itself
+        layers = config if isinstance(config, list) else None
+        if isinstance(config, dict):
+            layers = config.get("layers")
+            for key in NESTED_LAYER_KEYS:
+                self.entry(config.get(key), depth)
+        for layer in layers or []:
+            self.entry(layer, depth)
+
+
+def keras_model(config: Any, container: str, version: str, where: str, **extra: str) -> KerasModel:
+    """The `KerasModel` of a top-level model config (its layers depth first)."""
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise InvalidArtifact(f"{where}: the model config has no class_name")
+    walker = _Walker(where)
+    walker.children(config.get("config"), 1)
+    return KerasModel(
+        container=container,
+        keras_version=version,
+        model_class=config["class_name"],
+        layers=tuple(walker.layers),
+        **extra,
+    )
+
+
+def _member(member: Source) -> bytes:
+    return member.read_at(0, member.size)
+
+
+def read_keras_archive(source: Source) -> KerasModel:
+    """A `.keras` zip: its metadata.json and config.json."""
+    tree = open_archive(source, wanted=lambda name: name in ARCHIVE_FILES)
+    names = set(tree.names())
+    missing = [n for n in ARCHIVE_FILES if n not in names]
+    if missing:
+        raise InvalidArtifact(
+            f"{source.name}: a zip without {' and '.join(missing)}; not a Keras .keras archive"
+        )
+    metadata = _json(_member(tree.open("metadata.json")), f"{source.name}: metadata.json")
+    config = _json(_member(tree.open("config.json")), f"{source.name}: config.json")
+    if not isinstance(metadata, dict):
+        raise InvalidArtifact(f"{source.name}: metadata.json is not a JSON object")
+    return keras_model(
+        config,
+        "keras-zip",
+        _text(metadata.get("keras_version")),
+        f"{source.name}: config.json",
+        date_saved=_text(metadata.get("date_saved")),
+    )
+
+
+def read_keras_h5(source: Source) -> KerasModel:
+    """A legacy H5 model: the root group's keras_version, backend and model_config."""
+    attributes = root_string_attributes(source)
+    if "model_config" not in attributes:
+        what = "Keras weights (no model_config)" if "keras_version" in attributes else "no Keras model"
+        raise UnsupportedArtifact(
+            f"{source.name}: an HDF5 file holding {what}; tfcompat reads Keras models saved "
+            "whole (model.save('model.keras') or model.save('model.h5')), not weights alone"
+        )
+    config = _json(attributes["model_config"], f"{source.name}: model_config")
+    return keras_model(
+        config,
+        "hdf5",
+        attributes.get("keras_version", ""),
+        f"{source.name}: model_config",
+        backend=attributes.get("backend", ""),
+    )

@@ -1,0 +1,89 @@
+"""What a Keras model file says about itself, as plain data.
+
+A Keras file is a model configuration (JSON) beside its weights: a `.keras` zip
+(`metadata.json`, `config.json`, `model.weights.h5`; Keras 3, and Keras 2.12 to
+2.15 wrote the same container with Keras 2 configs) or a legacy HDF5 file whose
+root group carries `keras_version`, `backend` and `model_config`. Whether a
+Keras release can rebuild the model depends on the writer's version and on
+the layers' classes and config keys, so those are what is kept; weights are
+never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PythonCode:
+    """Python bytecode marshalled into a config (a Lambda's `function`).
+
+    `layout` is the code-object layout `marshal` wrote, which says which Python
+    versions can read it back: "3.0-3.7", "3.8-3.10" or "3.11+" (None: the bytes
+    are not a code object any of those layouts reads)."""
+
+    layout: str | None
+    size: int  # decoded bytes
+
+
+@dataclass(frozen=True)
+class KerasLayer:
+    """One layer (or nested model) of the configuration, depth first."""
+
+    class_name: str
+    name: str
+    config_keys: tuple[str, ...]
+    has_module: bool = False  # the entry names its module (Keras 2.13+ and 3 serialization)
+    function_type: str | None = None  # a Lambda's: "lambda", "function", "raw", ...
+    code: PythonCode | None = None  # a Lambda's marshalled function
+    # nested objects (initializers, regularizers, ...) whose config carries `dtype`, a key
+    # only TF 1.x's Keras 2.2.4-tf wrote there: "kernel_initializer:GlorotUniform"
+    typed_objects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KerasModel:
+    container: str  # "keras-zip" (a .keras archive) | "hdf5" (a legacy .h5 model)
+    keras_version: str  # as written ("2.2.4-tf", "2.15.0", "3.15.1"); "" when absent
+    backend: str = ""  # H5 root attribute; .keras files do not say
+    model_class: str = ""  # "Sequential", "Functional", "Model", ...
+    date_saved: str = ""
+    layers: tuple[KerasLayer, ...] = ()
+
+    @property
+    def major(self) -> int | None:
+        head = self.keras_version.split(".", 1)[0]
+        return int(head) if head.isdigit() else None
+
+    @property
+    def lambdas(self) -> list[KerasLayer]:
+        return [layer for layer in self.layers if layer.code is not None]
+
+
+def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
+    """Inverse of `dataclasses.asdict` of a `KerasModel` (reports, the model index)."""
+    if data is None:
+        return None
+    layers = []
+    for layer in data["layers"]:
+        code = layer.get("code")
+        layers.append(
+            KerasLayer(
+                class_name=layer["class_name"],
+                name=layer["name"],
+                config_keys=tuple(layer["config_keys"]),
+                has_module=layer["has_module"],
+                function_type=layer["function_type"],
+                code=PythonCode(code["layout"], code["size"]) if code is not None else None,
+                typed_objects=tuple(layer["typed_objects"]),
+            )
+        )
+    return KerasModel(
+        container=data["container"],
+        keras_version=data["keras_version"],
+        backend=data["backend"],
+        model_class=data["model_class"],
+        date_saved=data["date_saved"],
+        layers=tuple(layers),
+    )
