@@ -25,6 +25,9 @@ DEFAULT_MODEL_PATTERNS = (
     "*.tgz",
     "*.tar",
     "*.zip",
+    "*.keras",
+    "*.h5",
+    "*.hdf5",
 )
 
 

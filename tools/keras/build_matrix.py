@@ -57,7 +57,16 @@ def minor(version):
 
 
 def version_key(version):
-    return tuple(int(p) for p in version.split(".")[:3])
+    """(2, 2, 4) for "2.2.4-tf": the leading digits of each part."""
+    key = []
+    for part in version.split(".")[:3]:
+        digits = ""
+        for c in part:
+            if not c.isdigit():
+                break
+            digits += c
+        key.append(int(digits or 0))
+    return tuple(key)
 
 
 def python_of(release):
@@ -245,8 +254,25 @@ def is_safe_mode_refusal(error):
     return "Lambda" in error and "safe_mode" in error
 
 
+def known_rows(matrix):
+    rows = set()
+    if os.path.exists(matrix):
+        with open(matrix) as f:
+            rows = {(r["consumer"], r["model"]) for r in map(json.loads, f) if r}
+    return rows
+
+
 def cmd_load(args):
     made = load_json(os.path.join(BUILD, "models.json"), {})
+    for entry in made.values():
+        entry["base"] = BUILD
+    if args.fixtures:  # the committed files too, for consumers that have no row for them yet
+        for key, entry in load_json(os.path.join(FIXTURES, "models.json"), {}).items():
+            if key not in made:
+                entry = dict(entry, base=FIXTURES)
+                entry.setdefault("input", INPUTS[key.split("/")[1].split(".")[0]])
+                made[key] = entry
+    recorded = known_rows(os.path.join(FIXTURES, "matrix.jsonl"))
     rows_dir = os.path.join(BUILD, "rows")
     if not os.path.isdir(rows_dir):
         os.makedirs(rows_dir)
@@ -260,10 +286,10 @@ def cmd_load(args):
             with open(path) as f:
                 done = {json.loads(l)["model"] for l in f if l.strip()}
         for key in wanted:
-            if key in done:
+            if key in done or (consumer, key) in recorded:
                 continue
             entry = made[key]
-            argv = ["_load", "--path", os.path.join(BUILD, entry["path"]),
+            argv = ["_load", "--path", os.path.join(entry["base"], entry["path"]),
                     "--input", json.dumps(entry["input"])]  # fmt: skip
             row = {"consumer": consumer, "model": key}
             row.update(run_child(consumer, argv))
@@ -324,6 +350,8 @@ def main():
     p.add_argument("--consumers", type=lambda s: s.split(","), default=RELEASES)
     p.add_argument("--files", type=lambda s: s.split(","), default=None,
                    help="only these files (tf2.17/dense.keras) or producer folders (tf2.17)")  # fmt: skip
+    p.add_argument("--fixtures", action="store_true",
+                   help="also load the files already in tests/fixtures/keras (rows not yet there)")  # fmt: skip
     p = sub.add_parser("write")
     p.add_argument("--matrix", default=os.path.join(FIXTURES, "matrix.jsonl"))
     p = sub.add_parser("_make")

@@ -27,12 +27,41 @@ def read_any(target: str) -> list[Any]:
 
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
-    """'tf==2.12[@loader]' or 'NAME=MANIFEST.json[@loader]'."""
+    """'tf==2.12[,keras==3.6][,python==3.11][@loader]' or 'NAME=MANIFEST.json[...]'."""
     return _parse_consumer_spec(spec, catalog, cache)[0]
+
+
+PINS = ("keras", "python")
+
+
+def _pins(spec: str, body: str) -> tuple[str, dict[str, Any]]:
+    """The spec without its `,keras==X,python==Y` pins, and the pins (Keras files)."""
+    import re
+
+    head, *rest = body.split(",")
+    pins: dict[str, Any] = {}
+    for part in rest:
+        key, sep, value = part.partition("==")
+        if not sep or key not in PINS or not re.fullmatch(r"\d+(\.\d+){0,2}", value):
+            raise UsageError(
+                f"--consumer {spec}: after the release, only keras==X.Y and python==X.Y "
+                f"may follow (got {part!r})"
+            )
+        pins[key] = value
+    return head, pins
 
 
 def _parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool]:
     """The consumer, and whether it is a catalog release (named after it)."""
+    consumer, from_catalog, pins = _parse_consumer_body(spec, catalog, cache)
+    if pins:
+        from dataclasses import replace
+
+        consumer = replace(consumer, **pins)
+    return consumer, from_catalog
+
+
+def _parse_consumer_body(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool, dict[str, Any]]:
     from worker.fleet.manifest import consumer_from_manifest
     from worker.model.consumer import Loader
 
@@ -46,13 +75,17 @@ def _parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool
             raise UsageError(
                 f"--consumer {spec}: unknown loader '{tail}' (one of: {', '.join(Loader)})"
             )
+    body, pins = _pins(spec, body)
     for prefix in ("tf==", "tensorflow==", "serving=="):
         if body.startswith(prefix):
-            return catalog.consumer(body[len(prefix) :], loader), True
+            consumer = catalog.consumer(body[len(prefix) :], loader)
+            if prefix == "serving==":
+                pins["tf_serving"] = True
+            return consumer, True, pins
     name, sep, path = body.partition("=")
     if not sep or not name or not path:
         raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
-    return consumer_from_manifest(name, path, loader, cache), False
+    return consumer_from_manifest(name, path, loader, cache), False, pins
 
 
 def consumers_from_specs(specs: list[str], catalog: Any, cache: Any) -> list[Any]:

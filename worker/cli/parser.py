@@ -70,7 +70,10 @@ def add_model_commands(sub: Subparsers) -> None:
         metavar="SPEC",
         help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
         "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import; the same "
-        "release may be given with several loaders (named tf-X.Y.Z@LOADER)",
+        "release may be given with several loaders (named tf-X.Y.Z@LOADER). For Keras "
+        "files, ,keras==X.Y and ,python==X.Y after the release say which Keras and Python "
+        "it runs (default: the Keras its release brings; Python unknown); serving==X.Y is "
+        "a TensorFlow Serving binary, which reads SavedModels only",
     )
     p.add_argument(
         "--fleet",

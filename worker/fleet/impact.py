@@ -22,6 +22,7 @@ from typing import Any
 
 from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
+from worker.catalog.keras import keras_of_release
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.index import IndexedModel
@@ -33,6 +34,14 @@ LOADS, AT_RISK, FAILS = Status.COMPATIBLE, Status.AT_RISK, Status.INCOMPATIBLE
 def consumer_digest(consumer: Consumer) -> str:
     """What a verdict depends on besides the model: equal digests, equal verdicts."""
     registry = consumer.registry
+    # Keras files: what a consumer declares beyond its release (none: digests as before)
+    keras = (
+        [consumer.keras, consumer.python, consumer.tf_serving]
+        if consumer.keras != keras_of_release(consumer.tensorflow)
+        or consumer.python
+        or consumer.tf_serving
+        else []
+    )
     return digest(
         [
             consumer.tensorflow,
@@ -46,6 +55,7 @@ def consumer_digest(consumer: Consumer) -> str:
             registry.source if registry else None,
             registry.fingerprint if registry else None,
             sorted(registry.ops) if registry else None,
+            *keras,
         ]
     )
 

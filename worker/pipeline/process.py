@@ -31,6 +31,7 @@ import structlog
 
 from worker.compat.ranges import compress, tag_value
 from worker.compat.report import artifact_report, invalid_report, release_outcomes
+from worker.compat.unsafe import unsafe_tag
 from worker.errors import InvalidArtifact, NotFound, Superseded
 from worker.fleet.checker import Checker
 from worker.fleet.impact import consumer_digest
@@ -183,8 +184,11 @@ def check_and_record(
     etag = event.etag or (seen.etag if seen else None)
     document = build_document(event, artifacts, reports, checker, ranges, min_release, etag)
     ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges)}
+    unsafe = unsafe_tag(artifacts)
     graph_def = graph_def_tag(artifacts)
-    if graph_def:
+    if unsafe:
+        ours[T.UNSAFE] = unsafe  # in place of the graph-def tag: at most four of ours
+    elif graph_def:
         ours[T.GRAPH_DEF] = graph_def
     pointer = report_tag(key)
     if pointer is not None:

@@ -2,9 +2,12 @@
 
 An object has at most 10 tags. We write up to four, named in `OURS`, and never
 remove or change a tag we did not write: a user's own `tfcompat:approved-by`
-is theirs, only these exact keys are ours. When the object's own tags leave no
-room for all of ours, ours are written in priority order and the rest are
-left out (`dropped`; the report lists all of ours).
+is theirs, only these exact keys are ours. `tfcompat:unsafe` (the ops that
+should never be served) is written only when the model holds such ops, and then
+in place of `tfcompat:graph-def` (still in the report), so we never hold more
+than four. When the object's own tags leave no room for all of ours, ours are
+written in priority order and the rest are left out (`dropped`; the report
+lists all of ours).
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ from dataclasses import dataclass
 MAX_TAGS = 10
 MAX_VALUE = 256
 PREFIX = "tfcompat:"
-STATUS, RELEASES, GRAPH_DEF, REPORT = (
+STATUS, RELEASES, GRAPH_DEF, REPORT, UNSAFE = (
     "tfcompat:status",
     "tfcompat:releases",
     "tfcompat:graph-def",
     "tfcompat:report",
+    "tfcompat:unsafe",
 )
-PRIORITY = (STATUS, RELEASES, GRAPH_DEF, REPORT)
+PRIORITY = (STATUS, UNSAFE, RELEASES, GRAPH_DEF, REPORT)
+MAX_OURS = 4
 OURS = frozenset(PRIORITY)
 _NOT_ALLOWED = re.compile(r"[^\w .:/=+\-@]")  # S3: letters, digits, spaces and + - = . _ : / @
 
@@ -47,10 +52,14 @@ class TagMerge:
 
 
 def merge_tags(existing: Sequence[Tag], ours: Mapping[str, str]) -> TagMerge:
-    """The object's tags with ours replacing our previous ones."""
+    """The object's tags with ours replacing our previous ones (at most `MAX_OURS`: an
+    unsafe tag takes the graph-def tag's place)."""
+    if UNSAFE in ours:
+        ours = {k: v for k, v in ours.items() if k != GRAPH_DEF}
     theirs = [t for t in existing if t["Key"] not in OURS]
     room = max(0, MAX_TAGS - len(theirs))
     ordered = [k for k in PRIORITY if k in ours] + sorted(k for k in ours if k not in PRIORITY)
+    room = min(room, MAX_OURS)
     written = {k: tag_safe(ours[k]) for k in ordered[:room]}
     dropped = ordered[room:]
     merged = list(theirs) + [{"Key": k, "Value": v} for k, v in written.items()]

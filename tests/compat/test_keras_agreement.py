@@ -1,0 +1,138 @@
+"""Every row of the Keras fixture matrix: our verdict against what real Keras did.
+
+`tests/fixtures/keras/matrix.jsonl` has one row per (consumer release, file):
+`tf.keras.models.load_model(path, compile=False)` in that release's environment
+(tools/keras/build_matrix.py). For every row, with no skips: `loads` equals the
+row's `ok` (and `serves`: a loaded model ran and returned the producer's output),
+and where it failed, our first error's code names the row's error class. Where
+Keras refused a Lambda under safe_mode, `unsafe_load_ok` says whether the bytecode
+itself loaded with safe_mode=False: we predict a `keras.lambda-python` error exactly
+when it did not.
+
+Rows are `tuned` (the families the rules were written from: files by 1.15.5, 2.4.4,
+2.8.4, 2.12.1, 2.15.1, 2.18.1, 2.21.0 of the dense, lstm and lambda models, loaded
+by those releases) or `held-out` (made after the rules were written: files by
+2.10.1 and 2.17.1, the gru, functional and embedding models, and the consumers
+2.10.1 and 2.17.1); both must agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.catalog.catalog import load_catalog
+from worker.compat.check import check_artifact
+from worker.formats.read import read_path
+from worker.model.artifact import Artifact
+from worker.model.findings import Code, Severity
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keras"
+# The Python of each consumer environment the matrix was measured in (tools/keras/).
+PYTHON_OF = {
+    "1.15.5": "3.7",
+    "2.4.4": "3.7",
+    "2.8.4": "3.7",
+    "2.10.1": "3.7",
+    "2.12.1": "3.11",
+    "2.15.1": "3.11",
+    "2.17.1": "3.11",
+    "2.18.1": "3.11",
+    "2.21.0": "3.11",
+}
+HELD_OUT_PRODUCERS = {"tf2.10", "tf2.17"}
+HELD_OUT_MODELS = {"gru", "functional", "embedding"}
+HELD_OUT_CONSUMERS = {"2.10.1", "2.17.1"}
+
+# Keras's error text -> the finding code that names it; the first match wins, so the more
+# specific patterns come first. (consumer major, pattern, code)
+ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
+    (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
+    (None, "file signature not found", Code.KERAS_FORMAT),
+    (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
+    (None, "EOF read where object expected", Code.KERAS_LAMBDA_PYTHON),
+    (None, "bad argument to internal function", Code.KERAS_LAMBDA_PYTHON),
+    (None, "bad marshal data", Code.KERAS_LAMBDA_PYTHON),
+    (None, "variables during loading", Code.KERAS_ARCHIVE_MINOR),
+    (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
+    (3, "could not be deserialized properly", Code.KERAS_ARGUMENT_REMOVED),
+    (3, "Error when deserializing class", Code.KERAS_ARGUMENT_REMOVED),
+    (2, "Unrecognized keyword arguments", Code.KERAS_NEWER_MAJOR),
+    (2, "Error when deserializing class", Code.KERAS_NEWER_MAJOR),
+    (2, "Could not deserialize class", Code.KERAS_NEWER_MAJOR),
+]
+
+
+def error_class(consumer: str, error: str) -> Code | None:
+    major = 3 if tuple(int(p) for p in consumer.split(".")[:2]) >= (2, 16) else 2
+    for wanted, pattern, code in ERROR_CLASSES:
+        if (wanted is None or wanted == major) and pattern in error:
+            return code
+    return None
+
+
+def rows() -> list[dict[str, Any]]:
+    with (FIXTURES / "matrix.jsonl").open() as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def family(row: dict[str, Any]) -> str:
+    producer, name = row["model"].split("/")
+    held = (
+        producer in HELD_OUT_PRODUCERS
+        or name.split(".")[0] in HELD_OUT_MODELS
+        or row["consumer"] in HELD_OUT_CONSUMERS
+    )
+    return "held-out" if held else "tuned"
+
+
+@functools.cache
+def artifact(model: str) -> Artifact:
+    (found,) = read_path(str(FIXTURES / "models" / model))
+    return found
+
+
+def disagreement(row: dict[str, Any]) -> str | None:
+    """Why our verdict differs from the row, or None when it agrees."""
+    consumer = load_catalog().consumer(row["consumer"])
+    consumer = type(consumer)(**{**consumer.__dict__, "python": PYTHON_OF[row["consumer"]]})
+    verdict = check_artifact(artifact(row["model"]), consumer, load_catalog())
+    errors = [f for f in verdict.findings if f.severity == Severity.ERROR]
+    if verdict.loads is not row["ok"]:
+        return f"loads {verdict.loads}, Keras ok={row['ok']} ({row.get('error', '')[:120]})"
+    if row["ok"]:
+        if verdict.serves is not True or row.get("matches_producer") is False:
+            return f"serves {verdict.serves}, output matches {row.get('matches_producer')}"
+        return None
+    expected = error_class(row["consumer"], row["error"])
+    if expected is None:
+        return f"no error class for {row['error'][:160]!r}"
+    if errors[0].code != expected:
+        return f"first error {errors[0].code}, Keras's is {expected}: {row['error'][:120]}"
+    if "unsafe_load_ok" in row:
+        predicted = any(f.code == Code.KERAS_LAMBDA_PYTHON for f in errors)
+        if predicted == row["unsafe_load_ok"]:
+            return f"lambda-python {predicted}, safe_mode=False ok={row['unsafe_load_ok']}"
+    return None
+
+
+def figures() -> Iterator[tuple[str, int, int]]:
+    """(family, rows, agreeing) for the matrix, as tools/keras/agreement.py prints them."""
+    for name in ("tuned", "held-out"):
+        picked = [r for r in rows() if family(r) == name]
+        yield name, len(picked), sum(1 for r in picked if disagreement(r) is None)
+
+
+def test_the_matrix_covers_both_families() -> None:
+    counted = {name: total for name, total, _ in figures()}
+    assert counted["tuned"] >= 231 and counted["held-out"] > 0
+
+
+@pytest.mark.parametrize("row", rows(), ids=lambda r: f"{r['consumer']}:{r['model']}")
+def test_verdict_agrees_with_real_keras(row: dict[str, Any]) -> None:
+    assert disagreement(row) is None, family(row)
