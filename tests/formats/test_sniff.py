@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from tests.truth import SHARED
 from worker.errors import UnsupportedArtifact
 from worker.formats.read import is_model_file, read_path
-from worker.formats.sniff import HEAD_BYTES, READ_FORMATS, sniff, sniff_source
+from worker.formats.sniff import HEAD_BYTES, READ_FORMATS, keras_container, sniff, sniff_source
 from worker.formats.source import BytesSource, FileSource
 
 FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
@@ -26,8 +26,6 @@ OWN = Path(__file__).resolve().parents[1] / "fixtures" / "tf-real" / "artifacts"
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("model.h5", "hdf5"),  # Keras 3's legacy .h5 writer (h5py)
-        ("model.keras", "keras"),  # Keras 3 zip: metadata.json, config.json, weights
         ("model.onnx", "onnx"),  # onnx.helper + onnx.save
         ("model.tflite", "tflite"),  # TFLite schema builders, identifier TFL3
         ("model.safetensors", "safetensors"),
@@ -42,6 +40,13 @@ OWN = Path(__file__).resolve().parents[1] / "fixtures" / "tf-real" / "artifacts"
 def test_foreign_fixture_is_named(name: str, expected: str) -> None:
     found = sniff_source(FileSource(FOREIGN / name))
     assert found is not None and found.format == expected
+
+
+# Keras files are read now (worker.formats.keras): never named foreign, told apart by content.
+@pytest.mark.parametrize(("name", "container"), [("model.h5", "hdf5"), ("model.keras", "keras-zip")])
+def test_keras_files_are_not_foreign(name: str, container: str) -> None:
+    assert sniff_source(FileSource(FOREIGN / name)) is None
+    assert keras_container((FOREIGN / name).read_bytes()[:HEAD_BYTES]) == container
 
 
 def tensorflow_files() -> list[Path]:
@@ -99,10 +104,9 @@ def test_zip_of_a_tensorflow_model_is_left_to_the_archive_reader(tmp_path: Path)
     assert sniff_source(FileSource(path)) is None
 
 
-def test_hdf5_after_a_user_block_is_named() -> None:
+def test_hdf5_after_a_user_block_is_a_keras_container() -> None:
     data = bytes(512) + (FOREIGN / "model.h5").read_bytes()
-    found = sniff(data)
-    assert found is not None and found.format == "hdf5"
+    assert sniff(data) is None and keras_container(data) == "hdf5"
 
 
 def test_only_the_first_bytes_are_read() -> None:
@@ -113,17 +117,17 @@ def test_only_the_first_bytes_are_read() -> None:
             self.asked.append((offset, length))
             return super().read_at(offset, length)
 
-    source = Counting("big.h5", (FOREIGN / "model.h5").read_bytes() + bytes(4 * HEAD_BYTES))
+    source = Counting("big.onnx", (FOREIGN / "model.onnx").read_bytes() + bytes(4 * HEAD_BYTES))
     assert sniff_source(source) is not None
     assert source.asked == [(0, HEAD_BYTES)]
 
 
 def test_reading_a_foreign_file_says_what_it_is_in_one_line() -> None:
     with pytest.raises(UnsupportedArtifact) as caught:
-        read_path(str(FOREIGN / "model.h5"))
+        read_path(str(FOREIGN / "model.tflite"))
     message = str(caught.value)
-    assert message.startswith(f"{FOREIGN / 'model.h5'}: an HDF5 file (a Keras .h5 model")
-    assert READ_FORMATS in message and "model.export(DIR)" in message
+    assert message.startswith(f"{FOREIGN / 'model.tflite'}: a TensorFlow Lite flatbuffer")
+    assert READ_FORMATS in message and "Keras models (.keras, .h5)" in message
     assert "\n" not in message and "wire type" not in message
 
 

@@ -146,10 +146,12 @@ def _version_entry(entry: dict[str, Any], key: str, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, float):  # YAML reads 3.10 as 3.1
-        raise ConfigError(f'{where}: write {key} as a string ("{value}"), YAML reads it as a number')
+        raise ConfigError(
+            f'{where}: write {key} as a string ("{value}"), YAML reads it as a number'
+        )
     text = str(value).strip()
     if not re.fullmatch(r"\d+(\.\d+){0,2}", text):
-        raise ConfigError(f"{where}: {key} must be a version number like \"3.6\" (got {value!r})")
+        raise ConfigError(f'{where}: {key} must be a version number like "3.6" (got {value!r})')
     return text
 
 
@@ -179,9 +181,7 @@ def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
     if unsafe not in ("warning", "error"):
         where = f"{path}:{data.get(_LINE, '?')}"
         raise ConfigError(f"{where}: unsafe_ops is warning or error (got {unsafe!r})")
-    return Policy(
-        tuple(bans), bool(data.get("require_models_to_ban", False)), Severity(unsafe)
-    )
+    return Policy(tuple(bans), bool(data.get("require_models_to_ban", False)), Severity(unsafe))
 
 
 def fleet_file(path: str | Path) -> Path:

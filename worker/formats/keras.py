@@ -79,7 +79,11 @@ def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
         if key in NESTED_LAYER_KEYS or key == "layers" or not isinstance(value, dict):
             continue
         inner = value.get("config")
-        if isinstance(inner, dict) and "dtype" in inner and isinstance(value.get("class_name"), str):
+        if (
+            isinstance(inner, dict)
+            and "dtype" in inner
+            and isinstance(value.get("class_name"), str)
+        ):
             found.append(f"{key}:{value['class_name']}")
     return tuple(sorted(found))
 
@@ -178,7 +182,9 @@ def read_keras_h5(source: Source) -> KerasModel:
     """A legacy H5 model: the root group's keras_version, backend and model_config."""
     attributes = root_string_attributes(source)
     if "model_config" not in attributes:
-        what = "Keras weights (no model_config)" if "keras_version" in attributes else "no Keras model"
+        what = (
+            "Keras weights (no model_config)" if "keras_version" in attributes else "no Keras model"
+        )
         raise UnsupportedArtifact(
             f"{source.name}: an HDF5 file holding {what}; tfcompat reads Keras models saved "
             "whole (model.save('model.keras') or model.save('model.h5')), not weights alone"

@@ -178,7 +178,7 @@ def _is_keras_zip(names: list[str]) -> bool:
 
 
 def keras_container(head: bytes) -> str | None:
-    """"hdf5" or "keras-zip" when the first bytes are a Keras file's container, else None.
+    """ "hdf5" or "keras-zip" when the first bytes are a Keras file's container, else None.
     A zip that also holds TensorFlow files is an archive for the archive reader."""
     if any(head[offset : offset + 8] == HDF5_MAGIC for offset in HDF5_OFFSETS):
         return "hdf5"
