@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 
 from worker.errors import InvalidArtifact, UnsupportedArtifact
 from worker.formats.hdf5 import root_string_attributes
-from worker.formats.pycode import code_layout, layout_admits
+from worker.formats.pycode import code_layout
 from worker.formats.read import read_path, read_source
 from worker.formats.source import BytesSource, FileSource
 from worker.model.artifact import Artifact, artifact_from_json
+from worker.model.keras import layout_admits
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODELS = FIXTURES / "keras" / "models"

@@ -43,7 +43,9 @@ def test_foreign_fixture_is_named(name: str, expected: str) -> None:
 
 
 # Keras files are read now (worker.formats.keras): never named foreign, told apart by content.
-@pytest.mark.parametrize(("name", "container"), [("model.h5", "hdf5"), ("model.keras", "keras-zip")])
+@pytest.mark.parametrize(
+    ("name", "container"), [("model.h5", "hdf5"), ("model.keras", "keras-zip")]
+)
 def test_keras_files_are_not_foreign(name: str, container: str) -> None:
     assert sniff_source(FileSource(FOREIGN / name)) is None
     assert keras_container((FOREIGN / name).read_bytes()[:HEAD_BYTES]) == container

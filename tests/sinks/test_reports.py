@@ -88,3 +88,25 @@ def test_a_users_tfcompat_tags_count_against_the_room_for_ours() -> None:
     merge = merge_tags(existing, ours)
     assert len(merge.tags) == MAX_TAGS
     assert merge.dropped == ["tfcompat:report"]
+
+
+# An unsafe tag takes the graph-def tag's place: never more than four of ours.
+def test_the_unsafe_tag_replaces_the_graph_def_tag() -> None:
+    from worker.sinks import tags as T
+
+    ours = {
+        T.STATUS: "at-risk",
+        T.RELEASES: "2.10.0-2.21.x",
+        T.GRAPH_DEF: "producer 2474 min-consumer 0",
+        T.REPORT: "tfcompat-reports/m/a.json",
+        T.UNSAFE: "file-io=ReadFile",
+    }
+    user = [{"Key": "team", "Value": "x"}, {"Key": T.UNSAFE + "-note", "Value": "theirs"}]
+    merge = T.merge_tags(user, ours)
+    assert set(merge.written) == {T.STATUS, T.RELEASES, T.REPORT, T.UNSAFE}
+    assert {"Key": T.UNSAFE + "-note", "Value": "theirs"} in merge.tags
+    # re-checked clean: our old unsafe tag goes, the user's stay
+    clean = {k: v for k, v in ours.items() if k != T.UNSAFE}
+    again = T.merge_tags(merge.tags, clean)
+    assert T.UNSAFE not in {t["Key"] for t in again.tags}
+    assert {"Key": "team", "Value": "x"} in again.tags

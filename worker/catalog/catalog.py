@@ -30,7 +30,7 @@ from worker.catalog.behaviour import (
     release_version,
     validates_library_at_load,
 )
-from worker.catalog.keras import keras_of_release
+from worker.catalog.keras import keras_of_release, pythons_of_release
 from worker.catalog.registries import ShippedRegistries
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
@@ -227,6 +227,7 @@ def consumer_for_release(
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
         keras=keras_of_release(release.version),
+        python_range=pythons_of_release(release.version),
     )
 
 

@@ -75,9 +75,3 @@ def pythons_of_release(release: str | None) -> tuple[str, str] | None:
         return None
     found = KERAS_OF_RELEASE.get(_minor(release))
     return (found[1], found[2]) if found else None
-
-
-def python_versions(oldest: str, newest: str) -> list[str]:
-    """Every Python 3 minor from `oldest` to `newest`: ["3.9", "3.10", "3.11"]."""
-    low, high = int(oldest.split(".")[1]), int(newest.split(".")[1])
-    return [f"3.{n}" for n in range(low, high + 1)]

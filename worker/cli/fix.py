@@ -103,6 +103,11 @@ def cmd_fix(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.fix.local import build_copy, check_output, remove_output, write_copy
 
+    if str(args.model).lower().endswith((".keras", ".h5", ".hdf5")):
+        raise UsageError(
+            f"{args.model}: tfcompat fix rewrites TensorFlow graphs; a Keras file is fixed as "
+            "`tfcompat check` says (re-save, model.export(), replace a Lambda)"
+        )
     consumers = _consumers(args.consumers)
     if not args.dry_run:
         if not args.output:

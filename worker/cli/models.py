@@ -79,8 +79,8 @@ def _parse_consumer_body(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool
     for prefix in ("tf==", "tensorflow==", "serving=="):
         if body.startswith(prefix):
             consumer = catalog.consumer(body[len(prefix) :], loader)
-            if prefix == "serving==":
-                pins["tf_serving"] = True
+            if prefix == "serving==":  # a TensorFlow Serving binary of that release
+                pins.update(tf_serving=True, name=f"tf-serving-{consumer.tensorflow}")
             return consumer, True, pins
     name, sep, path = body.partition("=")
     if not sep or not name or not path:

@@ -74,6 +74,8 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
             out += _graph_lines(mg["graph"], usage_by_tags.get(tuple(mg["tags"]), {}), "    ")
         if doc.get("graph"):
             out += _graph_lines(doc["graph"], usage_by_tags.get((), {}), "  ")
+        if doc.get("keras"):
+            out += _keras_lines(doc["keras"])
         ckpt = doc.get("checkpoint")
         if ckpt:
             label = "variables" if doc["format"] == "savedmodel" else "checkpoint"
@@ -92,11 +94,33 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _keras_lines(keras: dict[str, Any]) -> list[str]:
+    container = ".keras archive" if keras["container"] == "keras-zip" else "H5 model"
+    backend = f", backend {keras['backend']}" if keras["backend"] else ""
+    lines = [
+        f"  Keras {container}: written by Keras {keras['keras_version'] or '?'}{backend}, "
+        f"{keras['model_class'] or '?'} of {len(keras['layers'])} layer(s)"
+    ]
+    classes: dict[str, int] = {}
+    for layer in keras["layers"]:
+        classes[layer["class_name"]] = classes.get(layer["class_name"], 0) + 1
+    lines.append(
+        "    layers: " + ", ".join(f"{c} x{n}" if n > 1 else c for c, n in classes.items())
+    )
+    for layer in keras["layers"]:
+        if layer.get("code"):
+            layout = layer["code"]["layout"] or "an unknown layout"
+            lines.append(f"    Lambda '{layer['name']}': marshalled Python bytecode ({layout})")
+    return lines
+
+
 # The loader the catalog ranges are computed with, as it applies to each format.
 RANGE_LOADER = {
     "graphdef": "graph-import",
     "checkpoint": "checkpoint",
     "metagraph": "import-meta-graph",
+    "keras": "keras-load-model",
+    "keras-h5": "keras-load-model",
 }
 
 
@@ -106,6 +130,9 @@ def _consumer_mark(consumer: dict[str, Any]) -> str:
     if loads is False:
         return "LOAD FAILS"
     if serves is False:
+        errors = [f for f in consumer.get("findings") or [] if f.get("severity") == "error"]
+        if errors and all(f.get("stage") == "policy" for f in errors):
+            return "POLICY REFUSES"
         return "REQUESTS FAIL"
     if loads is None or serves is None:
         return "unknown"

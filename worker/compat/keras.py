@@ -45,11 +45,9 @@ from __future__ import annotations
 
 import re
 
-from worker.catalog.keras import python_versions, pythons_of_release
 from worker.compat.subject import Subject
-from worker.formats.pycode import layout_admits
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
-from worker.model.keras import KerasLayer, KerasModel
+from worker.model.keras import KerasLayer, KerasModel, layout_admits
 
 # Recurrent layers whose Keras 2 config has `time_major`, which Keras 3 rejects.
 RECURRENT = frozenset(
@@ -88,6 +86,12 @@ def writer_major(model: KerasModel) -> int | None:
 
 def _shown(version: str) -> str:
     return f"Keras {version}" if version else "an unknown Keras"
+
+
+def python_versions(oldest: str, newest: str) -> list[str]:
+    """Every Python 3 minor from `oldest` to `newest`: ["3.9", "3.10", "3.11"]."""
+    low, high = int(oldest.split(".")[1]), int(newest.split(".")[1])
+    return [f"3.{n}" for n in range(low, high + 1)]
 
 
 def _removed_argument(model: KerasModel, layer: KerasLayer) -> str | None:
@@ -135,7 +139,7 @@ def _lambda_python(s: Subject, model: KerasModel) -> list[Finding]:
                     )
                 )
             continue
-        pythons = pythons_of_release(consumer.tensorflow)
+        pythons = consumer.python_range
         if pythons is None:
             continue
         candidates = python_versions(*pythons)
@@ -256,8 +260,8 @@ def keras_findings(s: Subject) -> list[Finding]:
                 error(
                     Code.KERAS_ARCHIVE_MINOR,
                     f"A Keras 2 .keras archive written by Keras {written} does not load in Keras "
-                    f"{consumer.keras}: the weights' paths differ between Keras 2 minors ('expected "
-                    "N variables, but received 0 variables during loading').",
+                    f"{consumer.keras}: the weights' paths differ between Keras 2 minors "
+                    "('expected N variables, but received 0 variables during loading').",
                     fix=Fix(FixKind.RESAVE_AS_H5, keras=written),
                 )
             )

@@ -17,6 +17,8 @@ from worker.model.consumer import Consumer
 
 
 def fixable(artifact: Artifact, consumer: Consumer, catalog: Catalog) -> bool | None:
+    if artifact.keras is not None:
+        return None  # `tfcompat fix` rewrites graphs; a Keras file's fixes are its findings'
     (fix,) = plan_fix(artifact, [consumer], catalog, advise=False).consumers
     return {"fixed": True, "unfixable": False}.get(fix.state)
 

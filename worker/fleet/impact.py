@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.catalog.keras import keras_of_release
 from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
-from worker.catalog.keras import keras_of_release
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.index import IndexedModel

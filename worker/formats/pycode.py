@@ -16,7 +16,7 @@ code object), a depth and item cap, and any malformed input gives None.
 
 from __future__ import annotations
 
-LAYOUTS = ("3.0-3.7", "3.8-3.10", "3.11+")
+LAYOUTS = ("3.0-3.7", "3.8-3.10", "3.11+")  # worker.model.keras.layout_admits reads these
 MAX_DEPTH = 64
 MAX_ITEMS = 100_000
 FLAG_REF = 0x80
@@ -124,19 +124,3 @@ def code_layout(data: bytes) -> str | None:
         if reader.pos == len(data):
             matches.append(layout)
     return matches[0] if len(matches) == 1 else None
-
-
-def layout_admits(layout: str, python: str) -> bool:
-    """Whether Python `python` ("3.11", "3.7.16") reads code of `layout`."""
-    parts = python.split(".")
-    try:
-        version = (int(parts[0]), int(parts[1]))
-    except (IndexError, ValueError):
-        return False
-    if layout == "3.0-3.7":
-        return (3, 0) <= version <= (3, 7)
-    if layout == "3.8-3.10":
-        return (3, 8) <= version <= (3, 10)
-    if layout == "3.11+":
-        return version >= (3, 11)
-    return False

@@ -47,3 +47,5 @@ class Consumer:
     keras: str | None = None
     python: str | None = None
     tf_serving: bool = False
+    # (oldest, newest) Python its release has wheels for, when `python` is not declared
+    python_range: tuple[str, str] | None = None

@@ -27,6 +27,22 @@ class PythonCode:
     size: int  # decoded bytes
 
 
+def layout_admits(layout: str, python: str) -> bool:
+    """Whether Python `python` ("3.11", "3.7.16") reads code of `layout`."""
+    parts = python.split(".")
+    try:
+        version = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return False
+    if layout == "3.0-3.7":
+        return (3, 0) <= version <= (3, 7)
+    if layout == "3.8-3.10":
+        return (3, 8) <= version <= (3, 10)
+    if layout == "3.11+":
+        return version >= (3, 11)
+    return False
+
+
 @dataclass(frozen=True)
 class KerasLayer:
     """One layer (or nested model) of the configuration, depth first."""

@@ -74,6 +74,37 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         return f"Move {who} off its banned release"
     if kind == "list_banned_releases":
         return "List the fleet's banned releases in the model's bad_consumers at export"
+    return _keras_fix_text(kind, fix, who, quote)
+
+
+def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -> str:
+    """Fixes for Keras files and unsafe layers (worker.compat.keras, worker.compat.unsafe)."""
+    keras, python = fix.get("keras"), fix.get("python")
+    with_keras = f"Keras {keras}" if keras else "the Keras that wrote it"
+    if kind == "export_saved_model":
+        return (
+            f"Export a SavedModel with {quote('model.export(DIR)')} in the Keras that wrote "
+            f"it, and serve that to {who}"
+        )
+    if kind == "resave_as_h5":
+        save = quote('model.save("model.h5")')
+        return f"Load it with {with_keras} and save it as {save}"
+    if kind == "resave_as_keras3":
+        return (
+            f"Load it with {with_keras}, rebuild it in Keras 3 without the dropped "
+            f"arguments and save it as {quote('.keras')}; or export a SavedModel with "
+            f"{quote('model.export(DIR)')}"
+        )
+    if kind == "replace_lambda":
+        return (
+            "Replace the Lambda layer with a registered Layer subclass "
+            f"({quote('@keras.saving.register_keras_serializable()')}), or export a SavedModel "
+            f"with {quote('model.export(DIR)')}"
+        )
+    if kind == "resave_with_python":
+        return f"Save the model from Python {python}, the one {who} runs, or replace the Lambda"
+    if kind == "declare_keras":
+        return f"Declare {quote('keras:')} and {quote('python:')} in {who}'s fleet entry"
     return ""
 
 

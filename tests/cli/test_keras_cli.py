@@ -1,0 +1,70 @@
+"""Keras files and unsafe ops on the command line, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+KERAS = FIXTURES / "keras" / "models"
+ENV = {**os.environ, "PYTHONWARNINGS": "ignore"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+
+
+def test_check_a_keras_file_against_keras_2_and_3_consumers() -> None:
+    result = run(
+        "check", str(KERAS / "tf2.15/lstm.h5"), "--consumer", "tf==2.15,python==3.11",
+        "--consumer", "tf==2.21", "--consumer", "serving==2.15", "--json",
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    assert report["format"] == "keras-h5"
+    keras2, keras3, serving = report["consumers"]
+    assert (keras2["loads"], keras2["serves"], keras2["loader"]) == (True, True, "keras-load-model")
+    assert keras3["loads"] is False
+    assert keras3["findings"][0]["code"] == "keras.argument-removed"
+    assert keras3["findings"][0]["fix"] == {"kind": "resave_as_keras3", "keras": "2.15.0"}
+    assert serving["findings"][0]["code"] == "keras.not-servable"
+    assert "2.15.1" in report["compatible_releases"][-1]
+
+
+def test_a_bad_pin_in_a_consumer_spec_is_a_usage_error() -> None:
+    result = run("check", str(KERAS / "tf2.15/lstm.h5"), "--consumer", "tf==2.15,keras=3")
+    assert result.returncode == 2 and "keras==X.Y and python==X.Y" in result.stderr
+
+
+def test_inspect_says_who_wrote_a_keras_file_and_what_it_holds() -> None:
+    result = run("inspect", str(KERAS / "tf2.21/lambda.keras"))
+    assert result.returncode == 0, result.stderr
+    assert "Keras .keras archive: written by Keras 3.15.1" in result.stdout
+    assert "Lambda 'lambda': marshalled Python bytecode (3.11+)" in result.stdout
+
+
+def test_fix_refuses_a_keras_file_with_a_pointer_to_check() -> None:
+    result = run("fix", str(KERAS / "tf2.15/lstm.h5"), "--for", "tf==2.21", "--dry-run")
+    assert result.returncode == 2 and "tfcompat check" in result.stderr
+
+
+def test_the_fleet_policy_makes_unsafe_ops_refused(tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "consumers:\n  - {name: prod, tensorflow: '2.21'}\npolicy:\n  unsafe_ops: error\n"
+    )
+    model = FIXTURES / "unsafe/tf2.21/write_file"
+    warned = run("check", str(model), "--consumer", "tf==2.21")
+    refused = run("check", str(model), "--fleet", str(fleet))
+    assert warned.returncode == 0 and "at risk" in warned.stdout
+    assert refused.returncode == 1 and "POLICY REFUSES" in refused.stdout
+    assert "unsafe.file-io" in refused.stdout

@@ -1,0 +1,76 @@
+"""Fleet entries say which Keras and Python a consumer runs, and the unsafe-ops policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.catalog.catalog import load_catalog
+from worker.catalog.keras import keras_of_release
+from worker.errors import ConfigError
+from worker.fleet.fleet import load_fleet
+from worker.fleet.impact import consumer_digest
+from worker.model.findings import Severity
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_keras_and_python_are_declared_or_derived_from_the_release(tmp_path: Path) -> None:
+    fleet = load_fleet(
+        write(
+            tmp_path,
+            """
+consumers:
+  - {name: keras3, tensorflow: "2.18", keras: "3.6", python: "3.11"}
+  - {name: keras2, tensorflow: "2.15"}
+  - {name: tfs, serving: "2.15"}
+policy:
+  unsafe_ops: error
+""",
+        ),
+        load_catalog(),
+    )
+    declared, derived, serving = fleet.consumers
+    assert (declared.keras, declared.python, declared.tf_serving) == ("3.6", "3.11", False)
+    assert (derived.keras, derived.python) == ("2.15", None)
+    assert serving.tf_serving and not derived.tf_serving
+    assert fleet.policy.unsafe_ops == Severity.ERROR
+
+
+# TF <= 2.15 brings Keras 2 of its own minor; TF >= 2.16 Keras 3 (at least the wheel's minimum).
+@pytest.mark.parametrize(
+    ("release", "keras"),
+    [("1.15.5", "2.2.4-tf"), ("2.4.4", "2.4.0"), ("2.12.1", "2.12"), ("2.15.1", "2.15"),
+     ("2.16.2", "3.0"), ("2.17.1", "3.2"), ("2.18.1", "3.5"), ("2.21.0", "3.12"), ("1.4.0", None)],
+)  # fmt: skip
+def test_each_release_brings_its_keras(release: str, keras: str | None) -> None:
+    assert keras_of_release(release) == keras
+
+
+def test_a_declared_keras_changes_the_consumer_digest_and_a_derived_one_does_not() -> None:
+    from dataclasses import replace
+
+    consumer = load_catalog().consumer("2.18")
+    assert consumer_digest(consumer) == consumer_digest(replace(consumer, keras="3.5"))
+    assert consumer_digest(consumer) != consumer_digest(replace(consumer, keras="3.6"))
+    assert consumer_digest(consumer) != consumer_digest(replace(consumer, python="3.11"))
+
+
+# What the entry gets wrong, and where.
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("consumers:\n  - {name: a, tensorflow: '2.18', python: 3.10}\n", "python as a string"),
+        ("consumers:\n  - {name: a, tensorflow: '2.18', keras: three}\n", "keras must be a"),
+        ("consumers:\n  - {name: a, tensorflow: '2.18'}\npolicy:\n  unsafe_ops: loud\n",
+         "unsafe_ops is warning or error"),
+    ],
+)  # fmt: skip
+def test_bad_keras_entries_are_config_errors(tmp_path: Path, text: str, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern):
+        load_fleet(write(tmp_path, text), load_catalog())
