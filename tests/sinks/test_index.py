@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -265,3 +266,17 @@ def test_a_rebuild_drops_the_index_of_the_previous_format(real_redis: Any) -> No
     real_redis.set("tfcompat:index:v1:built", "1")
     ModelIndex(real_redis, Reports({}, {}), ["m"], "r/").rebuild()
     assert not real_redis.exists("tfcompat:index:v1", "tfcompat:index:v1:built")
+
+
+KERAS_MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "keras" / "models"
+KERAS = sorted(KERAS_MODELS.glob("tf2.1[58]/*"))
+
+
+@pytest.mark.parametrize("path", KERAS, ids=[f"{p.parent.name}/{p.name}" for p in KERAS])
+def test_keras_entries_round_trip_exactly(path: Any) -> None:
+    artifacts = tuple(read_path(str(path)))
+    assert artifacts[0].keras is not None
+    model = IndexedModel("b", "k", None, "r", "rk", "at-risk", artifacts, {}, {}, (), ())
+    encoder = Encoder()
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(encoder.entry(model))
+    assert decoded == model

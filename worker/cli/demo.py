@@ -48,6 +48,10 @@ MODELS = [
     ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
 BROKEN = ("random bytes", "broken/model.pb")
+# Models that are one file: (what, file under tests/fixtures/, key in the bucket)
+FILES = [
+    ("Keras 2 .h5, LSTM (2.15)", "keras/models/tf2.15/lstm.h5", "keras/2/model.h5"),
+]
 
 
 def say(text: str) -> None:
@@ -159,8 +163,8 @@ def set_up_bucket(s3: Any, sqs: Any) -> str:
 def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
     say(
-        f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-        "(shared/ and tests/fixtures/tf-real) plus a broken one"
+        f"4/5 uploading {len(MODELS) + len(FILES)} models written by real TensorFlow "
+        "(shared/ and tests/fixtures) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
         source = fixture_path(fixture)
@@ -172,8 +176,12 @@ def upload_models(s3: Any) -> list[tuple[str, str]]:
                     Body=path.read_bytes(),
                     Tagging="team=demo",
                 )
+    for _, fixture, key in FILES:
+        body = (ROOT / "tests" / "fixtures" / fixture).read_bytes()
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body, Tagging="team=demo")
     s3.put_object(Bucket=BUCKET, Key=BROKEN[1], Body=os.urandom(2048))
-    return [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS] + [BROKEN]
+    watched = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
+    return watched + [(what, key) for what, _, key in FILES] + [BROKEN]
 
 
 def tags(s3: Any, key: str) -> dict[str, str]:
