@@ -45,7 +45,8 @@ def add_model_commands(sub: Subparsers) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key",
+        help="model file (GraphDef, .meta, Keras .keras/.h5), SavedModel dir, checkpoint, "
+        "archive, or s3://bucket/key",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
@@ -59,8 +60,11 @@ def add_model_commands(sub: Subparsers) -> None:
         "Status: compatible (every consumer serves it), at-risk (it serves, with a named "
         "hazard), unknown, incompatible, invalid. Without --consumer or --fleet only the "
         "releases that serve it are reported, and the status is unknown (incompatible if "
-        "no known release serves it). Exit status: 0 every consumer serves it, 1 some "
-        "cannot, 2 invalid input or usage, 3 some answer is unknown and none fails.",
+        "no known release serves it). Keras files are checked against the Keras each "
+        "consumer's load_model runs. Ops that should never be served (file I/O, Python, "
+        "network) are warnings, errors under a fleet policy `unsafe_ops: error`. Exit "
+        "status: 0 every consumer serves it, 1 some cannot, 2 invalid input or usage, 3 "
+        "some answer is unknown and none fails.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument(

@@ -132,8 +132,24 @@ def _print_to_file(kind: NodeKind) -> bool:
         return False
 
 
+_HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = {}
+_HAZARDS_LIMIT = 1024
+
+
 def hazards(artifact: Artifact) -> list[Hazard]:
-    """Every unsafe op in every graph of the artifact (once per op), and Keras Lambdas."""
+    """Every unsafe op in every graph of the artifact (once per op), and Keras Lambdas;
+    remembered per artifact (a fleet checks one model against many consumers)."""
+    hit = _HAZARDS.get(id(artifact))
+    if hit is not None and hit[0] is artifact:
+        return hit[1]
+    if len(_HAZARDS) >= _HAZARDS_LIMIT:
+        _HAZARDS.clear()
+    found = _find_hazards(artifact)
+    _HAZARDS[id(artifact)] = (artifact, found)
+    return found
+
+
+def _find_hazards(artifact: Artifact) -> list[Hazard]:
     found: dict[str, Hazard] = {}
 
     def add(code: Code, op: str, what: str, kind: NodeKind) -> None:
