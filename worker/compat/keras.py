@@ -37,6 +37,20 @@ Keras meets them when it loads a file:
   is known; otherwise from the Pythons its release has wheels for: none of them
   reads it, an error; some, a warning naming those.
 
+Added after the held-out family was loaded (so tuned on it; see
+tests/fixtures/keras/README.md):
+- a class or module the consumer's Keras lacks (`keras.class-unknown`): TF 1.15's
+  Keras 2.2.4-tf knows no `Functional` (Keras 2.4+ names functional models so:
+  "Unknown layer: Functional"), and a Keras 2.13-2.15 `.keras` of a functional model
+  names `keras.src.engine.functional`, which neither Keras 2.12 nor Keras 3 can
+  import;
+- an argument an older Keras 2 lacks (`keras.argument-unknown`): the global pooling
+  layers' `keepdims` (Keras 2.6+) in 1.15 and 2.4 ("Keyword argument not understood:
+  'keepdims'");
+- more arguments Keras 3 rejects in a Keras 2.13+ `.keras`: `batch_input_shape` on a
+  layer other than InputLayer (Embedding writes it), BatchNormalization's `axis` as a
+  list.
+
 A rule is data about one layer or one file; the Fix says what to do with the
 file or the consumer, never only prose.
 """
@@ -57,6 +71,27 @@ REMOVED_IN_KERAS3: dict[str, frozenset[str]] = {cls: frozenset({"time_major"}) f
 # Lambda keys Keras 2.13+ `.keras` entries carry (with their module) that Keras 3 rejects.
 LAMBDA_KERAS2_KEYS = frozenset(
     {"function_type", "module", "output_shape_type", "output_shape_module"}
+)
+# Keras 2.13+ `.keras` entries (with their module) Keras 3 rejects: (class or "*", key, how)
+# where how is "key" (present) or "list" (a list value).
+REJECTED_IN_KERAS3_ARCHIVES: tuple[tuple[str, str, str], ...] = (
+    ("*", "batch_input_shape", "key"),  # on a layer other than InputLayer
+    ("BatchNormalization", "axis", "list"),
+)
+# Arguments later Keras 2 minors added: (class, key) -> the first (major, minor) with it.
+ADDED_IN_KERAS2: dict[tuple[str, str], tuple[int, int]] = {
+    (cls, "keepdims"): (2, 6)
+    for cls in (
+        "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
+        "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+    )
+}  # fmt: skip
+FUNCTIONAL_FROM = (2, 4)  # Keras 2.4 (TF 2.4) names functional models "Functional"
+# Keras-internal modules a `.keras` may name, and the Keras 2 minors that have them.
+ENGINE_MODULES: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = (
+    ("keras.src.engine", (2, 13), (2, 15)),
+    ("keras.engine", (2, 6), (2, 12)),
+    ("keras.src.models", (3, 0), (99, 0)),  # Keras 3's own
 )
 # What Keras 3 writes on an InputLayer that no Keras 2 accepts.
 KERAS3_INPUT_KEYS = ("batch_shape", "optional")
@@ -102,10 +137,66 @@ def _removed_argument(model: KerasModel, layer: KerasLayer) -> str | None:
     dropped = sorted(REMOVED_IN_KERAS3.get(layer.class_name, frozenset()) & set(layer.config_keys))
     if dropped:
         return f"argument(s) {', '.join(dropped)}"
-    if layer.class_name == "Lambda" and layer.has_module and model.container == "keras-zip":
+    if not (layer.has_module and model.container == "keras-zip"):
+        return None
+    if layer.class_name == "Lambda":
         keys = sorted(LAMBDA_KERAS2_KEYS & set(layer.config_keys))
         if keys:
             return f"argument(s) {', '.join(keys)}"
+    for cls, key, how in REJECTED_IN_KERAS3_ARCHIVES:
+        if cls not in ("*", layer.class_name) or (cls == "*" and layer.class_name == "InputLayer"):
+            continue
+        if how == "key" and key in layer.config_keys:
+            return f"argument {key}"
+        if how == "list" and key in layer.list_valued:
+            return f"argument {key} as a list"
+    return None
+
+
+def _span(first: tuple[int, int], last: tuple[int, int]) -> str:
+    return f"{first[0]}.{first[1]}" + ("+" if last[0] >= 99 else f"-{last[0]}.{last[1]}")
+
+
+def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
+    """A class or module the consumer's Keras does not have (met before any argument)."""
+    if model.model_class == "Functional" and runs < FUNCTIONAL_FROM:
+        return error(
+            Code.KERAS_CLASS_UNKNOWN,
+            f"The model is a 'Functional' (Keras 2.4 and later name functional models so); "
+            f"Keras {'.'.join(map(str, runs))} knows no such class ('Unknown layer: "
+            "Functional').",
+            fix=Fix(FixKind.UPGRADE_TO),
+        )
+    if model.container != "keras-zip":
+        return None
+    for prefix, first, last in ENGINE_MODULES:
+        if model.model_module.startswith(prefix) and not first <= runs <= last:
+            return error(
+                Code.KERAS_CLASS_UNKNOWN,
+                f"The archive names its model's class by the Keras-internal module "
+                f"'{model.model_module}', which exists only in Keras "
+                f"{_span(first, last)} ('Could not deserialize class "
+                f"'{model.model_class}' because its parent module ... cannot be imported').",
+                fix=Fix(FixKind.UPGRADE_TO)
+                if first[0] >= 3
+                else Fix(FixKind.RESAVE_AS_H5, keras=model.keras_version or None),
+            )
+    return None
+
+
+def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
+    """The first argument the consumer's older Keras 2 does not know."""
+    for layer in model.layers:
+        for key in layer.config_keys:
+            first = ADDED_IN_KERAS2.get((layer.class_name, key))
+            if first is not None and runs < first:
+                return error(
+                    Code.KERAS_ARGUMENT_UNKNOWN,
+                    f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
+                    f"Keras {first[0]}.{first[1]} added; Keras {'.'.join(map(str, runs))} "
+                    f"does not know it ('Keyword argument not understood: {key!r}').",
+                    fix=Fix(FixKind.UPGRADE_TO),
+                )
     return None
 
 
@@ -209,6 +300,9 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         ]
     findings: list[Finding] = []
+    unknown = _unknown_class(model, runs)
+    if unknown is not None:
+        return [unknown, *_lambda_python(s, model)]
     if major == 3 and runs[0] == 2:
         keys = sorted(
             {
@@ -229,6 +323,10 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         )
         return findings
+    if major == 2 and runs[0] == 2:
+        older = _older_keras2(model, runs)
+        if older is not None:
+            findings.append(older)
     if major == 2 and runs[0] >= 3:
         for layer in model.layers:
             why = _removed_argument(model, layer)

@@ -106,8 +106,10 @@ class _Walker:
         function_type = None
         code = None
         typed: tuple[str, ...] = ()
+        listed: tuple[str, ...] = ()
         if isinstance(config, dict):
             keys = tuple(sorted(str(k) for k in config))
+            listed = tuple(sorted(str(k) for k, v in config.items() if isinstance(v, list)))
             typed = _typed_objects(config)
             if entry["class_name"] == "Lambda":
                 function_type = _text(config.get("function_type")) or None
@@ -122,6 +124,7 @@ class _Walker:
                 function_type=function_type,
                 code=code,
                 typed_objects=typed,
+                list_valued=listed,
             )
         )
         self.children(config, depth + 1)
@@ -147,6 +150,7 @@ def keras_model(config: Any, container: str, version: str, where: str, **extra: 
         container=container,
         keras_version=version,
         model_class=config["class_name"],
+        model_module=_text(config.get("module")),
         layers=tuple(walker.layers),
         **extra,
     )

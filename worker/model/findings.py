@@ -59,7 +59,9 @@ class Code(StrEnum):
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
     KERAS_VERSION_UNKNOWN = "keras.version-unknown"
     KERAS_FORMAT = "keras.format-unsupported"  # a .keras zip before Keras 2.12
+    KERAS_CLASS_UNKNOWN = "keras.class-unknown"  # a class or module the consumer's Keras lacks
     KERAS_NEWER_MAJOR = "keras.newer-major"  # a Keras 3 file in Keras 2
+    KERAS_ARGUMENT_UNKNOWN = "keras.argument-unknown"  # an argument an older Keras 2 lacks
     KERAS_ARGUMENT_REMOVED = "keras.argument-removed"  # a Keras 2 config key Keras 3 rejects
     KERAS_ARCHIVE_MINOR = "keras.archive-minor"  # a Keras 2 .keras from another Keras 2 minor
     KERAS_LAMBDA_SAFE_MODE = "keras.lambda-safe-mode"  # Lambda refused unless safe_mode=False

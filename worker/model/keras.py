@@ -56,6 +56,7 @@ class KerasLayer:
     # nested objects (initializers, regularizers, ...) whose config carries `dtype`, a key
     # only TF 1.x's Keras 2.2.4-tf wrote there: "kernel_initializer:GlorotUniform"
     typed_objects: tuple[str, ...] = ()
+    list_valued: tuple[str, ...] = ()  # config keys whose value is a list (`axis: [2]`)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ class KerasModel:
     model_class: str = ""  # "Sequential", "Functional", "Model", ...
     date_saved: str = ""
     layers: tuple[KerasLayer, ...] = ()
+    model_module: str = ""  # the top-level entry's module ("keras", "keras.src.engine.functional")
 
     @property
     def major(self) -> int | None:
@@ -93,6 +95,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 function_type=layer["function_type"],
                 code=PythonCode(code["layout"], code["size"]) if code is not None else None,
                 typed_objects=tuple(layer["typed_objects"]),
+                list_valued=tuple(layer.get("list_valued", ())),
             )
         )
     return KerasModel(
@@ -102,4 +105,5 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         model_class=data["model_class"],
         date_saved=data["date_saved"],
         layers=tuple(layers),
+        model_module=data.get("model_module", ""),
     )
