@@ -38,7 +38,7 @@ TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
 BUILD = os.path.join(REPO, "build", "keras")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "keras")
 RELEASES = ["1.15.5", "2.4.4", "2.8.4", "2.10.1", "2.12.1", "2.15.1", "2.17.1", "2.18.1", "2.21.0"]
-MODELS = ["dense", "lstm", "lambda", "gru", "functional", "embedding"]
+MODELS = ["dense", "lstm", "lambda", "gru", "functional", "embedding", "conv1d", "bidirectional", "layernorm"]
 TIMEOUT = 600
 ERROR_CHARS = 400
 
@@ -50,6 +50,9 @@ INPUTS = {
     "gru": {"shape": [1, 5, 2], "dtype": "float32"},
     "functional": {"shape": [1, 4], "dtype": "float32"},
     "embedding": {"shape": [1, 6], "dtype": "int32", "modulo": 10},
+    "conv1d": {"shape": [1, 8, 2], "dtype": "float32"},
+    "bidirectional": {"shape": [1, 5, 2], "dtype": "float32"},
+    "layernorm": {"shape": [1, 4], "dtype": "float32"},
 }
 
 
@@ -123,6 +126,29 @@ def build_model(name):
                 layers.Embedding(10, 4),
                 layers.BatchNormalization(),
                 layers.GlobalAveragePooling1D(),
+                layers.Dense(2),
+            ]
+        )
+    if name == "conv1d":
+        return keras.Sequential(
+            [
+                layers.InputLayer(input_shape=(8, 2)),
+                layers.Conv1D(3, 3, activation="relu"),
+                layers.GlobalMaxPooling1D(),
+                layers.Dense(2),
+            ]
+        )
+    if name == "bidirectional":
+        return keras.Sequential(
+            [layers.InputLayer(input_shape=(5, 2)), layers.Bidirectional(layers.LSTM(3)), layers.Dense(2)]
+        )
+    if name == "layernorm":
+        return keras.Sequential(
+            [
+                layers.InputLayer(input_shape=(4,)),
+                layers.Dense(6),
+                layers.LayerNormalization(),
+                layers.Dropout(0.5),
                 layers.Dense(2),
             ]
         )

@@ -48,10 +48,6 @@ MODELS = [
     ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
 BROKEN = ("random bytes", "broken/model.pb")
-# Models that are one file: (what, file under tests/fixtures/, key in the bucket)
-FILES = [
-    ("Keras 2 .h5, LSTM (2.15)", "keras/models/tf2.15/lstm.h5", "keras/2/model.h5"),
-]
 
 
 def say(text: str) -> None:
@@ -158,6 +154,12 @@ def set_up_bucket(s3: Any, sqs: Any) -> str:
 
 
 # --- the models ---------------------------------------------------------------------------
+
+
+# Models that are one file: (what, file under tests/fixtures/, key in the bucket)
+FILES = [
+    ("Keras 2 .h5, LSTM (2.15)", "keras/models/tf2.15/lstm.h5", "keras/2/model.h5"),
+]
 
 
 def upload_models(s3: Any) -> list[tuple[str, str]]:
