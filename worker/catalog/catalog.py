@@ -223,11 +223,11 @@ def consumer_for_release(
         checkpoint_min_producer=release.checkpoint_min_producer,
         registry=catalog.registry(release),
         loader=loader,
+        keras=keras_of_release(release.version),
+        python_range=pythons_of_release(release.version),
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
-        keras=keras_of_release(release.version),
-        python_range=pythons_of_release(release.version),
     )
 
 

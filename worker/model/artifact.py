@@ -21,8 +21,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from worker.model.keras import KerasModel, keras_from_json
-
 AttrJSON = dict[str, Any]
 """An AttrValue in protobuf's JSON shape, e.g. {"type": "DT_INT32"}."""
 
@@ -151,20 +149,23 @@ class Checkpoint:
     # key -> (dtype name, shape); capped, see formats.checkpoint.MAX_LISTED_ENTRIES
 
 
+from worker.model.keras import KerasModel, keras_from_json  # noqa: E402 (beside its use)
+
+
 @dataclass(frozen=True)
 class Artifact:
     """What one artifact (file, directory or archive member set) says."""
 
     path: str
-    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint" | "keras" | "keras-h5"
+    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint"
     size: int
     sha256: str
     meta_graphs: tuple[MetaGraph, ...] = ()
     graph: Graph | None = None  # frozen GraphDef
     checkpoint: Checkpoint | None = None  # standalone, or a SavedModel's variables
+    keras: KerasModel | None = None  # a Keras file: format "keras" (.keras zip) or "keras-h5"
     saved_model_schema_version: int | None = None
     notes: tuple[str, ...] = ()
-    keras: KerasModel | None = None  # a Keras file (formats "keras", "keras-h5")
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -255,7 +256,7 @@ def artifact_from_json(
         ),
         graph=graph(data["graph"]) if data.get("graph") is not None else None,
         checkpoint=checkpoint,
+        keras=keras_from_json(data.get("keras")),
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),
-        keras=keras_from_json(data.get("keras")),
     )

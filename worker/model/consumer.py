@@ -39,8 +39,6 @@ class Consumer:
     rejects_unknown_attrs: bool = False  # up to 2.4 reject; 2.5 and later ignore
     validates_library: bool = True  # 1.13 and older check function bodies only when called
     looks_up_op_list_first: bool = False  # 1.13/1.14 v1 loader: the stripped op list first
-    environment: str = ""
-    owners: tuple[str, ...] = ()
     # Keras files (`worker.compat.keras`): the Keras `load_model` runs ("2.15", "3.6"; derived
     # from the release, or declared), the Python it runs on ("3.11"; None: not declared), and
     # whether the consumer is a TensorFlow Serving binary (it reads SavedModels only)
@@ -49,3 +47,5 @@ class Consumer:
     tf_serving: bool = False
     # (oldest, newest) Python its release has wheels for, when `python` is not declared
     python_range: tuple[str, str] | None = None
+    environment: str = ""
+    owners: tuple[str, ...] = ()

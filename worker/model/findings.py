@@ -52,10 +52,7 @@ class Code(StrEnum):
     EDGE_OUTPUT = "edge.invalid-output"
     RESOURCE_UNINITIALIZED = "resource.uninitialized"
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
-    FUNCTION_DEFERRED = "function.checked-at-call"
-    REGISTRY_UNAVAILABLE = "registry.unavailable"
-    POLICY_BAD_CONSUMER = "policy.bad-consumer"
-    POLICY_NOT_BANNED = "policy.model-does-not-ban"
+    # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
     KERAS_VERSION_UNKNOWN = "keras.version-unknown"
     KERAS_FORMAT = "keras.format-unsupported"  # a .keras zip before Keras 2.12
@@ -69,6 +66,10 @@ class Code(StrEnum):
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
+    FUNCTION_DEFERRED = "function.checked-at-call"
+    REGISTRY_UNAVAILABLE = "registry.unavailable"
+    POLICY_BAD_CONSUMER = "policy.bad-consumer"
+    POLICY_NOT_BANNED = "policy.model-does-not-ban"
 
 
 class FixKind(StrEnum):
@@ -82,18 +83,18 @@ class FixKind(StrEnum):
     REEXPORT_WITHOUT_OP = "reexport_without_op"  # op
     LOAD_OP_LIBRARY = "load_op_library"  # op: a custom op's library, in the consumer
     USE_MODEL_EXPORT = "use_model_export"  # Keras 3: model.export() instead of saved_model.save
-    USE_LOADER = "use_loader"  # loader: a loader that serves the model as it is
-    REEXPORT_WITH = "reexport_with"  # release: export with that release (None: a newer one)
-    USE_CUDA_BUILD = "use_cuda_build"  # op: the op's kernel runs only in a CUDA build
-    RECORD_MANIFEST = "record_manifest"  # `tfcompat fleet dump-manifest` in that environment
-    LEAVE_BANNED_RELEASE = "leave_banned_release"  # the fleet's policy bans the release
-    LIST_BANNED_RELEASES = "list_banned_releases"  # add the fleet's bans to bad_consumers
     EXPORT_SAVED_MODEL = "export_saved_model"  # Keras: model.export(DIR), a SavedModel
     RESAVE_AS_H5 = "resave_as_h5"  # keras: load with that Keras, model.save("model.h5")
     RESAVE_AS_KERAS3 = "resave_as_keras3"  # keras: load with that Keras, re-save with Keras 3
     REPLACE_LAMBDA = "replace_lambda"  # a registered Layer subclass instead of a Lambda
     RESAVE_WITH_PYTHON = "resave_with_python"  # python: save the Lambda model under it
     DECLARE_KERAS = "declare_keras"  # `keras:` (and `python:`) in the consumer's fleet entry
+    USE_LOADER = "use_loader"  # loader: a loader that serves the model as it is
+    REEXPORT_WITH = "reexport_with"  # release: export with that release (None: a newer one)
+    USE_CUDA_BUILD = "use_cuda_build"  # op: the op's kernel runs only in a CUDA build
+    RECORD_MANIFEST = "record_manifest"  # `tfcompat fleet dump-manifest` in that environment
+    LEAVE_BANNED_RELEASE = "leave_banned_release"  # the fleet's policy bans the release
+    LIST_BANNED_RELEASES = "list_banned_releases"  # add the fleet's bans to bad_consumers
 
 
 @dataclass(frozen=True)
