@@ -47,6 +47,9 @@ def cmd_fleet_list(args: argparse.Namespace) -> int:
                 "graph_def_version": c.graph_def_version,
                 "loader": str(c.loader),
                 "registry": c.registry.source if c.registry else None,
+                "keras": c.keras,
+                "python": c.python,
+                "tf_serving": c.tf_serving,
                 "banned": (
                     ban.reason if (ban := fleet.policy.banned(c.graph_def_version)) else None
                 ),
