@@ -13,15 +13,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.compat.test_keras_agreement import disagreement, family, rows
+from tests.compat.test_keras_agreement import FAMILIES, disagreement, family, rows
 
 
 def main() -> None:
     verbose = "-v" in sys.argv[1:]
-    for name in ("tuned", "held-out"):
+    for name in FAMILIES:
         picked = [r for r in rows() if family(r) == name]
         wrong = [(r, why) for r in picked if (why := disagreement(r)) is not None]
-        print(f"{name:>8}: {len(picked) - len(wrong)}/{len(picked)} rows agree")
+        print(f"{name:>10}: {len(picked) - len(wrong)}/{len(picked)} rows agree")
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")

@@ -38,7 +38,17 @@ TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
 BUILD = os.path.join(REPO, "build", "keras")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "keras")
 RELEASES = ["1.15.5", "2.4.4", "2.8.4", "2.10.1", "2.12.1", "2.15.1", "2.17.1", "2.18.1", "2.21.0"]
-MODELS = ["dense", "lstm", "lambda", "gru", "functional", "embedding", "conv1d", "bidirectional", "layernorm"]
+MODELS = [
+    "dense",
+    "lstm",
+    "lambda",
+    "gru",
+    "functional",
+    "embedding",
+    "conv1d",
+    "bidirectional",
+    "layernorm",
+]
 TIMEOUT = 600
 ERROR_CHARS = 400
 
@@ -114,7 +124,9 @@ def build_model(name):
     if name == "gru":
         return keras.Sequential([layers.InputLayer(input_shape=(5, 2)), layers.GRU(3)])
     if name == "lambda":
-        return keras.Sequential([layers.InputLayer(input_shape=(4,)), layers.Lambda(lambda t: t * 2)])
+        return keras.Sequential(
+            [layers.InputLayer(input_shape=(4,)), layers.Lambda(lambda t: t * 2)]
+        )
     if name == "functional":
         inputs = keras.Input(shape=(4,))
         hidden = layers.Dense(5, activation="relu")(inputs)
@@ -140,7 +152,11 @@ def build_model(name):
         )
     if name == "bidirectional":
         return keras.Sequential(
-            [layers.InputLayer(input_shape=(5, 2)), layers.Bidirectional(layers.LSTM(3)), layers.Dense(2)]
+            [
+                layers.InputLayer(input_shape=(5, 2)),
+                layers.Bidirectional(layers.LSTM(3)),
+                layers.Dense(2),
+            ]
         )
     if name == "layernorm":
         return keras.Sequential(
@@ -345,7 +361,13 @@ def cmd_reference(args):
         if not entry.get("written") or "input" in entry:
             continue
         spec = INPUTS[key.split("/")[1].split(".")[0]]
-        argv = ["_load", "--path", os.path.join(FIXTURES, entry["path"]), "--input", json.dumps(spec)]
+        argv = [
+            "_load",
+            "--path",
+            os.path.join(FIXTURES, entry["path"]),
+            "--input",
+            json.dumps(spec),
+        ]
         result = run_child(entry["tensorflow"], argv + (["--unsafe"] if "lambda" in key else []))
         if not result["ok"]:
             print(key, "producer cannot load it:", result["error"], file=sys.stderr)

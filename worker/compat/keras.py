@@ -47,6 +47,9 @@ tests/fixtures/keras/README.md):
 - an argument an older Keras 2 lacks (`keras.argument-unknown`): the global pooling
   layers' `keepdims` (Keras 2.6+) in 1.15 and 2.4 ("Keyword argument not understood:
   'keepdims'");
+- (from the second held-out family) a layer held by a wrapper (Bidirectional) whose
+  entry names no module, as Keras 2.10 and older write it, is a class Keras 3 cannot
+  locate ("Could not locate class 'LSTM'") (`keras.class-unknown`);
 - more arguments Keras 3 rejects in a Keras 2.13+ `.keras`: `batch_input_shape` on a
   layer other than InputLayer (Embedding writes it), BatchNormalization's `axis` as a
   list.
@@ -167,6 +170,16 @@ def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
             "Functional').",
             fix=Fix(FixKind.UPGRADE_TO),
         )
+    if runs[0] >= 3 and writer_major(model) == 2:
+        for layer in model.layers:
+            if layer.wrapped and not layer.has_module:
+                return error(
+                    Code.KERAS_CLASS_UNKNOWN,
+                    f"Layer '{layer.name}' ({layer.class_name}) sits in a wrapper and its entry "
+                    "names no module (Keras 2.10 and older write it so); Keras 3 cannot locate "
+                    f"the class ('Could not locate class {layer.class_name!r}').",
+                    fix=Fix(FixKind.RESAVE_AS_KERAS3, keras=model.keras_version or None),
+                )
     if model.container != "keras-zip":
         return None
     for prefix, first, last in ENGINE_MODULES:

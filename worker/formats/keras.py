@@ -93,7 +93,7 @@ class _Walker:
         self.where = where
         self.layers: list[KerasLayer] = []
 
-    def entry(self, entry: Any, depth: int) -> None:
+    def entry(self, entry: Any, depth: int, wrapped: bool = False) -> None:
         """One serialized layer: {"class_name", "config", ["module"], ...}."""
         if depth > MAX_DEPTH:
             raise InvalidArtifact(f"{self.where}: layers nested more than {MAX_DEPTH} deep")
@@ -125,6 +125,7 @@ class _Walker:
                 code=code,
                 typed_objects=typed,
                 list_valued=listed,
+                wrapped=wrapped,
             )
         )
         self.children(config, depth + 1)
@@ -135,7 +136,7 @@ class _Walker:
         if isinstance(config, dict):
             layers = config.get("layers")
             for key in NESTED_LAYER_KEYS:
-                self.entry(config.get(key), depth)
+                self.entry(config.get(key), depth, wrapped=True)
         for layer in layers or []:
             self.entry(layer, depth)
 

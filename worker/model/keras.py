@@ -57,6 +57,7 @@ class KerasLayer:
     # only TF 1.x's Keras 2.2.4-tf wrote there: "kernel_initializer:GlorotUniform"
     typed_objects: tuple[str, ...] = ()
     list_valued: tuple[str, ...] = ()  # config keys whose value is a list (`axis: [2]`)
+    wrapped: bool = False  # held by a wrapper (Bidirectional's `layer`, an RNN's `cell`)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 code=PythonCode(code["layout"], code["size"]) if code is not None else None,
                 typed_objects=tuple(layer["typed_objects"]),
                 list_valued=tuple(layer.get("list_valued", ())),
+                wrapped=layer.get("wrapped", False),
             )
         )
     return KerasModel(
