@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from worker.catalog.catalog import load_catalog
-from worker.catalog.keras import keras_of_release
 from worker.errors import ConfigError
 from worker.fleet.fleet import load_fleet
 from worker.fleet.impact import consumer_digest
@@ -40,16 +39,6 @@ policy:
     assert (derived.keras, derived.python) == ("2.15", None)
     assert serving.tf_serving and not derived.tf_serving
     assert fleet.policy.unsafe_ops == Severity.ERROR
-
-
-# TF <= 2.15 brings Keras 2 of its own minor; TF >= 2.16 Keras 3 (at least the wheel's minimum).
-@pytest.mark.parametrize(
-    ("release", "keras"),
-    [("1.15.5", "2.2.4-tf"), ("2.4.4", "2.4.0"), ("2.12.1", "2.12"), ("2.15.1", "2.15"),
-     ("2.16.2", "3.0"), ("2.17.1", "3.2"), ("2.18.1", "3.5"), ("2.21.0", "3.12"), ("1.4.0", None)],
-)  # fmt: skip
-def test_each_release_brings_its_keras(release: str, keras: str | None) -> None:
-    assert keras_of_release(release) == keras
 
 
 def test_a_declared_keras_changes_the_consumer_digest_and_a_derived_one_does_not() -> None:

@@ -9,7 +9,6 @@ import base64
 import contextlib
 import io
 import json
-import marshal
 import zipfile
 from pathlib import Path
 
@@ -17,13 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worker.errors import InvalidArtifact, UnsupportedArtifact
-from worker.formats.hdf5 import root_string_attributes
-from worker.formats.pycode import code_layout
+from worker.errors import InvalidArtifact
 from worker.formats.read import read_path, read_source
 from worker.formats.source import BytesSource, FileSource
 from worker.model.artifact import Artifact, artifact_from_json
-from worker.model.keras import layout_admits
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MODELS = FIXTURES / "keras" / "models"
@@ -51,22 +47,6 @@ def test_a_real_keras_file_is_read_with_its_writers_version(path: Path) -> None:
         assert model.backend == "tensorflow"
 
 
-def test_lambda_bytecode_layout_names_the_python_that_wrote_it() -> None:
-    # 1.15.5 and 2.8.4 ran on Python 3.7, 2.12.1 and later on 3.11 (the fixtures' README)
-    for producer, layout in (("tf1.15", "3.0-3.7"), ("tf2.8", "3.0-3.7"), ("tf2.21", "3.11+")):
-        (artifact,) = read_path(str(MODELS / producer / "lambda.h5"))
-        assert artifact.keras is not None
-        (layer,) = artifact.keras.lambdas
-        assert layer.code is not None and layer.code.layout == layout
-
-
-def test_this_pythons_own_bytecode_has_its_layout() -> None:
-    code = marshal.dumps((lambda t, k=2: [v * k for v in t]).__code__)
-    assert code_layout(code) == "3.11+"
-    assert layout_admits("3.11+", "3.12") and not layout_admits("3.11+", "3.10")
-    assert layout_admits("3.0-3.7", "3.7.16") and not layout_admits("3.8-3.10", "3.7")
-
-
 def test_keras_3_and_keras_2_configs_are_told_apart() -> None:
     (new,) = read_path(str(MODELS / "tf2.21" / "lstm.keras"))
     (old,) = read_path(str(MODELS / "tf2.15" / "lstm.keras"))
@@ -88,20 +68,6 @@ def test_a_keras_3_file_written_without_tensorflow_is_read() -> None:
     (zipped,) = read_path(str(FIXTURES / "foreign" / "model.keras"))
     assert h5.keras is not None and h5.keras.backend == "numpy"
     assert zipped.keras is not None and zipped.keras.keras_version.startswith("3.")
-
-
-def test_an_hdf5_file_after_a_user_block_is_read() -> None:
-    data = bytes(512) + (MODELS / "tf2.15" / "dense.h5").read_bytes()
-    attributes = root_string_attributes(BytesSource("dense.h5", data))
-    assert attributes["keras_version"] == "2.15.0"
-
-
-def test_a_weights_only_h5_is_named_not_misread(tmp_path: Path) -> None:
-    data = (MODELS / "tf2.15" / "dense.h5").read_bytes()
-    # the same file with the model_config attribute renamed: what save_weights leaves
-    blob = data.replace(b"model_config", b"model_xonfig")
-    with pytest.raises(UnsupportedArtifact, match="Keras weights"):
-        read_source(BytesSource("weights.h5", blob), "weights.h5")
 
 
 def _keras_zip(config: bytes, metadata: bytes = b'{"keras_version": "3.5.0"}') -> bytes:
@@ -169,19 +135,6 @@ def test_corrupted_keras_files_give_metadata_or_invalid_artifact(
         at = data.draw(st.integers(0, min(len(blob), 4096) - 1))
         blob[at] = data.draw(st.integers(0, 255))
     _read(path.name, bytes(blob))
-
-
-@FAST
-@given(st.binary(max_size=2048))
-def test_random_bytes_after_the_hdf5_signature_give_invalid_artifact(rest: bytes) -> None:
-    _read("m.h5", b"\x89HDF\r\n\x1a\n" + rest)
-
-
-@FAST
-@given(st.binary(max_size=4096))
-def test_any_bytes_have_a_layout_or_none(data: bytes) -> None:
-    assert code_layout(data) in (None, "3.0-3.7", "3.8-3.10", "3.11+")
-    assert code_layout(b"\xe3" + data) in (None, "3.0-3.7", "3.8-3.10", "3.11+")
 
 
 @FAST

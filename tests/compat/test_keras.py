@@ -1,0 +1,89 @@
+"""The Keras rules on constructed models: one row per rule, in the order Keras meets them.
+
+What real releases do is checked row by row in test_keras_agreement.py; these rows pin
+each rule's boundary (the Keras versions it applies to) on the smallest model that
+shows it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from worker.catalog.catalog import load_catalog
+from worker.compat.check import check_artifact
+from worker.model.artifact import Artifact
+from worker.model.findings import Code, Severity
+from worker.model.keras import KerasLayer, KerasModel, PythonCode
+
+INPUT2 = KerasLayer("InputLayer", "in", ("batch_input_shape", "dtype", "name"))
+INPUT3 = KerasLayer("InputLayer", "in", ("batch_shape", "dtype", "name", "optional"))
+DENSE = KerasLayer("Dense", "d", ("name", "units"))
+LSTM2 = KerasLayer("LSTM", "l", ("name", "time_major", "units"))
+LAMBDA37 = KerasLayer("Lambda", "f", ("function",), code=PythonCode("3.0-3.7", 110))
+LAMBDA311 = KerasLayer("Lambda", "f", ("function",), code=PythonCode("3.11+", 170))
+POOL = KerasLayer("GlobalAveragePooling1D", "p", ("keepdims", "name"))
+
+
+def model(version: str, *layers: KerasLayer, container: str = "hdf5", **extra: str) -> Artifact:
+    keras = KerasModel(container, version, model_class="Sequential", layers=layers, **extra)
+    fmt = "keras" if container == "keras-zip" else "keras-h5"
+    return Artifact("m", fmt, 1, "0" * 64, keras=keras)
+
+
+def first_error(artifact: Artifact, release: str, python: str | None = None) -> Code | None:
+    consumer = replace(load_catalog().consumer(release), python=python)
+    verdict = check_artifact(artifact, consumer, load_catalog())
+    errors = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
+    assert (verdict.loads is False) == bool(errors)
+    return errors[0] if errors else None
+
+
+ZIP = "keras-zip"
+CASES = [
+    # the .keras zip: Keras 2.12 reads it, 2.11 and older take it for a SavedModel or HDF5
+    (model("2.12.0", INPUT2, DENSE, container=ZIP), "2.11", None, Code.KERAS_FORMAT),
+    (model("2.12.0", INPUT2, DENSE, container=ZIP), "2.12", None, None),
+    # Keras 3 files: no Keras 2 rebuilds them; every Keras 3 does
+    (model("3.5.0", INPUT3, DENSE), "2.15", None, Code.KERAS_NEWER_MAJOR),
+    (model("3.5.0", INPUT3, DENSE), "2.16", None, None),
+    # Keras 2 in Keras 3: time_major is refused; a plain Dense is not
+    (model("2.15.0", INPUT2, LSTM2), "2.16", None, Code.KERAS_ARGUMENT_REMOVED),
+    (model("2.15.0", INPUT2, DENSE), "2.21", None, None),
+    # a Keras 2 archive loads only in its own Keras 2 minor
+    (model("2.13.1", INPUT2, DENSE, container=ZIP), "2.14", None, Code.KERAS_ARCHIVE_MINOR),
+    (model("2.13.1", INPUT2, DENSE, container=ZIP), "2.13", None, None),
+    # keepdims came with Keras 2.6
+    (model("2.10.0", INPUT2, POOL), "2.5", None, Code.KERAS_ARGUMENT_UNKNOWN),
+    (model("2.10.0", INPUT2, POOL), "2.6", None, None),
+    # marshalled Lambdas: Keras 3 asks for safe_mode; Keras 2 H5 loads where Python agrees
+    (model("2.15.0", INPUT2, LAMBDA311), "2.18", "3.11", Code.KERAS_LAMBDA_SAFE_MODE),
+    (model("2.15.0", INPUT2, LAMBDA311), "2.15", "3.11", None),
+    (model("2.15.0", INPUT2, LAMBDA311), "2.15", "3.10", Code.KERAS_LAMBDA_PYTHON),
+    (model("2.4.0", INPUT2, LAMBDA37), "2.12", None, Code.KERAS_LAMBDA_PYTHON),  # 3.8-3.11 only
+]
+
+
+@pytest.mark.parametrize(("artifact", "release", "python", "expected"), CASES)
+def test_each_rule_at_its_boundary(
+    artifact: Artifact, release: str, python: str | None, expected: Code | None
+) -> None:
+    assert first_error(artifact, release, python) == expected
+
+
+def test_an_undeclared_python_that_only_some_wheels_match_is_a_warning() -> None:
+    # 2.12 has wheels for 3.8-3.11: 3.11 bytecode loads on one of them
+    verdict = check_artifact(
+        model("2.12.0", INPUT2, LAMBDA311), load_catalog().consumer("2.12"), load_catalog()
+    )
+    (finding,) = [f for f in verdict.findings if f.code == Code.KERAS_LAMBDA_PYTHON]
+    assert finding.severity == Severity.WARNING and verdict.serves is True
+
+
+def test_tf_serving_reads_no_keras_file_and_an_unknown_keras_is_unknown() -> None:
+    artifact = model("2.15.0", INPUT2, DENSE)
+    consumer = load_catalog().consumer("2.15")
+    serving = check_artifact(artifact, replace(consumer, tf_serving=True), load_catalog())
+    assert serving.loads is False and serving.findings[0].code == Code.KERAS_NOT_SERVABLE
+    unknown = check_artifact(artifact, replace(consumer, keras=None), load_catalog())
+    assert unknown.loads is None and unknown.findings[0].code == Code.KERAS_VERSION_UNKNOWN
