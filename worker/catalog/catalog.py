@@ -78,6 +78,9 @@ class Catalog:
     ) -> None:
         self._shipped = registries
         self._registries: dict[str, Registry] = {}
+        # One ops mapping per registry: the patch releases of a minor share it, and
+        # checks recognise consumers with the same ops by it (compat.check).
+        self._registry_ops: dict[str, Any] = {}
         self._anchor: tuple[dt.date, int] | None = None
         self._range_consumers: list[Consumer] | None = None
         by_version: dict[str, Release] = {}
@@ -144,7 +147,11 @@ class Catalog:
             source = f"catalog {release.registry_version}"
             if release.registry_version != release.version:
                 source += f" (standing in for {release.version})"
-            ops = self._shipped.ops(release.registry_version)
+            ops = self._registry_ops.get(release.registry_version)
+            if ops is None:
+                ops = self._registry_ops[release.registry_version] = self._shipped.ops(
+                    release.registry_version
+                )
             found = self._registries[release.version] = Registry(ops, source)
         return found
 

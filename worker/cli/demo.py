@@ -48,6 +48,10 @@ MODELS = [
     ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
 BROKEN = ("random bytes", "broken/model.pb")
+FIX_PREFIX = "fixed"  # TFCOMPAT_FIX_PREFIX: the worker writes fixed copies under it
+# The upload whose fixed copy the demo waits for: legacy-edge (TF 1.15) cannot load it
+# only because of attrs at their default, so the worker writes a copy it can serve.
+FIXED = ("ranking/v1/saved_model.pb", "legacy-edge")
 
 
 def say(text: str) -> None:
@@ -107,6 +111,7 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
             "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
             "TFCOMPAT_INDEX_BUCKETS": json.dumps([BUCKET]),
+            "TFCOMPAT_FIX_PREFIX": FIX_PREFIX,
             "TFCOMPAT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         }
@@ -224,6 +229,38 @@ def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, A
     return table(rows)
 
 
+def report_of(s3: Any, key: str) -> dict[str, Any]:
+    found = tags(s3, key)
+    body = s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
+    document: dict[str, Any] = json.loads(body)
+    return document
+
+
+def fixed_copies(s3: Any, watched: list[tuple[str, str]], timeout: float) -> str:
+    """The fixed copies the worker wrote (TFCOMPAT_FIX_PREFIX), once the one for `FIXED`
+    is listed in its original's report (the worker writes copies after the tags)."""
+    key, consumer = FIXED
+
+    def listed() -> bool:
+        copies = report_of(s3, key).get("fixed_copies") or []
+        return any(c["consumer"] == consumer for c in copies)
+
+    wait_for(listed, timeout, f"the fixed copy of {key} for {consumer}")
+    lines = ["Fixed copies (the originals are untouched):"]
+    for _, watched_key in watched:
+        if watched_key == BROKEN[1]:
+            continue
+        for copy in report_of(s3, watched_key).get("fixed_copies") or []:
+            rewrites = ", ".join(copy["rewrites"][:3])
+            if len(copy["rewrites"]) > 3:
+                rewrites += f" and {len(copy['rewrites']) - 3} more"
+            lines.append(
+                f"  {copy['consumer']} cannot load {watched_key}; it serves {copy['url']} "
+                f"(status {copy['status']}; dropped {rewrites})"
+            )
+    return "\n".join(lines)
+
+
 def next_steps(stack: Stack, receiver_port: str) -> str:
     """What to try on a kept stack, and how to stop it."""
     env = stack.state / "env.sh"
@@ -254,6 +291,8 @@ def run(state: Path, keep: bool, timeout: float) -> None:
         results = wait_for_tags(s3, watched, timeout)
         say("")
         say(verdicts_table(s3, watched, results))
+        say("")
+        say(fixed_copies(s3, watched, timeout))
         say("")
         mid = watched[2][1]
         say(

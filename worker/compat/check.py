@@ -293,6 +293,44 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
 }
 
 
+# Checks whose findings depend on the artifact, the consumer's op registry and how it
+# loads, never on its version numbers or name: the patch releases of one minor share
+# a registry, so `compatible_releases` over the catalog runs them once per minor.
+REGISTRY_CHECKS = (
+    "ops", "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving",
+)  # fmt: skip
+
+_SHARED: dict[tuple[object, ...], tuple[Artifact, object, list[tuple[str, Finding]]]] = {}
+_SHARED_LIMIT = 1024
+
+
+def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
+    """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and registry
+    (the artifact and the ops are held, so their ids cannot be reused meanwhile)."""
+    consumer = s.consumer
+    ops = consumer.registry.ops if consumer.registry is not None else None
+    key = (
+        id(s.artifact),
+        id(ops),
+        id(s.history),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        minor(consumer.tensorflow),
+        _deprecation_version(s),
+    )
+    hit = _SHARED.get(key)
+    if hit is not None and hit[0] is s.artifact and hit[1] is ops:
+        return hit[2]
+    found = [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
+    if ops is not None:
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        _SHARED[key] = (s.artifact, ops, found)
+    return found
+
+
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
     """When a function-body error bites, as the consumer's loader does it.
 
@@ -368,13 +406,17 @@ def check_artifact(
     if policy is not None:
         subject.policy = policy
     phases = _phases(subject)
+    found = [
+        (name, finding)
+        for name, check in CHECKS.items()
+        if name not in REGISTRY_CHECKS
+        for finding in check(subject)
+    ]
+    found += _registry_findings(subject)
     ranked: list[tuple[int, int, Finding]] = []
-    for name, check in CHECKS.items():
-        for finding in check(subject):
-            phase = (
-                "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
-            )
-            ranked.append((_severity_rank(finding), phases.index(phase), finding))
+    for name, finding in found:
+        phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
+        ranked.append((_severity_rank(finding), phases.index(phase), finding))
     ranked.sort(key=lambda item: item[:2])
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)
