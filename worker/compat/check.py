@@ -293,41 +293,66 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
 }
 
 
-# Checks whose findings depend on the artifact, the consumer's op registry and how it
-# loads, never on its version numbers or name: the patch releases of one minor share
-# a registry, so `compatible_releases` over the catalog runs them once per minor.
+# Checks whose findings depend on the artifact, how the consumer loads it and the
+# consumer's OpDefs of the ops the artifact uses, never on its version numbers or name.
+# Releases that define those ops alike (the patch releases of a minor always do, and
+# most minors for the ops of a given model) get the same findings, computed once: a
+# report's `compatible_releases` over 79 releases runs them a handful of times.
 REGISTRY_CHECKS = (
     "ops", "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving",
 )  # fmt: skip
 
-_SHARED: dict[tuple[object, ...], tuple[Artifact, object, list[tuple[str, Finding]]]] = {}
+_Shared = tuple[Artifact, tuple[object, ...], list[tuple[str, Finding]]]
+_SHARED: dict[tuple[object, ...], _Shared] = {}
 _SHARED_LIMIT = 1024
 
 
+def _op_signature(s: Subject) -> tuple[object, ...]:
+    """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
+    with whether the op was removed before the consumer's release: a different error)."""
+    registry = s.consumer.registry
+    if registry is None or s.graph is None:
+        return ()
+    release = s.consumer.tensorflow
+    signature: list[object] = []
+    for op in sorted({k.op for k in s.graph.kinds}):
+        found = registry.ops.get(op)
+        if found is not None:
+            signature.append(found)
+            continue
+        last = s.history.op_last_release(op)
+        signature.append(bool(release and last and Version(last) < Version(release)))
+    return tuple(signature)
+
+
 def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
-    """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and registry
-    (the artifact and the ops are held, so their ids cannot be reused meanwhile)."""
+    """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and OpDefs
+    (both are held, so their ids cannot be reused meanwhile)."""
     consumer = s.consumer
-    ops = consumer.registry.ops if consumer.registry is not None else None
+    if consumer.registry is None:
+        return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
+    signature = _op_signature(s)
     key = (
         id(s.artifact),
-        id(ops),
         id(s.history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
         consumer.looks_up_op_list_first,
-        minor(consumer.tensorflow),
         _deprecation_version(s),
+        *(x if isinstance(x, bool) else id(x) for x in signature),
     )
     hit = _SHARED.get(key)
-    if hit is not None and hit[0] is s.artifact and hit[1] is ops:
+    if (
+        hit is not None
+        and hit[0] is s.artifact
+        and all(a is b for a, b in zip(hit[1], signature, strict=True))
+    ):
         return hit[2]
     found = [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    if ops is not None:
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.clear()
-        _SHARED[key] = (s.artifact, ops, found)
+    if len(_SHARED) >= _SHARED_LIMIT:
+        _SHARED.clear()
+    _SHARED[key] = (s.artifact, signature, found)
     return found
 
 
