@@ -91,3 +91,11 @@ def test_fleet_list_shows_a_tflite_runtime(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "tflite-runtime 2.9.1" in result.stdout
     assert "TFLite table tflite-runtime-2.9.1" in result.stdout
+
+
+def test_fix_refuses_a_tflite_and_says_what_to_do(tmp_path: Path) -> None:
+    model = MODELS / "tf2.21" / "dense_int8.tflite"
+    result = run("fix", str(model), "--for", "tf==1.15", "-o", str(tmp_path / "out.tflite"))
+    assert result.returncode == 2
+    assert "not TFLite flatbuffers; convert the model again" in result.stderr
+    assert not (tmp_path / "out.tflite").exists()

@@ -15,6 +15,7 @@ from tests.pipeline.services import s3
 from worker.formats.read import read_path
 from worker.ingest.events import EventFilter
 from worker.model.events import ObjectEvent
+from worker.pipeline.fixes import write_fixed_copies
 from worker.pipeline.process import ReportLocation, process_event
 from worker.pipeline.services import build_checker
 from worker.settings import DEFAULT_MODEL_PATTERNS, Settings
@@ -46,6 +47,18 @@ def test_a_tflite_upload_is_tagged_with_its_status_and_releases() -> None:
     assert artifact["format"] == "tflite" and artifact["metadata"]["tflite"]["schema_version"] == 3
     assert report["fleet"]["verdicts"]["legacy-edge"] == "incompatible"
     assert report["fleet"]["verdicts"]["serving-canary"] == "compatible"
+
+
+def test_a_tflite_upload_gets_no_fixed_copy() -> None:
+    store = MemoryObjectStore()
+    store.put("b", "mobile/model.tflite", INT8.read_bytes())
+    checker = build_checker(Settings(fleet="config/fleet.yaml"))
+    event = ObjectEvent("b", "mobile/model.tflite", "ObjectCreated:Put")
+    location = ReportLocation(None, "reports/")
+    outcome = process_event(event, store, checker, location)
+    assert outcome.status == "incompatible"
+    assert write_fixed_copies(event, outcome, store, checker, location, "fixed/") == []
+    assert not any(key.startswith("fixed/") for _, key in store.objects)
 
 
 def requests(client: Any) -> list[str]:

@@ -176,7 +176,8 @@ def add_fleet_commands(sub: Subparsers) -> None:
             action="append",
             default=[],
             metavar="SPEC",
-            help="add a consumer (tf==X.Y[@LOADER] or NAME=MANIFEST.json)",
+            help="add a consumer (tf==X.Y[@LOADER], tflite==X.Y, litert==X.Y or "
+            "NAME=MANIFEST.json)",
         )
         p.add_argument(
             "--remove-consumer",
