@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worker.errors import InvalidArtifact, LimitExceeded
-from worker.formats import tflite
+from worker.formats import tflite, tflite_schema
 from worker.formats.read import read_path, read_source
 from worker.formats.source import BytesSource, FileSource
 from worker.formats.tflite import read_tflite
@@ -248,3 +248,8 @@ def test_real_files_with_extreme_words_give_a_model_or_invalid_artifact(
         word = data.draw(st.sampled_from([0, 1, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 20]))
         blob[at : at + 4] = struct.pack("<I", word)
     _read("model.tflite", bytes(blob))
+
+
+def test_every_field_the_reader_uses_is_within_the_vtable_slots_read() -> None:
+    slots = [v for k, v in vars(tflite_schema).items() if k.isupper() and isinstance(v, int)]
+    assert max(slots) < tflite.SLOTS_READ

@@ -55,6 +55,9 @@ DESCRIPTION_BYTES = 1024
 MIN_RUNTIME_BYTES = 256
 """`min_runtime_version` is a short version string (TFLite writes 16 bytes)."""
 
+SLOTS_READ = 16
+"""Field slots read of a vtable: the schema subset reads none past slot 7."""
+
 PAGE = 64 << 10
 PAGES_CACHED = 64
 
@@ -141,7 +144,7 @@ class _Flat:
             raise self.error(f"table at {pos} has a malformed vtable")
         if pos + tsize > self.size:
             raise self.error(f"table at {pos} runs past the end of the file")
-        count = (vsize - 4) // 2
+        count = min((vsize - 4) // 2, SLOTS_READ)  # a vtable may be 64 KB; we need a few
         fields = struct.unpack(f"<{count}H", self.read(vtable + 4, 2 * count))
         return _Table(pos, tsize, fields)
 
