@@ -363,26 +363,25 @@ def _oldest_upgrade(
     return None
 
 
+UPGRADE_CODES = frozenset(
+    {Code.TFLITE_CODE_OUT_OF_RANGE, Code.TFLITE_OP_VERSION, Code.TFLITE_KERNEL_PREPARE}
+)
+
+
 def _with_fixes(
     findings: list[Finding], model: TfliteModel, interp: TfliteInterpreter
 ) -> list[Finding]:
     """Each error's fix, from the runtimes the consumer could move to: the oldest newer
     measured release of its own runtime that serves the model."""
-    upgrade: str | bool | None = False  # computed on first need
+    needs_upgrade = any(f.fix is None and f.code in UPGRADE_CODES for f in findings)
+    upgrade = _oldest_upgrade(model, interp.upgrades) if needs_upgrade else None
     fixed = []
     for finding in findings:
-        if finding.fix is None and finding.code in (
-            Code.TFLITE_CODE_OUT_OF_RANGE,
-            Code.TFLITE_OP_VERSION,
-            Code.TFLITE_KERNEL_PREPARE,
-        ):
-            if upgrade is False:
-                upgrade = _oldest_upgrade(model, interp.upgrades)
-            release = upgrade if isinstance(upgrade, str) else None
+        if finding.fix is None and finding.code in UPGRADE_CODES:
             fix = (
-                Fix(FixKind.UPGRADE_TO, release=release)
+                Fix(FixKind.UPGRADE_TO, release=upgrade)
                 if interp.family == TENSORFLOW
-                else Fix(FixKind.UPGRADE_RUNTIME, release=release, runtime=interp.family)
+                else Fix(FixKind.UPGRADE_RUNTIME, release=upgrade, runtime=interp.family)
             )
             finding = replace(finding, fix=fix)
         elif finding.fix is not None and finding.fix.kind == FixKind.ADD_FLEX_DELEGATE:

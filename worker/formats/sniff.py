@@ -65,7 +65,7 @@ ONNX_MAX_IR_VERSION = 64
 class Foreign:
     """A model format tfcompat recognises but does not read."""
 
-    format: str  # short name: "hdf5", "tflite", "onnx", ...
+    format: str  # short name: "hdf5", "onnx", "gguf", ...
     what: str  # what the file is, for a person
     hint: str = ""  # how to get something tfcompat reads, when there is a way
 

@@ -266,6 +266,10 @@ def _operator_code(flat: _Flat, table: _Table) -> TfliteOpCode:
     )
 
 
+_Sigs = tuple[TensorSig | None, ...]
+_Key = tuple[int, _Sigs, _Sigs]  # opcode index, input and output signatures
+
+
 class _Operators:
     """Every subgraph's operators, collapsed into kinds; tensors read once, when used."""
 
@@ -277,7 +281,7 @@ class _Operators:
 
     def read(self, model: _Table) -> tuple[tuple[TfliteOperatorKind, ...], int, int, int]:
         flat = self.flat
-        kinds: dict[tuple[object, ...], list[int]] = {}  # key -> [count, subgraph, position]
+        kinds: dict[_Key, list[int]] = {}  # key -> [count, subgraph, position]
         subgraphs = operators = tensors = 0
         for index, subgraph in enumerate(
             flat.tables(model, S.MODEL_SUBGRAPHS, MAX_SUBGRAPHS, "subgraphs")
@@ -302,7 +306,7 @@ class _Operators:
                     entry[0] += 1
         return (
             tuple(
-                TfliteOperatorKind(key[0], key[1], key[2], n, sub, pos)  # type: ignore[arg-type]
+                TfliteOperatorKind(key[0], key[1], key[2], n, sub, pos)
                 for key, (n, sub, pos) in kinds.items()
             ),
             subgraphs,
@@ -312,7 +316,7 @@ class _Operators:
 
     def _operator(
         self, op: _Table, start: int, count: int, seen: dict[int, TensorSig | None]
-    ) -> tuple[object, ...]:
+    ) -> _Key:
         flat = self.flat
         opcode = flat.scalar(op, S.OPERATOR_OPCODE_INDEX, "<I", 0)
         if opcode >= self.codes:

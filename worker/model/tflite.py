@@ -178,9 +178,14 @@ class TfliteRuntime:
         return self.max_code >= 127
 
     def label(self) -> str:
-        if self.family == TENSORFLOW:
-            return f"TensorFlow {self.version}'s tf.lite.Interpreter"
-        return f"{self.family} {self.version}"
+        return runtime_label(self.family, self.version)
+
+
+def runtime_label(family: str, version: str) -> str:
+    """How messages name a runtime."""
+    if family == TENSORFLOW:
+        return f"TensorFlow {version}'s tf.lite.Interpreter"
+    return f"{family} {version}"
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,4 @@ class TfliteInterpreter:
         return self.family != TENSORFLOW
 
     def label(self) -> str:
-        if self.family == TENSORFLOW:
-            return f"TensorFlow {self.version}'s tf.lite.Interpreter"
-        return f"{self.family} {self.version}"
+        return runtime_label(self.family, self.version)
