@@ -39,6 +39,7 @@ from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, inf
 from worker.model.tflite import (
     TENSORFLOW,
     KernelChange,
+    TensorSig,
     TfliteInterpreter,
     TfliteModel,
     TfliteOpCode,
@@ -50,20 +51,18 @@ from worker.model.verdict import Verdict
 LOADER = "tflite-interpreter"
 SCHEMA_VERSION = 3  # TFLITE_SCHEMA_VERSION since TensorFlow 1.x
 BYTE_CODES = 127  # codes from here on do not fit the byte field (written as 127)
-PREPARE_FAILS = "prepare-fails"
-WRONG_VALUES = "wrong-values"
+PREPARE_FAILS = "prepare-fails"  # KernelChange.without; otherwise "wrong-values"
 
 
-def _input(kind: TfliteOperatorKind, index: int) -> tuple[str, int, int] | None:
-    sig = kind.inputs[index] if index < len(kind.inputs) else None
-    return (sig.type, sig.rank, sig.scales) if sig is not None else None
+def _input(kind: TfliteOperatorKind, index: int) -> TensorSig | None:
+    return kind.inputs[index] if index < len(kind.inputs) else None
 
 
 FEATURES: dict[str, Callable[[TfliteOperatorKind], bool]] = {
     # the weights (input 1) carry one scale per output channel
-    "per-channel-weights": lambda k: (w := _input(k, 1)) is not None and w[2] > 1,
+    "per-channel-weights": lambda k: (w := _input(k, 1)) is not None and w.per_channel,
     # 16-bit activations (16x8 quantization): the data input is INT16
-    "int16-activations": lambda k: (x := _input(k, 0)) is not None and x[0] == "INT16",
+    "int16-activations": lambda k: (x := _input(k, 0)) is not None and x.type == "INT16",
 }
 RANK_ABOVE = "input-rank-above-"
 
@@ -77,7 +76,7 @@ def has_feature(kind: TfliteOperatorKind, feature: str) -> bool:
     """Whether an operator's tensors show `feature` (a name used in tflite_kernels.json)."""
     if feature.startswith(RANK_ABOVE):
         x = _input(kind, 0)
-        return x is not None and x[1] > int(feature.removeprefix(RANK_ABOVE))
+        return x is not None and x.rank > int(feature.removeprefix(RANK_ABOVE))
     test = FEATURES.get(feature)
     return test is not None and test(kind)
 
