@@ -31,9 +31,11 @@ from worker.catalog.behaviour import (
     validates_library_at_load,
 )
 from worker.catalog.registries import ShippedRegistries
+from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.tflite import TENSORFLOW
 
 DAILY_SINCE = dt.date(2019, 5, 9)
 
@@ -232,6 +234,7 @@ def consumer_for_release(
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
+        tflite=load_tflite_catalog().interpreter(TENSORFLOW, release.version),
     )
 
 

@@ -47,6 +47,13 @@ MODELS = [
     ("checkpoint (2.12)", "tf2.12/checkpoint", "training/ckpt", "ckpt-1.index"),
     ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
+# One file written by a real TFLite converter (tests/fixtures/tflite): int8 with per-channel
+# FULLY_CONNECTED weights, which 1.15's interpreter (legacy-edge) runs and answers wrongly.
+TFLITE = (
+    "int8 TFLite (2.21 converter)",
+    ROOT / "tests" / "fixtures" / "tflite" / "models" / "tf2.21" / "dense_int8.tflite",
+    "mobile/int8/model.tflite",
+)
 BROKEN = ("random bytes", "broken/model.pb")
 FIX_PREFIX = "fixed"  # TFCOMPAT_FIX_PREFIX: the worker writes fixed copies under it
 # The upload whose fixed copy the demo waits for: legacy-edge (TF 1.15) cannot load it
@@ -164,8 +171,8 @@ def set_up_bucket(s3: Any, sqs: Any) -> str:
 def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
     say(
-        f"4/5 uploading {len(MODELS)} models written by real TensorFlow "
-        "(shared/ and tests/fixtures/tf-real) plus a broken one"
+        f"4/5 uploading {len(MODELS) + 1} models written by real TensorFlow "
+        "(shared/, tests/fixtures/tf-real and tests/fixtures/tflite) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
         source = fixture_path(fixture)
@@ -177,8 +184,11 @@ def upload_models(s3: Any) -> list[tuple[str, str]]:
                     Body=path.read_bytes(),
                     Tagging="team=demo",
                 )
+    what, path, key = TFLITE
+    s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes(), Tagging="team=demo")
     s3.put_object(Bucket=BUCKET, Key=BROKEN[1], Body=os.urandom(2048))
-    return [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS] + [BROKEN]
+    models = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
+    return [*models, (what, key), BROKEN]
 
 
 def tags(s3: Any, key: str) -> dict[str, str]:
@@ -272,6 +282,8 @@ def next_steps(stack: Stack, receiver_port: str) -> str:
             "  tfcompat fleet impact --remove-consumer legacy-edge",
             f"  tfcompat inspect s3://{BUCKET}/vision/7/saved_model.pb",
             f"  tfcompat check s3://{BUCKET}/edge/frozen/frozen_graph.pb --consumer tf==2.4",
+            f"  tfcompat check s3://{BUCKET}/{TFLITE[2]} --consumer tflite==2.9 "
+            "--consumer litert==1.4",
             "  tfcompat index rebuild",
             f"  tfcompat healthcheck serve --url http://127.0.0.1:{receiver_port}/healthz",
             "Stop it with: make demo-stop   (or: .venv/bin/python -m worker.cli.demo --stop)",

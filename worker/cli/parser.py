@@ -45,7 +45,8 @@ def add_model_commands(sub: Subparsers) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="model file, SavedModel dir, checkpoint, archive, or s3://bucket/key",
+        help="model file (.pb, .pbtxt, .meta, .index, .tflite), SavedModel dir, checkpoint, "
+        "archive, or s3://bucket/key",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
@@ -55,7 +56,8 @@ def add_model_commands(sub: Subparsers) -> None:
         help="predict which consumers can load a model and answer a request",
         description="Each consumer gets `loads` (its TensorFlow loads the model) and `serves` "
         "(it loads it and answers a request), each true, false or unknown (null: no op "
-        "registry for that release or build; record one with `tfcompat fleet dump-manifest`). "
+        "registry for that release or build, record one with `tfcompat fleet dump-manifest`; "
+        "for a .tflite, no measured table for that TFLite runtime). "
         "Status: compatible (every consumer serves it), at-risk (it serves, with a named "
         "hazard), unknown, incompatible, invalid. Without --consumer or --fleet only the "
         "releases that serve it are reported, and the status is unknown (incompatible if "
@@ -70,7 +72,10 @@ def add_model_commands(sub: Subparsers) -> None:
         metavar="SPEC",
         help="tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json[@LOADER]; LOADER is "
         "saved-model-v1 (default, TF Serving), saved-model-v2 or graph-import; the same "
-        "release may be given with several loaders (named tf-X.Y.Z@LOADER)",
+        "release may be given with several loaders (named tf-X.Y.Z@LOADER). A TFLite "
+        "runtime: tflite==X.Y[.Z] (tflite-runtime) or litert==X.Y[.Z] (ai-edge-litert), "
+        "judged on .tflite files only; a tf== consumer checks a .tflite with that "
+        "release's tf.lite.Interpreter",
     )
     p.add_argument(
         "--fleet",
@@ -171,7 +176,8 @@ def add_fleet_commands(sub: Subparsers) -> None:
             action="append",
             default=[],
             metavar="SPEC",
-            help="add a consumer (tf==X.Y[@LOADER] or NAME=MANIFEST.json)",
+            help="add a consumer (tf==X.Y[@LOADER], tflite==X.Y, litert==X.Y or "
+            "NAME=MANIFEST.json)",
         )
         p.add_argument(
             "--remove-consumer",

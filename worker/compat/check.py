@@ -30,6 +30,7 @@ from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
 from worker.compat.subject import History as History
 from worker.compat.subject import NoHistory, Subject, subject_for
+from worker.compat.tflite import applies, check_tflite
 from worker.compat.versions import check_versions
 from worker.model.artifact import Artifact, VersionDef
 from worker.model.consumer import Consumer
@@ -426,7 +427,10 @@ def check_artifact(
     policy: Policy | None = None,
 ) -> Verdict:
     """The consumer's verdict: every check's findings, load errors first (in the order
-    TensorFlow meets them), then request errors, warnings and information."""
+    TensorFlow meets them), then request errors, warnings and information.
+    A .tflite file, and any artifact for a TFLite runtime of its own, has its own rules."""
+    if artifact.format == "tflite" or not applies(artifact, consumer):
+        return check_tflite(artifact, consumer, policy)
     subject = subject_for(artifact, consumer, history or NoHistory())
     if policy is not None:
         subject.policy = policy

@@ -2,8 +2,8 @@
 
 This is the one entry point the CLI and the pipeline call. A path may be a
 file (GraphDef `.pb`/`.pbtxt`, `saved_model.pb`, `.meta`, checkpoint `.index`
-or a checkpoint prefix, an archive), or a directory holding any of those; an
-archive or directory may hold several artifacts (TF Serving's
+or a checkpoint prefix, TFLite `.tflite`, an archive), or a directory holding any
+of those; an archive or directory may hold several artifacts (TF Serving's
 `<name>/<version>/saved_model.pb` layout) and each is reported.
 """
 
@@ -33,12 +33,14 @@ from worker.formats.source import (
     Source,
     Tree,
 )
+from worker.formats.tflite import is_tflite, read_tflite
 from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
 TEXT_SUFFIXES = (".pbtxt", ".pbtx")
 BINARY_SUFFIXES = (".pb", ".graphdef")  # TensorFlow parses these as binary only
+TFLITE_SUFFIX = ".tflite"
 # Files that live inside a SavedModel directory but are not graphs.
 SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
@@ -127,6 +129,9 @@ def _with_digest(source: Source, read: Callable[[Source], T]) -> tuple[T, str]:
 def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     """Read one file whose kind ('graphdef', 'metagraph', 'checkpoint') is known."""
     # Read, then hash: a streamed source (S3) hashes what the reader passed over.
+    if kind == "tflite":
+        model, sha256 = _with_digest(source, read_tflite)
+        return Artifact(display, "tflite", source.size, sha256, tflite=model)
     if kind == "checkpoint":
         checkpoint, sha256 = _with_digest(source, _checkpoint)
         return Artifact(display, "checkpoint", source.size, sha256, checkpoint=checkpoint)
@@ -140,8 +145,8 @@ def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
 def discover(names: list[str]) -> list[tuple[str, str]]:
     """(kind, name) of every artifact among a tree's file names.
 
-    kind is 'savedmodel' (name is the directory), 'graphdef', 'metagraph' or
-    'checkpoint' (name is the file). Files inside a SavedModel directory belong
+    kind is 'savedmodel' (name is the directory), 'graphdef', 'metagraph',
+    'checkpoint' or 'tflite' (name is the file). Files inside a SavedModel directory belong
     to it and are not reported on their own.
     """
     found: list[tuple[str, str]] = []
@@ -161,6 +166,8 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
             found.append(("checkpoint", name))
         elif base.endswith(".meta"):
             found.append(("metagraph", name))
+        elif base.endswith(TFLITE_SUFFIX):
+            found.append(("tflite", name))
         elif base.endswith(GRAPH_SUFFIXES) and base not in SAVED_MODEL_SIDE_FILES:
             found.append(("graphdef", name))
     return found
@@ -233,6 +240,8 @@ def kind_of_file(name: str) -> str | None:
         return "checkpoint"
     if base.endswith(".meta"):
         return "metagraph"
+    if base.endswith(TFLITE_SUFFIX):
+        return "tflite"
     if base.endswith(GRAPH_SUFFIXES):
         return "graphdef"
     return None
@@ -254,11 +263,17 @@ def read_source(source: Source, display: str) -> list[Artifact]:
     if is_archive(source):
         return read_tree(open_archive(source, wanted=is_model_file), display)
     kind = kind_of_file(display)
+    if _is_tflite_source(source):  # the identifier, whatever the file is named
+        kind = "tflite"
     if kind == "savedmodel":
         name = posixpath.basename(display)
         tree = MappingTree(display, {name: source})
         return [read_saved_model_dir(tree, "", posixpath.dirname(display) or display)]
     return [read_file_artifact(source, display, kind or "graphdef")]
+
+
+def _is_tflite_source(source: Source) -> bool:
+    return is_tflite(source.read_at(0, min(source.size, 8)), source.size)
 
 
 def read_path(path: str) -> list[Artifact]:

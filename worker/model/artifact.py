@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from worker.model.tflite import TfliteModel, tflite_from_json
+
 AttrJSON = dict[str, Any]
 """An AttrValue in protobuf's JSON shape, e.g. {"type": "DT_INT32"}."""
 
@@ -154,7 +156,7 @@ class Artifact:
     """What one artifact (file, directory or archive member set) says."""
 
     path: str
-    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint"
+    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint" | "tflite"
     size: int
     sha256: str
     meta_graphs: tuple[MetaGraph, ...] = ()
@@ -162,6 +164,7 @@ class Artifact:
     checkpoint: Checkpoint | None = None  # standalone, or a SavedModel's variables
     saved_model_schema_version: int | None = None
     notes: tuple[str, ...] = ()
+    tflite: TfliteModel | None = None  # a .tflite flatbuffer
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -254,4 +257,5 @@ def artifact_from_json(
         checkpoint=checkpoint,
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),
+        tflite=tflite_from_json(data["tflite"]) if data.get("tflite") is not None else None,
     )

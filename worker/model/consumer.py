@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from worker.model.artifact import OpDef
+from worker.model.tflite import TfliteInterpreter
 
 
 class Loader(StrEnum):
@@ -41,3 +42,6 @@ class Consumer:
     looks_up_op_list_first: bool = False  # 1.13/1.14 v1 loader: the stripped op list first
     environment: str = ""
     owners: tuple[str, ...] = ()
+    # What it runs .tflite files with: a TensorFlow release's tf.lite.Interpreter, or a
+    # TFLite runtime of its own (`standalone`: it reads nothing else). None: unknown.
+    tflite: TfliteInterpreter | None = None
