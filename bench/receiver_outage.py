@@ -26,6 +26,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.rows import row  # noqa: E402
 from tests.pipeline.brokers import RedisServer  # noqa: E402
 from tests.pipeline.services import free_port, wait_until  # noqa: E402
 
@@ -101,6 +102,18 @@ def main(n: int) -> None:
     print(f"{'broker':16} {'request':18} {'median ms':>10} {'x up':>8}  statuses   (n={n})")
     for state, name, median, ratio, statuses in rows:
         print(f"{state:16} {name:18} {median:10.1f} {ratio:8.1f}  {statuses}")
+    by = {(state, name): (median, statuses) for state, name, median, _, statuses in rows}
+    for state in ("killed", "hung (SIGSTOP)"):
+        post, post_statuses = by[(state, "POST /events/s3")]
+        health, _ = by[(state, "GET /healthz")]
+        metrics, _ = by[(state, "GET /metrics")]
+        row(
+            f"receiver, broker {state}",
+            f"POST 503 in {post:.0f} ms, /healthz {health:.0f} ms, /metrics {metrics:.0f} ms",
+            f"broker up: POST {by[('up', 'POST /events/s3')][0]:.0f} ms",
+            "503 within 1 s, probes fast",
+            post_statuses == [503] and post <= 1000 and health <= 1100 and metrics <= 100,
+        )
 
 
 if __name__ == "__main__":

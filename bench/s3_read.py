@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.local_s3 import AWS_ENV, client, moto_s3, table  # noqa: E402
+from bench.rows import row  # noqa: E402
 from worker.proto import tensorflow_subset_pb2 as pb  # noqa: E402
 
 # (stage blocks, bottleneck filters) of ResNet50; conv1 is 7x7x3x64, the head 2048x1000.
@@ -185,6 +186,14 @@ def main() -> int:
             read_wall = statistics.median(r[2] for r in reads)
             rows.append((f"one GET [reference], {label}", "1.00x", str(gets[0][1]), "1.00x", "-"))
             received, requests, _, artifact = reads[-1]
+            row(
+                f"`check s3://...` 103 MB frozen graph, {label}",
+                f"{received / len(data):.2f}x the object's bytes, {requests} requests, "
+                f"{read_wall / get_wall:.2f}x one GET's wall",
+                f"one GET: 1.00x, {gets[0][1]} request",
+                "<= 1.05x the bytes",
+                received / len(data) <= 1.05 and artifact.sha256 == sha256,
+            )
             rows.append(
                 (
                     f"tfcompat read, {label}",

@@ -181,3 +181,33 @@ def expected_codes(row: Row) -> frozenset[str] | None:
     text = row.failure
     found = [(text.find(phrase), codes) for phrase, codes in ERROR_CLASSES if phrase in text]
     return min(found, key=lambda hit: hit[0])[1] if found else None
+
+
+PROBES = OWN / "hazard_probes.jsonl"
+
+
+def hazard_probes() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(artifact, consumer release, loader) -> what that release did on an input chosen to
+    exercise an at-risk hazard (`tools/fixtures/probe_hazards.py`)."""
+    if not PROBES.exists():
+        return {}
+    found = {}
+    for line in PROBES.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            found[(r["artifact"], r["consumer_tf_version"], r["loader"])] = r
+    return found
+
+
+def hazard_confirmed(artifact: str, consumer: str, loader: str) -> bool | None:
+    """Whether the probe shows `consumer` answering otherwise than the model's producer
+    (failing, or other outputs); None when there is no probe for that cell."""
+    probes = hazard_probes()
+    mine = probes.get((artifact, consumer, loader))
+    if mine is None:
+        return None
+    own = probes.get((artifact, mine["producer_tf_version"], loader))
+    if own is None:
+        return None
+    answer = (mine["ran"], mine["outputs"])
+    return bool(answer != (own["ran"], own["outputs"]))

@@ -5,7 +5,8 @@
 Prints rows, loads / serves / first-error-code agreement (code: over the rows
 where TensorFlow failed to load or to run), and the precision of `at-risk`: the
 share of at-risk cells where real TensorFlow failed to load or serve, or returned
-other outputs than the producer's own load of the same model.
+other outputs than the producer's own load of the same model (on the matrix's input, or on
+an input chosen to exercise the hazard: tests/fixtures/tf-real/hazard_probes.jsonl).
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.truth import FIXTURE_SETS, Row, expected_codes, matrix_path, predict, rows  # noqa: E402
+from tests.truth import (  # noqa: E402
+    FIXTURE_SETS,
+    Row,
+    expected_codes,
+    hazard_confirmed,
+    matrix_path,
+    predict,
+    rows,
+)
 
 
 def outputs_by_row() -> dict[tuple[str, str, str, str], object]:
@@ -82,12 +91,15 @@ def main() -> int:
                 (str(row.fixture_set), row.consumer_version, row.artifact, row.loader)
             )
             differs = own is not None and mine is not None and own != mine
-            if not row.serves or differs:
+            probed = hazard_confirmed(row.artifact, row.consumer_version, row.loader)
+            if not row.serves or differs or probed:
                 confirmed += 1
             state = (
                 "confirmed"
                 if not row.serves or differs
-                else ("not confirmed" if mine is not None else "no outputs recorded")
+                else "confirmed by a probe (hazard_probes.jsonl)"
+                if probed
+                else ("not confirmed" if mine is not None or probed is False else "no outputs")
             )
             risky[f"{row.artifact.split('/')[1]} {sorted(set(p.warnings))} ({state})"] += 1
         elif "at-risk" in p.statuses:

@@ -21,6 +21,7 @@ DEFAULT_MODEL_PATTERNS = (
     "*.pbtxt",
     "*.meta",
     "*.index",
+    "*.tflite",
     "*.tar.gz",
     "*.tgz",
     "*.tar",

@@ -27,7 +27,6 @@ OWN = Path(__file__).resolve().parents[1] / "fixtures" / "tf-real" / "artifacts"
     ("name", "expected"),
     [
         ("model.onnx", "onnx"),  # onnx.helper + onnx.save
-        ("model.tflite", "tflite"),  # TFLite schema builders, identifier TFL3
         ("model.safetensors", "safetensors"),
         ("model.gguf", "gguf"),
         ("model.pt", "pytorch"),  # torch.save's zip layout
@@ -126,11 +125,22 @@ def test_only_the_first_bytes_are_read() -> None:
 
 def test_reading_a_foreign_file_says_what_it_is_in_one_line() -> None:
     with pytest.raises(UnsupportedArtifact) as caught:
-        read_path(str(FOREIGN / "model.tflite"))
+        read_path(str(FOREIGN / "model.onnx"))
     message = str(caught.value)
-    assert message.startswith(f"{FOREIGN / 'model.tflite'}: a TensorFlow Lite flatbuffer")
+    assert message.startswith(f"{FOREIGN / 'model.onnx'}: an ONNX model")
     assert READ_FORMATS in message and "Keras models (.keras, .h5)" in message
+    assert "TFLite flatbuffers (.tflite)" in message
     assert "\n" not in message and "wire type" not in message
+
+
+def test_a_tflite_flatbuffer_is_left_to_the_tflite_reader() -> None:
+    converted = FOREIGN.parent / "tflite" / "models" / "tf2.21" / "dense.tflite"
+    for path in (FOREIGN / "model.tflite", converted):  # TFLite schema builders; a converter
+        assert sniff_source(FileSource(path)) is None
+
+
+def test_the_unknown_format_line_names_tflite_among_the_formats_read() -> None:
+    assert "TFLite flatbuffers (.tflite)" in READ_FORMATS
 
 
 def test_a_folder_without_a_model_names_the_foreign_files_in_it() -> None:

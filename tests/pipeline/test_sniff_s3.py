@@ -22,7 +22,6 @@ FOREIGN = Path(__file__).resolve().parents[1] / "fixtures" / "foreign"
     ("name", "said"),
     [
         ("model.onnx", "an ONNX model"),
-        ("model.tflite", "a TensorFlow Lite flatbuffer"),
     ],
 )
 def test_object_store_model_is_named(endpoint: str, name: str, said: str) -> None:

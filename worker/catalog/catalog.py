@@ -32,9 +32,11 @@ from worker.catalog.behaviour import (
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
 from worker.catalog.registries import ShippedRegistries
+from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.tflite import TENSORFLOW
 
 DAILY_SINCE = dt.date(2019, 5, 9)
 
@@ -79,6 +81,9 @@ class Catalog:
     ) -> None:
         self._shipped = registries
         self._registries: dict[str, Registry] = {}
+        # One ops mapping per registry: the patch releases of a minor share it, and
+        # checks recognise consumers with the same ops by it (compat.check).
+        self._registry_ops: dict[str, Any] = {}
         self._anchor: tuple[dt.date, int] | None = None
         self._range_consumers: list[Consumer] | None = None
         by_version: dict[str, Release] = {}
@@ -145,7 +150,11 @@ class Catalog:
             source = f"catalog {release.registry_version}"
             if release.registry_version != release.version:
                 source += f" (standing in for {release.version})"
-            ops = self._shipped.ops(release.registry_version)
+            ops = self._registry_ops.get(release.registry_version)
+            if ops is None:
+                ops = self._registry_ops[release.registry_version] = self._shipped.ops(
+                    release.registry_version
+                )
             found = self._registries[release.version] = Registry(ops, source)
         return found
 
@@ -228,6 +237,7 @@ def consumer_for_release(
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
+        tflite=load_tflite_catalog().interpreter(TENSORFLOW, release.version),
     )
 
 

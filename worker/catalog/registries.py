@@ -53,18 +53,28 @@ class RegistryOps(Mapping[str, OpDef]):
     """One release's ops by name. Membership and iteration never convert an OpDef;
     a lookup converts only the one asked for."""
 
-    __slots__ = ("_index", "_pool")
+    __slots__ = ("_found", "_index", "_pool")
 
     def __init__(self, index: Mapping[str, int], pool: OpPool) -> None:
         self._index = index
         self._pool = pool
+        self._found: dict[str, OpDef] = {}  # looked up before: one dict hit (checks' hot path)
 
     def __getitem__(self, name: str) -> OpDef:
-        return self._pool.op(self._index[name])
+        found = self._found.get(name)
+        if found is None:
+            found = self._found[name] = self._pool.op(self._index[name])
+        return found
 
     def get(self, name: str, default: Any = None) -> Any:
+        found = self._found.get(name)
+        if found is not None:
+            return found
         line = self._index.get(name)
-        return default if line is None else self._pool.op(line)
+        if line is None:
+            return default
+        found = self._found[name] = self._pool.op(line)
+        return found
 
     def __contains__(self, name: object) -> bool:
         return name in self._index

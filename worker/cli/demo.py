@@ -47,7 +47,18 @@ MODELS = [
     ("checkpoint (2.12)", "tf2.12/checkpoint", "training/ckpt", "ckpt-1.index"),
     ("Keras 3, saved_model.save (2.21)", "tf2.21/keras3_module_save", "keras/1", "saved_model.pb"),
 ]
+# One file written by a real TFLite converter (tests/fixtures/tflite): int8 with per-channel
+# FULLY_CONNECTED weights, which 1.15's interpreter (legacy-edge) runs and answers wrongly.
+TFLITE = (
+    "int8 TFLite (2.21 converter)",
+    ROOT / "tests" / "fixtures" / "tflite" / "models" / "tf2.21" / "dense_int8.tflite",
+    "mobile/int8/model.tflite",
+)
 BROKEN = ("random bytes", "broken/model.pb")
+FIX_PREFIX = "fixed"  # TFCOMPAT_FIX_PREFIX: the worker writes fixed copies under it
+# The upload whose fixed copy the demo waits for: legacy-edge (TF 1.15) cannot load it
+# only because of attrs at their default, so the worker writes a copy it can serve.
+FIXED = ("ranking/v1/saved_model.pb", "legacy-edge")
 
 
 def say(text: str) -> None:
@@ -107,6 +118,7 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
             "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
             "TFCOMPAT_INDEX_BUCKETS": json.dumps([BUCKET]),
+            "TFCOMPAT_FIX_PREFIX": FIX_PREFIX,
             "TFCOMPAT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         }
@@ -165,7 +177,7 @@ FILES = [
 def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
     say(
-        f"4/5 uploading {len(MODELS) + len(FILES)} models written by real TensorFlow "
+        f"4/5 uploading {len(MODELS) + len(FILES) + 1} models written by real TensorFlow "
         "(shared/ and tests/fixtures) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
@@ -181,9 +193,11 @@ def upload_models(s3: Any) -> list[tuple[str, str]]:
     for _, fixture, key in FILES:
         body = (ROOT / "tests" / "fixtures" / fixture).read_bytes()
         s3.put_object(Bucket=BUCKET, Key=key, Body=body, Tagging="team=demo")
+    what, path, key = TFLITE
+    s3.put_object(Bucket=BUCKET, Key=key, Body=path.read_bytes(), Tagging="team=demo")
     s3.put_object(Bucket=BUCKET, Key=BROKEN[1], Body=os.urandom(2048))
-    watched = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
-    return watched + [(what, key) for what, _, key in FILES] + [BROKEN]
+    models = [(what, f"{prefix}/{obj}") for what, _, prefix, obj in MODELS]
+    return [*models, *((w, k) for w, _, k in FILES), (what, key), BROKEN]
 
 
 def tags(s3: Any, key: str) -> dict[str, str]:
@@ -234,6 +248,38 @@ def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, A
     return table(rows)
 
 
+def report_of(s3: Any, key: str) -> dict[str, Any]:
+    found = tags(s3, key)
+    body = s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
+    document: dict[str, Any] = json.loads(body)
+    return document
+
+
+def fixed_copies(s3: Any, watched: list[tuple[str, str]], timeout: float) -> str:
+    """The fixed copies the worker wrote (TFCOMPAT_FIX_PREFIX), once the one for `FIXED`
+    is listed in its original's report (the worker writes copies after the tags)."""
+    key, consumer = FIXED
+
+    def listed() -> bool:
+        copies = report_of(s3, key).get("fixed_copies") or []
+        return any(c["consumer"] == consumer for c in copies)
+
+    wait_for(listed, timeout, f"the fixed copy of {key} for {consumer}")
+    lines = ["Fixed copies (the originals are untouched):"]
+    for _, watched_key in watched:
+        if watched_key == BROKEN[1]:
+            continue
+        for copy in report_of(s3, watched_key).get("fixed_copies") or []:
+            rewrites = ", ".join(copy["rewrites"][:3])
+            if len(copy["rewrites"]) > 3:
+                rewrites += f" and {len(copy['rewrites']) - 3} more"
+            lines.append(
+                f"  {copy['consumer']} cannot load {watched_key}; it serves {copy['url']} "
+                f"(status {copy['status']}; dropped {rewrites})"
+            )
+    return "\n".join(lines)
+
+
 def next_steps(stack: Stack, receiver_port: str) -> str:
     """What to try on a kept stack, and how to stop it."""
     env = stack.state / "env.sh"
@@ -245,6 +291,8 @@ def next_steps(stack: Stack, receiver_port: str) -> str:
             "  tfcompat fleet impact --remove-consumer legacy-edge",
             f"  tfcompat inspect s3://{BUCKET}/vision/7/saved_model.pb",
             f"  tfcompat check s3://{BUCKET}/edge/frozen/frozen_graph.pb --consumer tf==2.4",
+            f"  tfcompat check s3://{BUCKET}/{TFLITE[2]} --consumer tflite==2.9 "
+            "--consumer litert==1.4",
             "  tfcompat index rebuild",
             f"  tfcompat healthcheck serve --url http://127.0.0.1:{receiver_port}/healthz",
             "Stop it with: make demo-stop   (or: .venv/bin/python -m worker.cli.demo --stop)",
@@ -264,6 +312,8 @@ def run(state: Path, keep: bool, timeout: float) -> None:
         results = wait_for_tags(s3, watched, timeout)
         say("")
         say(verdicts_table(s3, watched, results))
+        say("")
+        say(fixed_copies(s3, watched, timeout))
         say("")
         mid = watched[2][1]
         say(

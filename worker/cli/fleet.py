@@ -47,6 +47,14 @@ def cmd_fleet_list(args: argparse.Namespace) -> int:
                 "graph_def_version": c.graph_def_version,
                 "loader": str(c.loader),
                 "registry": c.registry.source if c.registry else None,
+                "tflite": {
+                    "family": c.tflite.family,
+                    "version": c.tflite.version,
+                    "table": c.tflite.table.name if c.tflite.table else None,
+                    "reads_tflite_only": c.tflite.standalone,
+                }
+                if c.tflite
+                else None,
                 "keras": c.keras,
                 "python": c.python,
                 "tf_serving": c.tf_serving,

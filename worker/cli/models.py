@@ -27,7 +27,8 @@ def read_any(target: str) -> list[Any]:
 
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
-    """'tf==2.12[,keras==3.6][,python==3.11][@loader]' or 'NAME=MANIFEST.json[...]'."""
+    """'tf==2.12[,keras==3.6][,python==3.11][@loader]', 'tflite==2.14', 'litert==1.4' or
+    'NAME=MANIFEST.json[@loader]'."""
     return _parse_consumer_spec(spec, catalog, cache)[0]
 
 
@@ -65,6 +66,17 @@ def _parse_consumer_body(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool
     from worker.fleet.manifest import consumer_from_manifest
     from worker.model.consumer import Loader
 
+    for short in ("tflite", "litert"):  # a TFLite runtime of its own: no loader to pick
+        if spec.startswith(f"{short}=="):
+            from worker.catalog.tflite import load_tflite_catalog
+
+            version = spec[len(short) + 2 :]
+            if "@" in version:
+                raise UsageError(f"--consumer {spec}: a TFLite runtime has no loader")
+            try:
+                return load_tflite_catalog().consumer(short, version), False, {}
+            except TfcompatError as exc:
+                raise UsageError(f"--consumer {spec}: {exc}") from None
     loader = Loader.SAVED_MODEL_V1
     body = spec
     if "@" in spec:
@@ -84,7 +96,10 @@ def _parse_consumer_body(spec: str, catalog: Any, cache: Any) -> tuple[Any, bool
             return consumer, True, pins
     name, sep, path = body.partition("=")
     if not sep or not name or not path:
-        raise UsageError(f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER] or NAME=MANIFEST.json")
+        raise UsageError(
+            f"--consumer {spec}: expected tf==X.Y[.Z][@LOADER], tflite==X.Y[.Z], "
+            "litert==X.Y[.Z] or NAME=MANIFEST.json"
+        )
     return consumer_from_manifest(name, path, loader, cache), False, pins
 
 

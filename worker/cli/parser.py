@@ -45,7 +45,8 @@ def add_model_commands(sub: Subparsers) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="model file (GraphDef, .meta, Keras .keras/.h5), SavedModel dir, checkpoint, "
+        help="model file (.pb, .pbtxt, .meta, .index, .tflite, Keras .keras/.h5), SavedModel "
+        "dir, checkpoint, "
         "archive, or s3://bucket/key",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -56,7 +57,8 @@ def add_model_commands(sub: Subparsers) -> None:
         help="predict which consumers can load a model and answer a request",
         description="Each consumer gets `loads` (its TensorFlow loads the model) and `serves` "
         "(it loads it and answers a request), each true, false or unknown (null: no op "
-        "registry for that release or build; record one with `tfcompat fleet dump-manifest`). "
+        "registry for that release or build, record one with `tfcompat fleet dump-manifest`; "
+        "for a .tflite, no measured table for that TFLite runtime). "
         "Status: compatible (every consumer serves it), at-risk (it serves, with a named "
         "hazard), unknown, incompatible, invalid. Without --consumer or --fleet only the "
         "releases that serve it are reported, and the status is unknown (incompatible if "
@@ -77,7 +79,10 @@ def add_model_commands(sub: Subparsers) -> None:
         "release may be given with several loaders (named tf-X.Y.Z@LOADER). For Keras "
         "files, ,keras==X.Y and ,python==X.Y after the release say which Keras and Python "
         "it runs (default: the Keras its release brings; Python unknown); serving==X.Y is "
-        "a TensorFlow Serving binary, which reads SavedModels only",
+        "a TensorFlow Serving binary, which reads SavedModels only. A TFLite "
+        "runtime: tflite==X.Y[.Z] (tflite-runtime) or litert==X.Y[.Z] (ai-edge-litert), "
+        "judged on .tflite files only; a tf== consumer checks a .tflite with that "
+        "release's tf.lite.Interpreter",
     )
     p.add_argument(
         "--fleet",
@@ -178,7 +183,8 @@ def add_fleet_commands(sub: Subparsers) -> None:
             action="append",
             default=[],
             metavar="SPEC",
-            help="add a consumer (tf==X.Y[@LOADER] or NAME=MANIFEST.json)",
+            help="add a consumer (tf==X.Y[@LOADER], tflite==X.Y, litert==X.Y or "
+            "NAME=MANIFEST.json)",
         )
         p.add_argument(
             "--remove-consumer",

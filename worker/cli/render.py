@@ -53,6 +53,37 @@ def _graph_lines(graph: dict[str, Any], usage: dict[str, Any], indent: str) -> l
     return lines
 
 
+def _tflite_lines(model: dict[str, Any], ops: list[dict[str, Any]]) -> list[str]:
+    runtime = model["min_runtime_version"]
+    head = f"  TFLite schema {model['schema_version']}"
+    if model["description"]:
+        head += f", converter's note {model['description']!r}"
+    if runtime is not None:
+        head += f", min_runtime_version {runtime or '(empty)'} (no runtime checks it)"
+    lines = [
+        head,
+        f"  {model['subgraphs']} subgraph(s), {model['operators']} operators, "
+        f"{model['tensors']} tensors, {model['buffers']} buffers",
+    ]
+    if model["signatures"]:
+        lines.append(f"  signatures: {', '.join(model['signatures'])}")
+    lines.append(f"  ops ({len(ops)}):")
+    for op in ops:
+        what = f"code {op['code']}"
+        if op["custom"]:
+            what = "Select TF op" if op["flex"] else "custom op"
+        tensors = ", ".join(op["input_types"])
+        if op["per_channel"]:
+            tensors += ", per-channel quantized"
+        if op["max_rank"] > 4:
+            tensors += f", rank {op['max_rank']}"
+        lines.append(
+            f"    {op['name']} v{op['version']} ({what}) x{op['operators']}"
+            + (f"  [{tensors}]" if tensors else "")
+        )
+    return lines
+
+
 def render_inspect(documents: list[dict[str, Any]]) -> str:
     out: list[str] = []
     for doc in documents:
@@ -76,6 +107,8 @@ def render_inspect(documents: list[dict[str, Any]]) -> str:
             out += _graph_lines(doc["graph"], usage_by_tags.get((), {}), "  ")
         if doc.get("keras"):
             out += _keras_lines(doc["keras"])
+        if doc.get("tflite"):
+            out += _tflite_lines(doc["tflite"], doc.get("tflite_ops", []))
         ckpt = doc.get("checkpoint")
         if ckpt:
             label = "variables" if doc["format"] == "savedmodel" else "checkpoint"
@@ -121,7 +154,10 @@ RANGE_LOADER = {
     "metagraph": "import-meta-graph",
     "keras": "keras-load-model",
     "keras-h5": "keras-load-model",
+    "tflite": "tf.lite.Interpreter",
 }
+# Information shown on the terminal anyway: it says why an answer is unknown.
+SHOWN_INFO = frozenset({"registry.unavailable", "tflite.runtime-unmeasured"})
 
 
 def _consumer_mark(consumer: dict[str, Any]) -> str:
@@ -165,17 +201,20 @@ def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> s
         for note in r.get("range_notes") or []:
             out.append(f"  note: {note}")
         for c in r["consumers"]:
-            tf = f"TensorFlow {c['tensorflow']}" if c["tensorflow"] else "custom build"
+            runtime = c.get("runtime")
+            tf = (
+                f"TensorFlow {c['tensorflow']}"
+                if c["tensorflow"]
+                else f"{runtime['family']} {runtime['version']}"
+                if runtime
+                else "custom build"
+            )
             fixable = {
                 True: "  [fixable: tfcompat fix writes a copy it serves]",
                 False: "  [no safe rewrite fixes it]",
             }.get(c.get("fixable"), "")
             out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']}){fixable}")
-            shown = [
-                f
-                for f in c["findings"]
-                if f["severity"] != "info" or f["code"] == "registry.unavailable"
-            ]
+            shown = [f for f in c["findings"] if f["severity"] != "info" or f["code"] in SHOWN_INFO]
             fixes: list[str] = []
             for f in shown:
                 out.append(f"                 {f['severity']} {f['code']}: {f['message']}")
@@ -199,10 +238,10 @@ def render_fleet(fleet: Any) -> str:
             (
                 c.name,
                 c.environment or "-",
-                c.tensorflow or "custom",
-                str(c.graph_def_version),
-                str(c.loader),
-                c.registry.source if c.registry else "none (versions only)",
+                c.tensorflow or (c.tflite.label() if c.tflite else "custom"),
+                str(c.graph_def_version) if not standalone(c) else "-",
+                str(c.loader) if not standalone(c) else "-",
+                _registry(c),
                 ",".join(c.owners) or "-",
             )
         )
@@ -217,6 +256,17 @@ def render_fleet(fleet: Any) -> str:
         "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     return "\n".join(lines + notes) + "\n"
+
+
+def standalone(consumer: Any) -> bool:
+    return consumer.tflite is not None and consumer.tflite.standalone
+
+
+def _registry(consumer: Any) -> str:
+    if standalone(consumer):
+        table = consumer.tflite.table
+        return f"TFLite table {table.name}" if table else "no measured TFLite table"
+    return consumer.registry.source if consumer.registry else "none (versions only)"
 
 
 def render_impact(impact: Any) -> str:

@@ -31,6 +31,7 @@ from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
 from worker.compat.subject import History as History
 from worker.compat.subject import NoHistory, Subject, subject_for
+from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
 from worker.model.artifact import Artifact, VersionDef
@@ -312,6 +313,69 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
 }
 
 
+# Checks whose findings depend on the artifact, how the consumer loads it and the
+# consumer's OpDefs of the ops the artifact uses, never on its version numbers or name.
+# Releases that define those ops alike (the patch releases of a minor always do, and
+# most minors for the ops of a given model) get the same findings, computed once: a
+# report's `compatible_releases` over 79 releases runs them a handful of times.
+REGISTRY_CHECKS = (
+    "ops", "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving",
+)  # fmt: skip
+
+_Shared = tuple[Artifact, tuple[object, ...], list[tuple[str, Finding]]]
+_SHARED: dict[tuple[object, ...], _Shared] = {}
+_SHARED_LIMIT = 1024
+
+
+def _op_signature(s: Subject) -> tuple[object, ...]:
+    """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
+    with whether the op was removed before the consumer's release: a different error)."""
+    registry = s.consumer.registry
+    if registry is None or s.graph is None:
+        return ()
+    release = s.consumer.tensorflow
+    signature: list[object] = []
+    for op in sorted({k.op for k in s.graph.kinds}):
+        found = registry.ops.get(op)
+        if found is not None:
+            signature.append(found)
+            continue
+        last = s.history.op_last_release(op)
+        signature.append(bool(release and last and Version(last) < Version(release)))
+    return tuple(signature)
+
+
+def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
+    """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and OpDefs
+    (both are held, so their ids cannot be reused meanwhile)."""
+    consumer = s.consumer
+    if consumer.registry is None:
+        return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
+    signature = _op_signature(s)
+    key = (
+        id(s.artifact),
+        id(s.history),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        _deprecation_version(s),
+        *(x if isinstance(x, bool) else id(x) for x in signature),
+    )
+    hit = _SHARED.get(key)
+    if (
+        hit is not None
+        and hit[0] is s.artifact
+        and all(a is b for a, b in zip(hit[1], signature, strict=True))
+    ):
+        return hit[2]
+    found = [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
+    if len(_SHARED) >= _SHARED_LIMIT:
+        _SHARED.clear()
+    _SHARED[key] = (s.artifact, signature, found)
+    return found
+
+
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
     """When a function-body error bites, as the consumer's loader does it.
 
@@ -383,18 +447,25 @@ def check_artifact(
     policy: Policy | None = None,
 ) -> Verdict:
     """The consumer's verdict: every check's findings, load errors first (in the order
-    TensorFlow meets them), then request errors, warnings and information."""
+    TensorFlow meets them), then request errors, warnings and information.
+    A .tflite file, and any artifact for a TFLite runtime of its own, has its own rules."""
+    if artifact.format == "tflite" or not applies(artifact, consumer):
+        return check_tflite(artifact, consumer, policy)
     subject = subject_for(artifact, consumer, history or NoHistory())
     if policy is not None:
         subject.policy = policy
     phases = _phases(subject)
+    found = [
+        (name, finding)
+        for name, check in CHECKS.items()
+        if name not in REGISTRY_CHECKS
+        for finding in check(subject)
+    ]
+    found += _registry_findings(subject)
     ranked: list[tuple[int, int, Finding]] = []
-    for name, check in CHECKS.items():
-        for finding in check(subject):
-            phase = (
-                "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
-            )
-            ranked.append((_severity_rank(finding), phases.index(phase), finding))
+    for name, finding in found:
+        phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
+        ranked.append((_severity_rank(finding), phases.index(phase), finding))
     ranked.sort(key=lambda item: item[:2])
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)

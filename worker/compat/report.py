@@ -20,6 +20,7 @@ from packaging.version import Version
 from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
+from worker.compat.tflite import applies
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.findings import Finding, FixKind, Severity
@@ -113,7 +114,10 @@ def range_notes(outcomes: Sequence[ReleaseOutcome]) -> list[str]:
             index += 1
         if not seen_serving or index >= len(outcomes):
             continue  # a gap only when releases on both sides serve it
-        first, last = outcomes[start], outcomes[index - 1]
+        failing = [o for o in outcomes[start:index] if o.verdict.serves is False]
+        if not failing:
+            continue  # unknown (no measured TFLite table), not refused: no cause to name
+        first, last = failing[0], failing[-1]
         cause = next((f for f in first.verdict.findings if f.severity == Severity.ERROR), None)
         what = f"{cause.code}" + (f" {cause.op}" if cause and cause.op else "") if cause else "?"
         older = outcomes[start - 1].verdict
@@ -147,7 +151,9 @@ def artifact_report(
 ) -> dict[str, Any]:
     outcomes = release_verdicts(artifact, releases, history)
     verdicts = [
-        with_upgrades(check_artifact(artifact, c, history, policy), outcomes) for c in consumers
+        with_upgrades(check_artifact(artifact, c, history, policy), outcomes)
+        for c in consumers
+        if applies(artifact, c)  # a TFLite runtime judges .tflite files only
     ]
     serving = [o.release for o in outcomes if o.serves]
     return {

@@ -97,6 +97,11 @@ def copy_tree(
     replaced: dict[str, CopyFile] = {}
     for kind, name in found:
         display = posixpath.join(display_root, name) if name else display_root
+        if kind == "tflite":
+            raise UnsupportedArtifact(
+                f"{display}: tfcompat fix rewrites TensorFlow graphs, not TFLite flatbuffers; "
+                "convert the model again (`tfcompat check` names the converter or runtime)"
+            )
         if kind == "savedmodel":
             artifact = read_saved_model_dir(tree, name, display)
             model_file = _saved_model_file(name, names)

@@ -17,6 +17,8 @@ from worker.model.consumer import Consumer
 
 
 def fixable(artifact: Artifact, consumer: Consumer, catalog: Catalog) -> bool | None:
+    if artifact.format == "tflite":
+        return None  # `tfcompat fix` rewrites graphs; a .tflite is converted again instead
     if artifact.keras is not None:
         return None  # `tfcompat fix` rewrites graphs; a Keras file's fixes are its findings'
     (fix,) = plan_fix(artifact, [consumer], catalog, advise=False).consumers
@@ -31,6 +33,8 @@ def fixable_by_consumer(
 
 def fixable_releases(artifact: Artifact, catalog: Catalog) -> list[str]:
     """The catalog releases (default loader) that fail the model and serve a fixed copy."""
+    if artifact.format == "tflite":
+        return []
     outcomes = []
     for consumer in catalog.range_consumers():
         assert consumer.tensorflow is not None

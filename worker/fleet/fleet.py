@@ -8,6 +8,8 @@ consumers:
     tensorflow: "2.15.1"           # a catalog release ("2.15" = newest 2.15.x) ...
     # serving: "2.15.1"            # ... or a TF Serving release (same numbers as TF)
     # manifest: manifests/edge.json  ... or a manifest from dump-manifest
+    # tflite: "2.14"               # ... or a TFLite runtime: tflite-runtime 2.14.x ...
+    # litert: "1.4"                # ... or LiteRT (ai-edge-litert); both read .tflite only
     loader: saved-model-v1         # saved-model-v1 (default) | saved-model-v2 | graph-import
 policy:
   bad_consumers:                   # releases the organisation bans, as TF bans consumers
@@ -19,6 +21,10 @@ policy:
 A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
 `python: "3.11"`; the Keras defaults to the one its TensorFlow release brings).
 Every error names the file and line of the entry at fault.
+
+A TensorFlow consumer checks a `.tflite` file with that release's
+`tf.lite.Interpreter`; a `tflite:` or `litert:` consumer is judged on `.tflite`
+files only. A version without a measured TFLite table gives unknown verdicts.
 
 `builtin` names the fleet shipped in the package (`data/builtin-fleet.yaml`):
 every catalogued release, as a consumer `tf-X.Y.Z` with the default loader, so
@@ -36,6 +42,8 @@ import yaml
 
 from worker.catalog.catalog import Catalog, consumer_for_release
 from worker.catalog.opdefs import OpDefCache
+from worker.catalog.tflite import FAMILIES as TFLITE_FAMILIES
+from worker.catalog.tflite import load_tflite_catalog
 from worker.compat.policy import BannedRelease, Policy
 from worker.errors import ConfigError, UnknownRelease
 from worker.fleet.manifest import consumer_from_manifest
@@ -43,6 +51,7 @@ from worker.model.consumer import Consumer, Loader
 from worker.model.findings import Severity
 
 _LINE = "__line__"
+SOURCES = ("tensorflow", "serving", "manifest", *TFLITE_FAMILIES)
 DEFAULT_FLEET = "config/fleet.yaml"  # TFCOMPAT_FLEET's default, relative to the working dir
 BUILTIN = "builtin"
 BUILTIN_FILE = Path(__file__).resolve().parent / "data" / "builtin-fleet.yaml"
@@ -108,15 +117,23 @@ def parse_consumer(
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: consumer needs a name")
     loader = _loader(entry.get("loader"), where)
-    sources = [k for k in ("tensorflow", "serving", "manifest") if entry.get(k) is not None]
+    sources = [k for k in SOURCES if entry.get(k) is not None]
     if len(sources) != 1:
         raise ConfigError(
-            f"{where}: consumer {name} needs exactly one of tensorflow, serving or manifest"
+            f"{where}: consumer {name} needs exactly one of tensorflow, serving, manifest, "
+            "tflite or litert"
         )
     owners = entry.get("owners") or []
     if isinstance(owners, str):
         owners = [owners]
-    if sources[0] == "manifest":
+    if sources[0] in TFLITE_FAMILIES:
+        if entry.get("loader") is not None:
+            raise ConfigError(f"{where}: consumer {name}: a TFLite runtime has no loader")
+        try:
+            consumer = load_tflite_catalog().consumer(sources[0], str(entry[sources[0]]), name)
+        except UnknownRelease as exc:
+            raise UnknownRelease(f"{where}: consumer {name}: {exc}") from None
+    elif sources[0] == "manifest":
         manifest = Path(str(entry["manifest"]))
         if not manifest.is_absolute():
             manifest = path.parent / manifest

@@ -23,6 +23,7 @@ from typing import Any
 from worker.catalog.keras import keras_of_release
 from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
+from worker.compat.tflite import applies
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.index import IndexedModel
@@ -55,9 +56,21 @@ def consumer_digest(consumer: Consumer) -> str:
             registry.source if registry else None,
             registry.fingerprint if registry else None,
             sorted(registry.ops) if registry else None,
+            *_tflite_digest(consumer),
             *keras,
         ]
     )
+
+
+def _tflite_digest(consumer: Consumer) -> list[object]:
+    """What a .tflite verdict depends on: the interpreter and its measured table. Left out
+    for a TensorFlow release without a measured table (its .tflite verdicts are unknown),
+    so the digests recorded before TFLite was read stay valid for those."""
+    interpreter = consumer.tflite
+    if interpreter is None or (interpreter.table is None and not interpreter.standalone):
+        return []
+    table = interpreter.table
+    return [interpreter.family, interpreter.version, table.fingerprint if table else None]
 
 
 def verdict_state(verdicts: Iterable[Verdict]) -> Status:
@@ -193,7 +206,13 @@ def assess(
                     if recorded != same:
                         changes.append(VerdictChange(consumer.name, recorded, same))
                     continue
-            verdicts = [check_artifact(a, consumer, history, policy) for a in model.artifacts]
+            verdicts = [
+                check_artifact(a, consumer, history, policy)
+                for a in model.artifacts
+                if applies(a, consumer)  # a TFLite runtime judges .tflite files only
+            ]
+            if not verdicts:
+                continue
             impact.checks += len(verdicts)
             ran += verdicts
             rechecked.add(consumer.name)

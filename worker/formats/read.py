@@ -2,9 +2,9 @@
 
 This is the one entry point the CLI and the pipeline call. A path may be a
 file (GraphDef `.pb`/`.pbtxt`, `saved_model.pb`, `.meta`, checkpoint `.index`
-or a checkpoint prefix, a Keras `.keras` or `.h5` model, an archive), or a
-directory holding any of those; an
-archive or directory may hold several artifacts (TF Serving's
+or a checkpoint prefix, a Keras `.keras` or `.h5` model, TFLite `.tflite`, an
+archive), or a directory holding any of those; an archive or directory may hold
+several artifacts (TF Serving's
 `<name>/<version>/saved_model.pb` layout) and each is reported.
 """
 
@@ -35,6 +35,7 @@ from worker.formats.source import (
     Source,
     Tree,
 )
+from worker.formats.tflite import is_tflite, read_tflite
 from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
@@ -42,6 +43,7 @@ GRAPH_SUFFIXES = (".pb", ".pbtxt", ".graphdef", ".pbtx")
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 TEXT_SUFFIXES = (".pbtxt", ".pbtx")
 BINARY_SUFFIXES = (".pb", ".graphdef")  # TensorFlow parses these as binary only
+TFLITE_SUFFIX = ".tflite"
 # Files that live inside a SavedModel directory but are not graphs.
 SAVED_MODEL_SIDE_FILES = frozenset({"fingerprint.pb", "keras_metadata.pb"})
 
@@ -149,6 +151,9 @@ def read_file_artifact(source: Source, display: str, kind: str) -> Artifact:
     # Read, then hash: a streamed source (S3) hashes what the reader passed over.
     if kind == "keras":
         return read_keras_file(source, display)
+    if kind == "tflite":
+        model, sha256 = _with_digest(source, read_tflite)
+        return Artifact(display, "tflite", source.size, sha256, tflite=model)
     if kind == "checkpoint":
         checkpoint, sha256 = _with_digest(source, _checkpoint)
         return Artifact(display, "checkpoint", source.size, sha256, checkpoint=checkpoint)
@@ -163,8 +168,8 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
     """(kind, name) of every artifact among a tree's file names.
 
     kind is 'savedmodel' (name is the directory), 'graphdef', 'metagraph',
-    'checkpoint' or 'keras' (name is the file). Files inside a SavedModel directory
-    belong to it and are not reported on their own.
+    'checkpoint', 'keras' or 'tflite' (name is the file). Files inside a SavedModel
+    directory belong to it and are not reported on their own.
     """
     found: list[tuple[str, str]] = []
     saved_model_roots = sorted(
@@ -183,6 +188,8 @@ def discover(names: list[str]) -> list[tuple[str, str]]:
             found.append(("checkpoint", name))
         elif base.endswith(".meta"):
             found.append(("metagraph", name))
+        elif base.endswith(TFLITE_SUFFIX):
+            found.append(("tflite", name))
         elif base.endswith(GRAPH_SUFFIXES) and base not in SAVED_MODEL_SIDE_FILES:
             found.append(("graphdef", name))
         elif base.lower().endswith(KERAS_SUFFIXES):
@@ -261,6 +268,8 @@ def kind_of_file(name: str) -> str | None:
         return "checkpoint"
     if base.endswith(".meta"):
         return "metagraph"
+    if base.endswith(TFLITE_SUFFIX):
+        return "tflite"
     if base.endswith(GRAPH_SUFFIXES):
         return "graphdef"
     if base.lower().endswith(KERAS_SUFFIXES):
@@ -286,11 +295,17 @@ def read_source(source: Source, display: str) -> list[Artifact]:
     if is_archive(source):
         return read_tree(open_archive(source, wanted=is_model_file), display)
     kind = kind_of_file(display)
+    if _is_tflite_source(source):  # the identifier, whatever the file is named
+        kind = "tflite"
     if kind == "savedmodel":
         name = posixpath.basename(display)
         tree = MappingTree(display, {name: source})
         return [read_saved_model_dir(tree, "", posixpath.dirname(display) or display)]
     return [read_file_artifact(source, display, kind or "graphdef")]
+
+
+def _is_tflite_source(source: Source) -> bool:
+    return is_tflite(source.read_at(0, min(source.size, 8)), source.size)
 
 
 def read_path(path: str) -> list[Artifact]:

@@ -1,6 +1,6 @@
 """Name the model formats tfcompat does not read, from their first bytes.
 
-A user who points tfcompat at a `.tflite`, an ONNX file or a
+A user who points tfcompat at an ONNX file or a
 PyTorch checkpoint should hear in one line what the file is and what tfcompat
 reads, not what the protobuf walker tripped over ("unsupported wire type 4 for
 field 1181"). `sniff` looks at the first `HEAD_BYTES` only (an object store
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from worker.errors import TfcompatError
 from worker.formats.source import Source, Tree
+from worker.formats.tflite import is_tflite
 
 HEAD_BYTES = 64 << 10
 # A folder without a model: the files whose names suggest one are looked at, at most this
@@ -28,7 +29,6 @@ FOREIGN_SUFFIXES = (
     ".h5",
     ".hdf5",
     ".keras",
-    ".tflite",
     ".lite",
     ".onnx",
     ".json",
@@ -43,7 +43,8 @@ FOREIGN_SUFFIXES = (
 
 READ_FORMATS = (
     "tfcompat reads SavedModels, frozen GraphDefs (.pb, .pbtxt), MetaGraphDefs (.meta), "
-    "checkpoints (.index), Keras models (.keras, .h5) and .tar/.tar.gz/.zip archives of them"
+    "checkpoints (.index), Keras models (.keras, .h5), TFLite flatbuffers (.tflite) and "
+    ".tar/.tar.gz/.zip archives of them"
 )
 
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
@@ -51,7 +52,7 @@ HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 HDF5_OFFSETS = (0, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 ZIP_LOCAL = b"PK\x03\x04"
 # Suffixes of files tfcompat reads; a zip holding one is an archive for the readers.
-TF_SUFFIXES = (".pb", ".pbtxt", ".pbtx", ".graphdef", ".meta", ".index")
+TF_SUFFIXES = (".pb", ".pbtxt", ".pbtx", ".graphdef", ".meta", ".index", ".tflite")
 
 # ONNX ModelProto's top-level fields and their wire types (onnx/onnx.proto): ir_version,
 # producer_name, producer_version, domain, model_version, doc_string, graph, opset_import,
@@ -64,7 +65,7 @@ ONNX_MAX_IR_VERSION = 64
 class Foreign:
     """A model format tfcompat recognises but does not read."""
 
-    format: str  # short name: "hdf5", "tflite", "onnx", ...
+    format: str  # short name: "hdf5", "onnx", "gguf", ...
     what: str  # what the file is, for a person
     hint: str = ""  # how to get something tfcompat reads, when there is a way
 
@@ -74,11 +75,6 @@ class Foreign:
         return f"{self.what}; {READ_FORMATS}{hint}"
 
 
-TFLITE = Foreign(
-    "tflite",
-    "a TensorFlow Lite flatbuffer (.tflite)",
-    "check the SavedModel it was converted from instead",
-)
 ONNX = Foreign("onnx", "an ONNX model (.onnx)")
 TFJS = Foreign(
     "tfjs",
@@ -133,15 +129,6 @@ def _is_onnx(head: bytes) -> bool:
         first = False
         pos = value[1] + (value[0] if wire_type == 2 else 0)
     return False
-
-
-def _is_tflite(head: bytes, size: int) -> bool:
-    """The flatbuffer file identifier TFL3 at 4, after a 4-byte-aligned root offset.
-    A binary GraphDef starts with byte 0x0a, so its would-be offset is never aligned."""
-    if len(head) < 8 or head[4:8] != b"TFL3":
-        return False
-    root = int.from_bytes(head[0:4], "little")
-    return root % 4 == 0 and 8 <= root < size
 
 
 def _is_safetensors(head: bytes, size: int) -> bool:
@@ -236,8 +223,8 @@ def sniff(head: bytes, size: int | None = None) -> Foreign | None:
         return PICKLE
     if head.startswith(ZIP_LOCAL):
         return _sniff_zip(head)
-    if _is_tflite(head, size):
-        return TFLITE
+    if is_tflite(head, size):
+        return None  # read by worker.formats.tflite
     if _is_safetensors(head, size):
         return SAFETENSORS
     if _is_onnx(head):

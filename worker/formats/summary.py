@@ -6,6 +6,7 @@ from collections import defaultdict
 from typing import Any
 
 from worker.model.artifact import Artifact, Graph, OpDef
+from worker.model.tflite import TfliteModel
 
 
 def op_usage(graph: Graph, producer_ops: dict[str, OpDef]) -> dict[str, dict[str, Any]]:
@@ -47,4 +48,29 @@ def inspect_json(artifact: Artifact) -> dict[str, Any]:
         )
     if artifact.graph is not None:
         doc["op_usage"].append({"tags": [], "ops": op_usage(artifact.graph, {})})
+    if artifact.tflite is not None:
+        doc["tflite_ops"] = tflite_ops(artifact.tflite)
     return doc
+
+
+def tflite_ops(model: TfliteModel) -> list[dict[str, Any]]:
+    """Per operator code: what it is, how many operators use it, and what their tensors
+    are (input types; whether weights are quantized per channel; the largest rank)."""
+    usage = []
+    for index, opcode in enumerate(model.operator_codes):
+        kinds = [k for k in model.operator_kinds if k.opcode_index == index]
+        inputs = [s for k in kinds for s in k.inputs if s is not None]
+        usage.append(
+            {
+                "name": opcode.name,
+                "code": opcode.code,
+                "version": opcode.version,
+                "custom": opcode.is_custom,
+                "flex": opcode.is_flex,
+                "operators": sum(k.count for k in kinds),
+                "input_types": sorted({s.type for s in inputs}),
+                "per_channel": any(s.per_channel for s in inputs),
+                "max_rank": max((s.rank for s in inputs), default=0),
+            }
+        )
+    return usage

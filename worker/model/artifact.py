@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from worker.model.tflite import TfliteModel, tflite_from_json
+
 AttrJSON = dict[str, Any]
 """An AttrValue in protobuf's JSON shape, e.g. {"type": "DT_INT32"}."""
 
@@ -157,7 +159,7 @@ class Artifact:
     """What one artifact (file, directory or archive member set) says."""
 
     path: str
-    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint"
+    format: str  # "graphdef" | "savedmodel" | "metagraph" | "checkpoint" | "tflite"
     size: int
     sha256: str
     meta_graphs: tuple[MetaGraph, ...] = ()
@@ -166,6 +168,7 @@ class Artifact:
     keras: KerasModel | None = None  # a Keras file: format "keras" (.keras zip) or "keras-h5"
     saved_model_schema_version: int | None = None
     notes: tuple[str, ...] = ()
+    tflite: TfliteModel | None = None  # a .tflite flatbuffer
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -259,4 +262,5 @@ def artifact_from_json(
         keras=keras_from_json(data.get("keras")),
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),
+        tflite=tflite_from_json(data["tflite"]) if data.get("tflite") is not None else None,
     )

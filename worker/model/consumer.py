@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from worker.model.artifact import OpDef
+from worker.model.tflite import TfliteInterpreter
 
 
 class Loader(StrEnum):
@@ -49,3 +50,6 @@ class Consumer:
     python_range: tuple[str, str] | None = None
     environment: str = ""
     owners: tuple[str, ...] = ()
+    # What it runs .tflite files with: a TensorFlow release's tf.lite.Interpreter, or a
+    # TFLite runtime of its own (`standalone`: it reads nothing else). None: unknown.
+    tflite: TfliteInterpreter | None = None

@@ -70,6 +70,17 @@ class Code(StrEnum):
     REGISTRY_UNAVAILABLE = "registry.unavailable"
     POLICY_BAD_CONSUMER = "policy.bad-consumer"
     POLICY_NOT_BANNED = "policy.model-does-not-ban"
+    # TFLite runtimes (worker.compat.tflite)
+    TFLITE_SCHEMA_VERSION = "tflite.schema-version"
+    TFLITE_CODE_OUT_OF_RANGE = "tflite.op-code-out-of-range"
+    TFLITE_OP_VERSION = "tflite.op-version"
+    TFLITE_FLEX = "tflite.flex"
+    TFLITE_CUSTOM_OP = "tflite.custom-op"
+    TFLITE_KERNEL_PREPARE = "tflite.kernel-prepare"
+    TFLITE_WRONG_VALUES = "tflite.wrong-values"
+    TFLITE_KERNEL_UNKNOWN = "tflite.kernel-unknown"
+    TFLITE_RUNTIME_UNMEASURED = "tflite.runtime-unmeasured"
+    TFLITE_ONLY = "tflite.reads-tflite-only"
 
 
 class FixKind(StrEnum):
@@ -95,6 +106,12 @@ class FixKind(StrEnum):
     RECORD_MANIFEST = "record_manifest"  # `tfcompat fleet dump-manifest` in that environment
     LEAVE_BANNED_RELEASE = "leave_banned_release"  # the fleet's policy bans the release
     LIST_BANNED_RELEASES = "list_banned_releases"  # add the fleet's bans to bad_consumers
+    # TFLite: `runtime` names the runtime family (tflite-runtime, ai-edge-litert, tensorflow)
+    UPGRADE_RUNTIME = "upgrade_runtime"  # runtime, release: its oldest measured one that runs it
+    CONVERT_WITH = "convert_with"  # release: convert with that release's TFLite converter
+    ADD_FLEX_DELEGATE = "add_flex_delegate"  # op: link the Flex delegate (release: one with it)
+    LINK_CUSTOM_OP = "link_custom_op"  # op: register its kernel with the interpreter's resolver
+    MEASURE_TFLITE_RUNTIME = "measure_tflite_runtime"  # runtime, release: tools/tflite there
 
 
 @dataclass(frozen=True)
@@ -104,12 +121,13 @@ class Fix:
     op: str | None = None
     attr: str | None = None
     loader: str | None = None
+    runtime: str | None = None  # a TFLite runtime family, for the TFLite kinds
     keras: str | None = None  # a Keras version ("2.15", "3")
     python: str | None = None  # a Python version family ("3.11+")
 
     def to_json(self) -> dict[str, str]:
         data = {"kind": str(self.kind)}
-        for key in ("release", "op", "attr", "loader", "keras", "python"):
+        for key in ("release", "op", "attr", "loader", "runtime", "keras", "python"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value

@@ -18,3 +18,4 @@ class Outcome:
     report_written: bool = False  # False: the same report was stored already
     object_tags: dict[str, str] = field(default_factory=dict)  # the object's tags, ours merged
     current: bool | None = None  # the version read is the object's current one; None: unknown
+    object_metadata: dict[str, str] | None = None  # its user metadata, read with it; None: unknown

@@ -100,9 +100,20 @@ class Verdict:
         return consumer_status(self.loads, self.serves, (f.severity for f in self.findings))
 
     def to_json(self) -> dict[str, object]:
+        runtime = self.consumer.tflite
+        standalone = {}  # a TFLite runtime of its own names itself
+        if runtime is not None and runtime.standalone:
+            standalone = {
+                "runtime": {
+                    "family": runtime.family,
+                    "version": runtime.version,
+                    "measured": runtime.table is not None,
+                }
+            }
         return {
             "name": self.consumer.name,
             "tensorflow": self.consumer.tensorflow,
+            **standalone,
             "graph_def_version": self.consumer.graph_def_version,
             "loader": self.loader or str(self.consumer.loader),
             "loads": self.loads,

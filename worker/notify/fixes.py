@@ -74,7 +74,7 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         return f"Move {who} off its banned release"
     if kind == "list_banned_releases":
         return "List the fleet's banned releases in the model's bad_consumers at export"
-    return _keras_fix_text(kind, fix, who, quote)
+    return _tflite_fix_text(kind, fix, who, item, quote) or _keras_fix_text(kind, fix, who, quote)
 
 
 def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -> str:
@@ -105,6 +105,26 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
         return f"Save the model from Python {python}, the one {who} runs, or replace the Lambda"
     if kind == "declare_keras":
         return f"Declare {quote('keras:')} and {quote('python:')} in {who}'s fleet entry"
+    return ""
+
+
+def _tflite_fix_text(kind: Any, fix: Mapping[str, Any], who: str, item: str, quote: Quote) -> str:
+    release, runtime = fix.get("release"), fix.get("runtime")
+    if kind == "upgrade_runtime":
+        if not release:
+            return f"No measured newer {runtime} release runs it as converted"
+        return f"Upgrade {who} to {runtime} >= {release}"
+    if kind == "convert_with":
+        if not release:
+            return "Convert it again with a TensorFlow converter"
+        return f"Convert it with TensorFlow {release}'s converter, or upgrade {who}"
+    if kind == "add_flex_delegate":
+        text = f"Link the Flex delegate into {who}, or convert without Select TF op {item}"
+        return text + (f" (TensorFlow {release}'s tf.lite.Interpreter has it)" if release else "")
+    if kind == "link_custom_op":
+        return f"Register custom op {item}'s kernel with {who}'s op resolver"
+    if kind == "measure_tflite_runtime":
+        return f"Measure {who}'s TFLite op table with {quote('tools/tflite/build_table.py')}"
     return ""
 
 

@@ -147,6 +147,14 @@ def reason(finding: Mapping[str, Any]) -> str:
         "policy.bad-consumer": "release banned by policy",
         "policy.model-does-not-ban": "model does not ban the banned releases",
         "registry.unavailable": "op registry unknown",
+        "tflite.schema-version": "TFLite schema other than 3",
+        "tflite.op-code-out-of-range": f"TFLite op `{op}` newer than this runtime",
+        "tflite.op-version": f"TFLite op `{op}` at a version this runtime lacks",
+        "tflite.flex": f"Select TF op `{op}` without the Flex delegate",
+        "tflite.custom-op": f"TFLite custom op `{op}` not registered",
+        "tflite.kernel-prepare": f"`{op}` kernel cannot prepare it",
+        "tflite.wrong-values": f"`{op}` answers wrong values (requests fail)",
+        "tflite.runtime-unmeasured": "TFLite runtime not measured",
     }.get(code, code.replace(".", " ") or "unknown")
     if finding.get("severity") == "error" and finding.get("stage") == "request":
         short += " — loads, every request fails" if "requests fail" not in short else ""

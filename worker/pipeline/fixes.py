@@ -56,6 +56,8 @@ def write_fixed_copies(
         return []  # a copy we wrote
     if outcome.status not in ("incompatible", "at-risk"):
         return []
+    if any(a.get("format") == "tflite" for a in outcome.document.get("artifacts", [])):
+        return []  # a .tflite is converted again, never rewritten
     tree, root = store.model_tree(event.bucket, event.key, event.version_id)
     display = f"s3://{event.bucket}/{event.key}"
     links = []

@@ -32,10 +32,14 @@ log = structlog.get_logger(__name__)
 
 
 def object_labels(
-    store: ObjectStore, owners: Owners, tags_known: Mapping[str, str] | None = None
+    store: ObjectStore,
+    owners: Owners,
+    tags_known: Mapping[str, str] | None = None,
+    metadata_known: Mapping[str, str] | None = None,
 ) -> Labels:
     """Tags and metadata of a document's object version, fetched only if a route uses them
-    (the tags not at all when `tags_known`: the ones just written with ours)."""
+    and not already known: the tags just written with ours, the metadata the object's own
+    GET returned (so routing costs no request of its own)."""
 
     def labels(document: Mapping[str, Any]) -> tuple[Mapping[str, str], Mapping[str, str]]:
         obj = document.get("object") or {}
@@ -46,7 +50,9 @@ def object_labels(
             tags = dict(tags_known)
         elif owners.uses_tags:
             tags = {t["Key"]: t["Value"] for t in store.get_tags(bucket, key, version)}
-        if owners.uses_metadata:
+        if owners.uses_metadata and metadata_known is not None:
+            metadata = metadata_known
+        elif owners.uses_metadata:
             metadata = store.head(bucket, key, version).metadata
         return tags, metadata
 
@@ -78,8 +84,9 @@ def notification_hook(
             return
         document = {**outcome.document, "report": outcome.report}
         known = outcome.object_tags or None
+        labels = object_labels(store, owners, known, outcome.object_metadata)
         try:
-            groups = group_by_owner([document], owners, object_labels(store, owners, known))
+            groups = group_by_owner([document], owners, labels)
         except TfcompatError as exc:  # tags or metadata unreadable: route on location alone
             log.warning("notify.labels_unavailable", error=str(exc))
             groups = group_by_owner([document], owners)

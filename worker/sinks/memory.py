@@ -47,7 +47,7 @@ class MemoryTree:
         if pin is not None:
             if pin.etag and not pin.version_id and not etag_equal(pin.etag, _etag(data)):
                 raise Superseded(f"s3://{self._bucket}/{key}: written again since the event")
-            self._seen[name] = Seen(_etag(data), None if pin.version_id else True)
+            self._seen[name] = Seen(_etag(data), None if pin.version_id else True, {})
         return BytesSource(f"s3://{self._bucket}/{key}", data)
 
     def seen(self, name: str) -> Seen | None:

@@ -41,6 +41,7 @@ class Seen:
 
     etag: str | None
     current: bool | None  # the version read is the object's current one; None: not known
+    metadata: Mapping[str, str] | None = None  # its user metadata (x-amz-meta-*); None: unknown
 
 
 class ObjectTree(Tree, Protocol):

@@ -80,6 +80,7 @@ class S3Object:
         response = self._first_response()
         self._size = int(response["ContentLength"])
         self.etag: str | None = response.get("ETag")
+        self.metadata: dict[str, str] = dict(response.get("Metadata") or {})  # x-amz-meta-*
         if self.version_id is None:
             self._if_match = self.etag or self._if_match  # later ranges: this very content
         self._known_sha256 = checksum_sha256(response)
@@ -305,7 +306,7 @@ class S3Tree:
         pin = self._pins.get(name)
         source = S3Object(self._client, self.bucket, self.prefix + name, pin, self._on_read)
         if pin is not None:
-            self._seen[name] = Seen(source.etag, source.current)
+            self._seen[name] = Seen(source.etag, source.current, source.metadata)
         return source
 
     def seen(self, name: str) -> Seen | None:

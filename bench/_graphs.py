@@ -162,7 +162,7 @@ WRITERS = {
 
 
 if __name__ == "__main__":
-    # python bench/graphs.py KIND PATH: writes one input and prints its node count, in a
+    # python bench/_graphs.py KIND PATH: writes one input and prints its node count, in a
     # process of its own so that the benchmark's own memory stays small.
     import sys
 

@@ -1,0 +1,22 @@
+"""`at-risk` means a hazard real TensorFlow shows: every at-risk cell of the fixture
+matrices has evidence that the consumer answers otherwise than the model's producer
+(it fails to load or serve, returns other outputs on the matrix's input, or on an
+input chosen to exercise the hazard: `tools/fixtures/probe_hazards.py`)."""
+
+from __future__ import annotations
+
+from tests.truth import hazard_confirmed, predict, rows
+
+
+def test_every_at_risk_cell_has_evidence_from_real_tensorflow() -> None:
+    at_risk = []
+    unconfirmed = []
+    for row in rows():
+        p = predict(row)
+        if "at-risk" not in p.statuses:
+            continue
+        at_risk.append(row.id)
+        if row.serves and not hazard_confirmed(row.artifact, row.consumer_version, row.loader):
+            unconfirmed.append(row.id)
+    assert at_risk, "the matrices hold at-risk cells (the ignored-attr hazard)"
+    assert unconfirmed == []

@@ -1,0 +1,170 @@
+"""The TFLite runtimes tfcompat has measured, and what they run.
+
+Two data files ship with the package:
+- `data/tflite_runtimes.json`: for each of 21 real runtimes (`tf.lite.Interpreter`
+  of TensorFlow wheels, the standalone `tflite-runtime`, LiteRT `ai-edge-litert`)
+  the builtin codes and op versions its resolver has, its last builtin code and
+  whether Select TF ops run (tools/tflite/build_table.py, from one-op probes);
+- `data/tflite_kernels.json`: kernel changes no op version shows, with the
+  releases of each family measured with and without them, and the op versions
+  TFLite's own versioning gives some tensor signatures.
+
+Both are read on first use. A family and version without a measured table gets
+a `TfliteInterpreter` without one: its verdicts are unknown, never a guessed
+yes. "2.14" names the newest measured 2.14.x; "2.14.0" that release exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from worker.errors import UnknownRelease
+from worker.model.consumer import Consumer
+from worker.model.tflite import (
+    LITERT,
+    TENSORFLOW,
+    TFLITE_RUNTIME,
+    KernelChange,
+    RequiredVersion,
+    TfliteInterpreter,
+    TfliteRuntime,
+)
+
+DATA = Path(__file__).with_name("data")
+RUNTIMES_FILE = "tflite_runtimes.json"
+KERNELS_FILE = "tflite_kernels.json"
+
+FAMILIES = {"tflite": TFLITE_RUNTIME, "litert": LITERT}
+"""How fleets and the command line name the standalone runtimes (`tflite: "2.14"`)."""
+SHORT_NAMES = {TFLITE_RUNTIME: "tflite", LITERT: "litert", TENSORFLOW: "tf"}
+
+
+def _version(text: str) -> Version:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise UnknownRelease(f"'{text}' is not a version number") from None
+
+
+def _has(bounds: Mapping[str, Any] | None, version: str) -> bool | None:
+    """Whether a runtime of this version has a kernel change: from `from` on yes, up to
+    `lacks_through` no, in between (and for a family without bounds) unknown."""
+    if not bounds:
+        return None
+    v = Version(version)
+    if bounds.get("from") is not None and v >= Version(bounds["from"]):
+        return True
+    if bounds.get("lacks_through") is not None and v <= Version(bounds["lacks_through"]):
+        return False
+    return None
+
+
+class TfliteCatalog:
+    """Measured runtimes by family, oldest first."""
+
+    def __init__(
+        self, runtimes_doc: Mapping[str, Any], kernels_doc: Mapping[str, Any], digest: str = ""
+    ) -> None:
+        """`digest` names the data's contents (default: computed from the documents)."""
+        if not digest:
+            text = json.dumps([runtimes_doc, kernels_doc], sort_keys=True)
+            digest = hashlib.sha256(text.encode()).hexdigest()
+        changes = [
+            (
+                KernelChange(
+                    op=k["op"],
+                    feature=k["feature"],
+                    without=k["without"],
+                    convert_with=k.get("convert_with"),
+                    evidence=k["evidence"],
+                ),
+                k.get("has") or {},
+            )
+            for k in kernels_doc.get("kernel_changes", [])
+        ]
+        required = tuple(
+            RequiredVersion(r["op"], r["feature"], int(r["version"]))
+            for r in kernels_doc.get("required_versions", [])
+        )
+        runtimes = []
+        for row in runtimes_doc.get("runtimes", []):
+            family, version = row["family"], row["version"]
+            fingerprint = hashlib.sha256(f"{digest}:{row['name']}".encode()).hexdigest()
+            runtimes.append(
+                TfliteRuntime(
+                    name=row["name"],
+                    family=family,
+                    version=version,
+                    tensorflow=row.get("tensorflow") or "",
+                    flex=bool(row["flex"]),
+                    max_code=int(row["max_code"]),
+                    ops={int(code): (lo, hi) for code, (lo, hi) in row["ops"].items()},
+                    kernels=tuple(
+                        (change, _has(has.get(family), version)) for change, has in changes
+                    ),
+                    required_versions=required,
+                    fingerprint=fingerprint,
+                )
+            )
+        self.runtimes: tuple[TfliteRuntime, ...] = tuple(
+            sorted(runtimes, key=lambda r: (r.family, Version(r.version)))
+        )
+
+    def family(self, family: str) -> list[TfliteRuntime]:
+        return [r for r in self.runtimes if r.family == family]
+
+    def interpreter(self, family: str, spec: str) -> TfliteInterpreter:
+        """The runtime of `family` that `spec` names, with its table when measured."""
+        text = spec.strip().removeprefix("v")
+        wanted = _version(text)
+        measured = self.family(family)
+        if len(text.split(".")) >= 3:
+            table = next((r for r in measured if Version(r.version) == wanted), None)
+        else:
+            same = [
+                r
+                for r in measured
+                if (Version(r.version).major, Version(r.version).minor)
+                == (wanted.major, wanted.minor)
+            ]
+            table = same[-1] if same else None
+        version = table.version if table else text
+        newer = tuple(r for r in measured if Version(r.version) > Version(version))
+        return TfliteInterpreter(family, version, table, newer)
+
+    def consumer(self, short: str, spec: str, name: str | None = None) -> Consumer:
+        """A standalone TFLite runtime as a consumer (`tflite==2.14`, `litert==1.4`)."""
+        family = FAMILIES[short]
+        interpreter = self.interpreter(family, spec)
+        return Consumer(
+            name=name or f"{short}-{interpreter.version}",
+            tensorflow=None,
+            graph_def_version=0,
+            tflite=interpreter,
+        )
+
+    def measured(self, family: str) -> list[str]:
+        return [r.version for r in self.family(family)]
+
+
+def _read(name: str) -> bytes:
+    try:
+        return (DATA / name).read_bytes()
+    except FileNotFoundError:
+        return b"{}"
+
+
+@functools.cache
+def load_tflite_catalog() -> TfliteCatalog:
+    """The measured runtimes shipped with the package, read once per process (on the
+    first consumer built, or the first .tflite checked)."""
+    runtimes, kernels = _read(RUNTIMES_FILE), _read(KERNELS_FILE)
+    digest = hashlib.sha256(runtimes + b"\0" + kernels).hexdigest()
+    return TfliteCatalog(json.loads(runtimes), json.loads(kernels), digest)

@@ -1,0 +1,432 @@
+"""Whether a TFLite runtime runs a `.tflite` file, and whether its answers are right.
+
+Measured on 21 real runtimes (tests/fixtures/tflite: `tf.lite.Interpreter` of
+seven TensorFlow wheels, tflite-runtime 2.7 to 2.14, LiteRT 1.0 to 2.3). A
+runtime meets a model's problems in this order, and the findings keep it:
+1. building the interpreter. The schema version must be 3; every OperatorCode
+   is resolved in turn: a builtin code past the runtime's enum fails ("Op
+   builtin_code out of range: N. Are you using old TFLite binary with newer
+   model?"; a runtime older than the int32 `builtin_code` field reads the byte
+   field and reports 127), and so does a code or op version its resolver lacks
+   ("Didn't find op for builtin opcode 'X' version 'N'");
+2. allocating tensors, where each operator is prepared in order: a custom op
+   no resolver has ("Encountered unresolved custom op"; no runtime registers
+   custom ops by default), a Select TF op (`Flex...`) without the Flex
+   delegate (linked only into the TensorFlow wheels' interpreter, 2.4 to 2.18),
+   and a kernel that cannot do what the operator's tensors need ("Node number
+   N (OP) failed to prepare"): an op version TFLite's own versioning requires
+   that the runtime lacks, or a kernel change it predates;
+3. invoking: a kernel that predates a change the file relies on without a new
+   op version (per-channel FULLY_CONNECTED weights before 2.10) runs and
+   returns wrong values (all zeros, measured). That model loads but does not
+   serve: an error at the request stage, never "serves".
+
+`loads` means the interpreter is built and its tensors allocated; `serves`
+that it also answers right. A runtime without a measured table gets unknown
+(None) for both, unless something no runtime runs (a custom op) settles it.
+The file's `min_runtime_version` metadata is informative: no runtime checks it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from worker.compat.policy import Policy, policy_findings
+from worker.model.artifact import Artifact
+from worker.model.consumer import Consumer
+from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, info
+from worker.model.tflite import (
+    TENSORFLOW,
+    KernelChange,
+    TensorSig,
+    TfliteInterpreter,
+    TfliteModel,
+    TfliteOpCode,
+    TfliteOperatorKind,
+    TfliteRuntime,
+)
+from worker.model.verdict import Verdict
+
+LOADER = "tflite-interpreter"
+SCHEMA_VERSION = 3  # TFLITE_SCHEMA_VERSION since TensorFlow 1.x
+BYTE_CODES = 127  # codes from here on do not fit the byte field (written as 127)
+PREPARE_FAILS = "prepare-fails"  # KernelChange.without; otherwise "wrong-values"
+
+
+def _input(kind: TfliteOperatorKind, index: int) -> TensorSig | None:
+    return kind.inputs[index] if index < len(kind.inputs) else None
+
+
+FEATURES: dict[str, Callable[[TfliteOperatorKind], bool]] = {
+    # the weights (input 1) carry one scale per output channel
+    "per-channel-weights": lambda k: (w := _input(k, 1)) is not None and w.per_channel,
+    # 16-bit activations (16x8 quantization): the data input is INT16
+    "int16-activations": lambda k: (x := _input(k, 0)) is not None and x.type == "INT16",
+}
+RANK_ABOVE = "input-rank-above-"
+
+FEATURE_TEXT = {
+    "per-channel-weights": "per-channel quantized weights (one scale per output channel)",
+    "int16-activations": "16-bit activations (16x8 quantization)",
+}
+
+
+def has_feature(kind: TfliteOperatorKind, feature: str) -> bool:
+    """Whether an operator's tensors show `feature` (a name used in tflite_kernels.json)."""
+    if feature.startswith(RANK_ABOVE):
+        x = _input(kind, 0)
+        return x is not None and x.rank > int(feature.removeprefix(RANK_ABOVE))
+    test = FEATURES.get(feature)
+    return test is not None and test(kind)
+
+
+def known_feature(feature: str) -> bool:
+    if feature.startswith(RANK_ABOVE):
+        return feature.removeprefix(RANK_ABOVE).isdigit()
+    return feature in FEATURES
+
+
+def _feature_text(feature: str) -> str:
+    if feature.startswith(RANK_ABOVE):
+        return f"an input of rank above {feature.removeprefix(RANK_ABOVE)}"
+    return FEATURE_TEXT.get(feature, feature)
+
+
+def applies(artifact: Artifact, consumer: Consumer) -> bool:
+    """Whether the consumer reads this kind of artifact at all: a TFLite runtime of its
+    own (tflite-runtime, LiteRT) reads .tflite files and nothing else."""
+    standalone = consumer.tflite is not None and consumer.tflite.standalone
+    return artifact.format == "tflite" or not standalone
+
+
+@dataclass
+class _Run:
+    """What one runtime does with the model: findings in the order it meets them."""
+
+    build: list[Finding] = field(default_factory=list)
+    prepare: list[tuple[tuple[int, int], Finding]] = field(default_factory=list)
+    request: list[Finding] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
+    load_unknown: bool = False
+    serve_unknown: bool = False
+
+    @property
+    def loads(self) -> bool | None:
+        if self.build or self.prepare:
+            return False
+        return None if self.load_unknown else True
+
+    @property
+    def serves(self) -> bool | None:
+        loads = self.loads
+        if loads is False or self.request:
+            return False
+        return None if loads is None or self.serve_unknown else True
+
+    def errors(self) -> list[Finding]:
+        """Load errors in the order the runtime meets them, then request errors."""
+        prepared = [f for _, f in sorted(self.prepare, key=lambda item: item[0])]
+        return self.build + prepared + self.request
+
+
+def _schema(model: TfliteModel, run: _Run) -> None:
+    if model.schema_version != SCHEMA_VERSION:
+        run.build.append(
+            error(
+                Code.TFLITE_SCHEMA_VERSION,
+                f"Model provided is schema version {model.schema_version} not equal to "
+                f"supported version {SCHEMA_VERSION}: no TFLite runtime builds it.",
+                fix=Fix(FixKind.CONVERT_WITH),
+            )
+        )
+
+
+def _custom_ops(model: TfliteModel, table: TfliteRuntime | None, run: _Run) -> None:
+    """Custom ops resolve nowhere by default; Select TF ops only with the Flex delegate."""
+    for index, opcode in enumerate(model.operator_codes):
+        if not opcode.is_custom:
+            continue
+        if not opcode.custom_code:
+            run.build.append(
+                error(
+                    Code.TFLITE_CUSTOM_OP,
+                    f"Operator with CUSTOM builtin_code has no custom_code (operator code "
+                    f"{index}): no runtime builds it.",
+                    fix=Fix(FixKind.CONVERT_WITH),
+                )
+            )
+            continue
+        where = _first_use(model, index)
+        if where is None:
+            continue  # an operator code no operator uses is never prepared
+        if opcode.is_flex:
+            if table is None:
+                continue
+            if not table.flex:
+                run.prepare.append((where, _flex_error(opcode, table, where)))
+            continue
+        run.prepare.append(
+            (
+                where,
+                error(
+                    Code.TFLITE_CUSTOM_OP,
+                    f"Encountered unresolved custom op: {opcode.custom_code}. Node number "
+                    f"{where[1]} ({opcode.custom_code}) failed to prepare: no TFLite runtime "
+                    "registers custom ops by default; the application must register its "
+                    "kernel with the interpreter's op resolver.",
+                    op=opcode.custom_code,
+                    fix=Fix(FixKind.LINK_CUSTOM_OP, op=opcode.custom_code),
+                ),
+            )
+        )
+
+
+def _flex_error(opcode: TfliteOpCode, table: TfliteRuntime, where: tuple[int, int]) -> Finding:
+    name = opcode.custom_code or opcode.name
+    return error(
+        Code.TFLITE_FLEX,
+        f"Select TensorFlow op {name} (TensorFlow's {name.removeprefix('Flex')}) needs the "
+        f"Flex delegate, which {table.label()} does not have: node number {where[1]} "
+        f"({name}) fails to prepare ('Select TensorFlow op(s), included in the given model, "
+        "is(are) not supported by this interpreter').",
+        op=name,
+        fix=Fix(FixKind.ADD_FLEX_DELEGATE, op=name),
+    )
+
+
+def _first_use(model: TfliteModel, opcode_index: int) -> tuple[int, int] | None:
+    uses = [
+        (k.subgraph, k.position) for k in model.operator_kinds if k.opcode_index == opcode_index
+    ]
+    return min(uses) if uses else None
+
+
+def _builtins(model: TfliteModel, table: TfliteRuntime, run: _Run) -> None:
+    """Every builtin OperatorCode, resolved as the interpreter's builder does."""
+    for opcode in model.operator_codes:
+        if opcode.is_custom:
+            continue
+        seen = opcode.code if table.reads_builtin_code else opcode.deprecated_builtin_code
+        if seen > table.max_code or seen < 0:
+            byte_only = (
+                ", and it reads only the byte field, where codes from 127 are written as 127"
+                if not table.reads_builtin_code and opcode.code >= BYTE_CODES
+                else ""
+            )
+            run.build.append(
+                error(
+                    Code.TFLITE_CODE_OUT_OF_RANGE,
+                    f"Op builtin_code out of range: {seen}. Are you using old TFLite binary "
+                    f"with newer model? ({opcode.name} is builtin code {opcode.code}; "
+                    f"{table.label()} knows codes up to {table.max_code}{byte_only}.)",
+                    op=opcode.name,
+                )
+            )
+            continue
+        versions = table.ops.get(opcode.code)
+        if versions is None or not versions[0] <= opcode.version <= versions[1]:
+            has = (
+                f"resolves {opcode.name} versions {versions[0]} to {versions[1]}"
+                if versions
+                else f"has no kernel for {opcode.name}"
+            )
+            run.build.append(
+                error(
+                    Code.TFLITE_OP_VERSION,
+                    f"Didn't find op for builtin opcode '{opcode.name}' version "
+                    f"'{opcode.version}': {table.label()} {has}.",
+                    op=opcode.name,
+                )
+            )
+
+
+def _kernels(model: TfliteModel, table: TfliteRuntime, run: _Run) -> None:
+    """What each operator's tensors need of a kernel whose op the runtime resolves."""
+    for kind in model.operator_kinds:
+        opcode = model.operator_codes[kind.opcode_index]
+        if opcode.is_custom:
+            continue
+        versions = table.ops.get(opcode.code)
+        if versions is None or not versions[0] <= opcode.version <= versions[1]:
+            continue  # already refused when the interpreter was built
+        where = (kind.subgraph, kind.position)
+        needed = max(
+            (
+                r
+                for r in table.required_versions
+                if r.op == opcode.name and has_feature(kind, r.feature)
+            ),
+            key=lambda r: r.version,
+            default=None,
+        )
+        if needed is not None and needed.version > versions[1]:
+            run.prepare.append(
+                (
+                    where,
+                    error(
+                        Code.TFLITE_KERNEL_PREPARE,
+                        f"{opcode.name} with {_feature_text(needed.feature)} needs op "
+                        f"version {needed.version} (TFLite's op versioning); the file says "
+                        f"version {opcode.version}, and {table.label()}'s kernel goes up to "
+                        f"version {versions[1]}: node number {kind.position} "
+                        f"({opcode.name}) fails to prepare.",
+                        op=opcode.name,
+                    ),
+                )
+            )
+        for change, present in table.kernels:
+            if change.op != opcode.name or not has_feature(kind, change.feature):
+                continue
+            if present is None:
+                _unknown_kernel(change, opcode, table, run)
+            elif not present:
+                _kernel_lacking(change, opcode, kind, table, run)
+
+
+def _unknown_kernel(
+    change: KernelChange, opcode: TfliteOpCode, table: TfliteRuntime, run: _Run
+) -> None:
+    if change.without == PREPARE_FAILS:
+        run.load_unknown = True
+    else:
+        run.serve_unknown = True
+    run.notes.append(
+        info(
+            Code.TFLITE_KERNEL_UNKNOWN,
+            f"{opcode.name} with {_feature_text(change.feature)}: whether {table.label()}'s "
+            f"kernel has it is not measured (without it: {change.without}), so whether it "
+            "serves the model is unknown.",
+            op=opcode.name,
+        )
+    )
+
+
+def _kernel_lacking(
+    change: KernelChange,
+    opcode: TfliteOpCode,
+    kind: TfliteOperatorKind,
+    table: TfliteRuntime,
+    run: _Run,
+) -> None:
+    feature = _feature_text(change.feature)
+    if change.without == PREPARE_FAILS:
+        run.prepare.append(
+            (
+                (kind.subgraph, kind.position),
+                error(
+                    Code.TFLITE_KERNEL_PREPARE,
+                    f"{opcode.name} with {feature}: {table.label()}'s kernel predates them "
+                    f"(the file says version {opcode.version}, which it resolves): node "
+                    f"number {kind.position} ({opcode.name}) fails to prepare.",
+                    op=opcode.name,
+                ),
+            )
+        )
+        return
+    run.request.append(
+        error(
+            Code.TFLITE_WRONG_VALUES,
+            f"{opcode.name} with {feature}, still at op version {opcode.version}: "
+            f"{table.label()}'s kernel predates them, runs the model and returns wrong "
+            "values (all zeros, measured). It loads, and every answer is wrong.",
+            op=opcode.name,
+            fix=Fix(FixKind.CONVERT_WITH, release=change.convert_with),
+            stage=Stage.REQUEST,
+        )
+    )
+
+
+def run_model(model: TfliteModel, table: TfliteRuntime | None) -> _Run:
+    """What a runtime with this table does with the model (None: no measured table)."""
+    run = _Run()
+    _schema(model, run)
+    if table is not None:
+        _builtins(model, table, run)
+    _custom_ops(model, table, run)
+    if table is not None:
+        _kernels(model, table, run)
+    else:
+        run.load_unknown = True
+    return run
+
+
+def _oldest_upgrade(
+    model: TfliteModel, upgrades: Sequence[TfliteRuntime], *, flex: bool = False
+) -> str | None:
+    for runtime in upgrades:
+        if flex and not runtime.flex:
+            continue
+        if run_model(model, runtime).serves is True:
+            return runtime.version
+    return None
+
+
+UPGRADE_CODES = frozenset(
+    {Code.TFLITE_CODE_OUT_OF_RANGE, Code.TFLITE_OP_VERSION, Code.TFLITE_KERNEL_PREPARE}
+)
+
+
+def _with_fixes(
+    findings: list[Finding], model: TfliteModel, interp: TfliteInterpreter
+) -> list[Finding]:
+    """Each error's fix, from the runtimes the consumer could move to: the oldest newer
+    measured release of its own runtime that serves the model."""
+    needs_upgrade = any(f.fix is None and f.code in UPGRADE_CODES for f in findings)
+    upgrade = _oldest_upgrade(model, interp.upgrades) if needs_upgrade else None
+    fixed = []
+    for finding in findings:
+        if finding.fix is None and finding.code in UPGRADE_CODES:
+            fix = (
+                Fix(FixKind.UPGRADE_TO, release=upgrade)
+                if interp.family == TENSORFLOW
+                else Fix(FixKind.UPGRADE_RUNTIME, release=upgrade, runtime=interp.family)
+            )
+            finding = replace(finding, fix=fix)
+        elif finding.fix is not None and finding.fix.kind == FixKind.ADD_FLEX_DELEGATE:
+            release = _oldest_upgrade(model, interp.upgrades, flex=True)
+            finding = replace(finding, fix=replace(finding.fix, release=release))
+        fixed.append(finding)
+    return fixed
+
+
+def _unmeasured(consumer: Consumer, interp: TfliteInterpreter | None) -> Finding:
+    if interp is None:
+        return info(
+            Code.TFLITE_RUNTIME_UNMEASURED,
+            f"No TFLite interpreter is known for {consumer.name} (a build without a "
+            "catalogued release): whether it runs the model is unknown. Name its TFLite "
+            "runtime in the fleet (tflite: or litert:) or measure it with tools/tflite.",
+            fix=Fix(FixKind.MEASURE_TFLITE_RUNTIME),
+        )
+    return info(
+        Code.TFLITE_RUNTIME_UNMEASURED,
+        f"No measured op table for {interp.label()}: whether it runs the model is "
+        "unknown. tools/tflite (probe_ops.py in that environment, then build_table.py "
+        "pack) measures one and makes it known.",
+        fix=Fix(FixKind.MEASURE_TFLITE_RUNTIME, release=interp.version, runtime=interp.family),
+    )
+
+
+def check_tflite(artifact: Artifact, consumer: Consumer, policy: Policy | None = None) -> Verdict:
+    """The consumer's verdict on a .tflite artifact (or, for a TFLite runtime of its own,
+    on anything else: it cannot read it)."""
+    interp = consumer.tflite
+    model = artifact.tflite
+    if model is None or artifact.format != "tflite":
+        refused = error(
+            Code.TFLITE_ONLY,
+            f"{consumer.name} is a TFLite runtime: it reads .tflite files only, not a "
+            f"{artifact.format}.",
+        )
+        return Verdict(consumer, False, False, (refused,), LOADER)
+    table = interp.table if interp is not None else None
+    run = run_model(model, table)
+    if table is None:
+        run.notes.insert(0, _unmeasured(consumer, interp))
+    findings = run.errors()
+    if interp is not None:
+        findings = _with_fixes(findings, model, interp)
+    if policy is not None and not (interp is not None and interp.standalone):
+        findings += policy_findings(consumer, None, policy)
+    return Verdict(consumer, run.loads, run.serves, (*findings, *run.notes), LOADER)
