@@ -36,7 +36,7 @@ S3_TAG_VALUE = r"^[\w .:/=+\-@]*$"
 def cases() -> list[tuple[str, str]]:
     found = []
     for release in sorted(UNSAFE.iterdir()):
-        if release.is_dir():
+        if release.is_dir() and not release.name.startswith("tflite"):
             recorded = json.loads((release / "cases.json").read_text())
             found += [(release.name, case) for case in recorded if not case.startswith("_")]
     assert len(found) == 14
@@ -51,6 +51,29 @@ def test_each_unsafe_case_is_flagged_and_clean_ones_are_not(release: str, case: 
     (artifact,) = read_path(str(UNSAFE / release / case))
     found = [(h.code, h.op) for h in hazards(artifact)]
     assert found == ([] if EXPECTED[case] is None else [EXPECTED[case]])
+
+
+TFLITE_EXPECTED = {
+    "clean": [],
+    "read_file": [(Code.UNSAFE_FILE_IO, "FlexReadFile")],
+    "write_file": [(Code.UNSAFE_FILE_IO, "FlexWriteFile")],
+}
+
+
+# .tflite files converted with Select TF ops: the file ops run in the Flex delegate. 2.15's
+# tf.lite.Interpreter ran them (read the secret, wrote the file); 2.21's has no Flex
+# delegate and refused them; MatchingFiles is no Select TF op and did not convert.
+@pytest.mark.parametrize("release", ["tflite2.15", "tflite2.21"])
+@pytest.mark.parametrize("case", sorted(TFLITE_EXPECTED))
+def test_select_tf_file_ops_in_a_tflite_are_flagged(release: str, case: str) -> None:
+    recorded = json.loads((UNSAFE / release / "cases.json").read_text())
+    assert recorded[case]["converted"] and not recorded["matching_files"]["converted"]
+    if release == "tflite2.15":
+        assert recorded[case]["called"]
+        if case == "read_file":
+            assert recorded[case]["outputs"]["leak"] == "not for the model to read\n"
+    (artifact,) = read_path(str(UNSAFE / release / f"{case}.tflite"))
+    assert [(h.code, h.op) for h in hazards(artifact)] == TFLITE_EXPECTED[case]
 
 
 def test_the_saver_ops_of_a_clean_model_are_not_findings() -> None:
@@ -102,3 +125,12 @@ def test_a_long_unsafe_tag_is_cut_at_an_op_boundary() -> None:
     import re
 
     assert re.match(S3_TAG_VALUE, value)
+
+
+def test_a_tflite_verdict_carries_its_unsafe_select_tf_ops() -> None:
+    (artifact,) = read_path(str(UNSAFE / "tflite2.15" / "read_file.tflite"))
+    consumer = load_catalog().consumer("2.15")
+    warned = check_artifact(artifact, consumer, load_catalog())
+    refused = check_artifact(artifact, consumer, load_catalog(), Policy(unsafe_ops=Severity.ERROR))
+    assert Code.UNSAFE_FILE_IO in {f.code for f in warned.findings}
+    assert refused.serves is False and refused.findings[-1].stage == Stage.POLICY

@@ -440,6 +440,19 @@ def _severity_rank(finding: Finding) -> int:
     return 2 if finding.severity == Severity.WARNING else 3
 
 
+def _with_unsafe(verdict: Verdict, artifact: Artifact, policy: Policy | None) -> Verdict:
+    """A .tflite verdict with the Select TF ops that should never be served (FlexReadFile,
+    ...): warnings after the runtime's own findings, or a refusal under the policy."""
+    if artifact.format != "tflite":
+        return verdict
+    unsafe = unsafe_findings(artifact, policy or Policy())
+    if not unsafe:
+        return verdict
+    refused = any(f.fails_request for f in unsafe)
+    serves = False if refused else verdict.serves
+    return replace(verdict, serves=serves, findings=(*verdict.findings, *unsafe))
+
+
 def check_artifact(
     artifact: Artifact,
     consumer: Consumer,
@@ -450,7 +463,7 @@ def check_artifact(
     TensorFlow meets them), then request errors, warnings and information.
     A .tflite file, and any artifact for a TFLite runtime of its own, has its own rules."""
     if artifact.format == "tflite" or not applies(artifact, consumer):
-        return check_tflite(artifact, consumer, policy)
+        return _with_unsafe(check_tflite(artifact, consumer, policy), artifact, policy)
     subject = subject_for(artifact, consumer, history or NoHistory())
     if policy is not None:
         subject.policy = policy

@@ -5,7 +5,8 @@ runs whatever its graph does. Most ops compute on tensors; the ones listed here
 reach outside the process's tensors: they read, write or list files named by a
 tensor or an attr, run Python, or open connections. A model that holds one is
 flagged wherever it sits (graph nodes and every function body, reachable or
-not: a later call or a changed signature can reach it), and so is a Keras
+not: a later call or a changed signature can reach it; a `.tflite`'s Select TF
+ops, `FlexReadFile` and the like, which the Flex delegate runs), and so is a Keras
 Lambda that carries marshalled Python (Keras 3 refuses it unless
 `safe_mode=False`; Keras 2's H5 loader runs it without asking).
 
@@ -17,7 +18,9 @@ the model's own asset files (`InitializeTableFromTextFile*`); `Print` (stderr);
 dataset caches (`CacheDataset*`, in memory unless given a file name, which is a
 tensor we do not read). Checked against `tests/fixtures/unsafe` (SavedModels
 written by TF 1.15.5, 2.15.1 and 2.21.0 whose calls read a secret file, wrote
-a file, listed /etc and ran Python: every one flagged, the clean ones not).
+a file, listed /etc and ran Python: every one flagged, the clean ones not; and
+`.tflite` files converted with Select TF ops by 2.15.1 and 2.21.0 whose
+`tf.lite.Interpreter` run read a secret file or wrote one).
 
 Severity: a warning (at-risk: a named hazard) by default; an error when the fleet
 policy says `unsafe_ops: error`, with stage `policy` (TensorFlow would serve it;
@@ -169,6 +172,13 @@ def _find_hazards(artifact: Artifact) -> list[Hazard]:
                 add(FILE_IO, kind.op, "appends to the file its output_stream names", kind)
             elif kind.op in SAVER_OPS and kind.function in request:
                 add(FILE_IO, kind.op, "touches checkpoint files on every request", kind)
+    for code in artifact.tflite.operator_codes if artifact.tflite is not None else ():
+        tf_op = (code.custom_code or "").removeprefix("Flex") if code.is_flex else ""
+        listed = UNSAFE_OPS.get(tf_op)
+        if listed is not None:  # a Select TF op: the Flex delegate runs the TensorFlow kernel
+            found[code.name] = Hazard(
+                listed[0], code.name, listed[1], "a Select TF op of the .tflite", 1
+            )
     model = artifact.keras
     if model is not None and model.lambdas:
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
