@@ -131,6 +131,17 @@ def test_a_model_the_runtime_resolves_serves() -> None:
     )
 
 
+def test_tensorflow_serving_does_not_read_a_bare_tflite_file() -> None:
+    """A `serving:` consumer is a TF Serving binary: it loads SavedModels only, however well
+    its release's tf.lite.Interpreter would run the file."""
+    serving = replace(consumer(runtime(family=TENSORFLOW)), tf_serving=True)
+    found = check_artifact(tflite([builtin(9)]), serving)
+    assert (found.loads, found.serves) == (False, False)
+    assert [f.code for f in found.findings] == [Code.TFLITE_NOT_SERVABLE]
+    assert found.findings[0].fix is not None
+    assert found.findings[0].fix.kind == FixKind.SERVE_WITH_TFLITE_RUNTIME
+
+
 def test_a_code_past_the_runtimes_enum_is_out_of_range() -> None:
     found = check_artifact(tflite([builtin(150)]), consumer(runtime(max_code=146)))
     (finding,) = found.findings

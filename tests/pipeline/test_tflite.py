@@ -46,7 +46,11 @@ def test_a_tflite_upload_is_tagged_with_its_status_and_releases() -> None:
     (artifact,) = report["artifacts"]
     assert artifact["format"] == "tflite" and artifact["metadata"]["tflite"]["schema_version"] == 3
     assert report["fleet"]["verdicts"]["legacy-edge"] == "incompatible"
-    assert report["fleet"]["verdicts"]["serving-canary"] == "compatible"
+    # batch-scoring runs TensorFlow 2.12's interpreter; TF Serving reads no bare .tflite
+    assert report["fleet"]["verdicts"]["batch-scoring"] == "compatible"
+    assert report["fleet"]["verdicts"]["serving-canary"] == "incompatible"
+    serving = next(c for c in artifact["consumers"] if c["name"] == "serving-canary")
+    assert [f["code"] for f in serving["findings"]] == ["tflite.not-servable"]
 
 
 def test_a_tflite_upload_gets_no_fixed_copy() -> None:

@@ -420,6 +420,13 @@ def check_tflite(artifact: Artifact, consumer: Consumer, policy: Policy | None =
             f"{artifact.format}.",
         )
         return Verdict(consumer, False, False, (refused,), LOADER)
+    if consumer.tf_serving:
+        refused = error(
+            Code.TFLITE_NOT_SERVABLE,
+            "TensorFlow Serving loads SavedModels; it does not read a bare .tflite file.",
+            fix=Fix(FixKind.SERVE_WITH_TFLITE_RUNTIME),
+        )
+        return Verdict(consumer, False, False, (refused,), LOADER)
     table = interp.table if interp is not None else None
     run = run_model(model, table)
     if table is None:

@@ -81,6 +81,7 @@ class Code(StrEnum):
     TFLITE_KERNEL_UNKNOWN = "tflite.kernel-unknown"
     TFLITE_RUNTIME_UNMEASURED = "tflite.runtime-unmeasured"
     TFLITE_ONLY = "tflite.reads-tflite-only"
+    TFLITE_NOT_SERVABLE = "tflite.not-servable"  # TF Serving reads SavedModels, not .tflite
 
 
 class FixKind(StrEnum):
@@ -112,6 +113,7 @@ class FixKind(StrEnum):
     ADD_FLEX_DELEGATE = "add_flex_delegate"  # op: link the Flex delegate (release: one with it)
     LINK_CUSTOM_OP = "link_custom_op"  # op: register its kernel with the interpreter's resolver
     MEASURE_TFLITE_RUNTIME = "measure_tflite_runtime"  # runtime, release: tools/tflite there
+    SERVE_WITH_TFLITE_RUNTIME = "serve_with_tflite_runtime"  # a .tflite for TF Serving
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,12 @@ def _tflite_fix_text(kind: Any, fix: Mapping[str, Any], who: str, item: str, quo
         return text + (f" (TensorFlow {release}'s tf.lite.Interpreter has it)" if release else "")
     if kind == "link_custom_op":
         return f"Register custom op {item}'s kernel with {who}'s op resolver"
+    if kind == "serve_with_tflite_runtime":
+        return (
+            "Serve the SavedModel it was converted from to "
+            f"{who}, or run the .tflite in a TFLite runtime ({quote('tf.lite.Interpreter')}, "
+            "LiteRT)"
+        )
     if kind == "measure_tflite_runtime":
         return f"Measure {who}'s TFLite op table with {quote('tools/tflite/build_table.py')}"
     return ""
