@@ -124,8 +124,10 @@ class Prediction:
     warnings: tuple[str, ...] = ()  # the codes of the warnings behind an at-risk
 
 
+@cache
 def predict(row: Row) -> Prediction:
-    """Our prediction for the row (an archive: every model in it must load and serve)."""
+    """Our prediction for the row (an archive: every model in it must load and serve);
+    remembered, so the tests that look at every row share one pass."""
     catalog = load_catalog()
     consumer = catalog.consumer(row.consumer_version, LOADERS[row.loader])
     loads: bool | None = True
