@@ -46,8 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from rows import row  # noqa: E402
 
 from worker.catalog.catalog import Catalog, load_catalog  # noqa: E402
-from worker.compat import edges as edges_module  # noqa: E402
-from worker.compat import nodes as nodes_module  # noqa: E402
+from worker.compat.memo import forget_all  # noqa: E402
 from worker.fleet.impact import assess, consumer_digest  # noqa: E402
 from worker.formats.read import read_path  # noqa: E402
 from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind  # noqa: E402
@@ -144,8 +143,8 @@ def vary(artifact: Artifact, rng: random.Random, extra_ops: list[str], n: int) -
 
 
 def cold() -> None:
-    nodes_module._CLEAN.clear()
-    edges_module._TYPES.clear()
+    """A new process's state: every per-process memo of the checks emptied."""
+    forget_all()
 
 
 def new_fleet(catalog: Catalog, fleet: list[Consumer]) -> list[Consumer]:

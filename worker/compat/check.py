@@ -26,6 +26,7 @@ from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings
 from worker.compat.keras import keras_findings
+from worker.compat.memo import graph_facts, registered_names, registry_lookup, remembered
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
@@ -151,6 +152,8 @@ def check_ops(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     first: TensorFlow meets a graph node's error before a function body's)."""
     if s.graph is None or s.consumer.registry is None:
         return []
+    if graph_facts(s.graph).library_ops <= registered_names(s.consumer.registry.ops):
+        return []  # every op the graph names is registered
     functions = set(s.graph.functions)
     seen: set[str] = set()
     if in_functions:
@@ -208,6 +211,34 @@ def _deprecation_version(s: Subject) -> int | None:
 def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     if s.graph is None or s.consumer.registry is None:
         return []
+    if s.nodes is None:  # one pass serves both the graph and the functions
+        s.nodes = _node_findings(s)
+    return [finding for finding, function in s.nodes if function == in_functions]
+
+
+_CLEAN: dict[tuple[int, bool, bool], tuple[object, set[tuple[str, str, int, bool]]]] = remembered(
+    {}
+)
+
+
+def _clean_kinds(ops: object, drops: bool, rejects: bool) -> set[tuple[str, str, int, bool]]:
+    """Kind keys found without any finding under a registry and loader context, whatever
+    the model: kinds whose attrs the registry all knows and whose op is not deprecated
+    (only those two make a kind's findings depend on the model that holds it)."""
+    key = (id(ops), drops, rejects)
+    hit = _CLEAN.get(key)
+    if hit is None or hit[0] is not ops:
+        if len(_CLEAN) >= 1024:
+            _CLEAN.clear()
+        hit = _CLEAN[key] = (ops, set())
+    return hit[1]
+
+
+def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
+    """(finding, whether in a function body) of every kind in scope: the top-level graph
+    first, as TensorFlow meets it."""
+    registry = s.consumer.registry
+    assert s.graph is not None and registry is not None
     graph_ctx = NodeContext(
         drops_producer_defaults=s.drops_graph_defaults,
         rejects_unknown_attrs=s.consumer.rejects_unknown_attrs,
@@ -218,16 +249,27 @@ def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     # No loader drops default-valued attrs inside functions (measured: the v1 loader
     # loads such a model and the first call fails); see `place`.
     library_ctx = replace(graph_ctx, drops_producer_defaults=False)
-    findings: list[Finding] = []
-    # A cause already reported at the top level is not repeated for a function body:
-    # the top-level pass runs first and leaves what it reported on the subject.
+    rejects = s.consumer.rejects_unknown_attrs
+    clean_graph = _clean_kinds(registry.ops, graph_ctx.drops_producer_defaults, rejects)
+    clean_library = _clean_kinds(registry.ops, False, rejects)
+    dirty = [k for k in s.kinds if k.function is None and k.key not in clean_graph]
+    dirty += [k for k in s.kinds if k.function is not None and k.key not in clean_library]
+    findings: list[tuple[Finding, bool]] = []
+    # A cause already reported at the top level is not repeated for a function body.
     reported = s.reported_nodes
-    for kind in sorted(s.kinds, key=lambda k: k.function is not None):
-        op = s.consumer.registry.ops.get(kind.op)
-        if op is None or (kind.function is not None) != in_functions:
+    for kind in dirty:
+        op = registry.ops.get(kind.op)
+        clean = clean_graph if kind.function is None else clean_library
+        if op is None:
+            clean.add(kind.key)  # not this check's: the ops check reports it
             continue
         ctx = graph_ctx if kind.function is None else library_ctx
-        for finding in check_node_kind(kind, op, s.producer_ops.get(kind.op), ctx):
+        found = check_node_kind(kind, op, s.producer_ops.get(kind.op), ctx)
+        if not found:
+            if op.deprecation_version is None and all(a in op.attr_map for a in kind.attrs):
+                clean.add(kind.key)
+            continue
+        for finding in found:
             key = (str(finding.code), finding.op, finding.attr or "")
             if key in reported:
                 continue  # one finding per (code, op, attr): kinds repeat the same cause
@@ -235,7 +277,8 @@ def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
             if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED):
                 finding = _with_attr_history(s, finding)
             at_load = finding.code not in ATTR_CODES or s.instantiates_at_load
-            findings.append(place(s, finding, kind.function, checked_at_load=at_load))
+            placed = place(s, finding, kind.function, checked_at_load=at_load)
+            findings.append((placed, kind.function is not None))
     return findings
 
 
@@ -269,7 +312,10 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     if s.edges is None:  # one pass over the edges serves both the graph and the functions
         ops = s.consumer.registry.ops
         changed = changed_ops(s.kinds, ops, s.producer_ops) if s.producer_ops else None
-        s.edges = edge_findings(s.graph, s.kinds, ops, changed)
+        if changed is not None and changed.isdisjoint(graph_facts(s.graph).edge_ops):
+            s.edges = []  # no edge touches an op the consumer defines otherwise
+        else:
+            s.edges = edge_findings(s.graph, s.kinds, ops, changed)
     return [
         place(s, finding, function, checked_at_load=True)
         for finding, function in s.edges
@@ -323,7 +369,7 @@ REGISTRY_CHECKS = (
 )  # fmt: skip
 
 _Shared = tuple[Artifact, tuple[object, ...], list[tuple[str, Finding]]]
-_SHARED: dict[tuple[object, ...], _Shared] = {}
+_SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
 
 
@@ -334,11 +380,13 @@ def _op_signature(s: Subject) -> tuple[object, ...]:
     if registry is None or s.graph is None:
         return ()
     release = s.consumer.tensorflow
+    found = registry_lookup(s.graph, registry.ops)
+    if None not in found:
+        return found
     signature: list[object] = []
-    for op in sorted({k.op for k in s.graph.kinds}):
-        found = registry.ops.get(op)
-        if found is not None:
-            signature.append(found)
+    for op, defined in zip(graph_facts(s.graph).sorted_ops, found, strict=True):
+        if defined is not None:
+            signature.append(defined)
             continue
         last = s.history.op_last_release(op)
         signature.append(bool(release and last and Version(last) < Version(release)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from worker.compat.memo import changed_against, remembered
 from worker.compat.signatures import arg_types, base_type, effective_attrs
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, OpDef
 from worker.model.attrs import short_dtype
@@ -21,7 +22,7 @@ from worker.model.findings import Code, Finding, Fix, FixKind, error
 
 Types = tuple[list[str] | None, list[str] | None]  # (inputs, outputs); None: undecidable
 
-_TYPES: dict[tuple[int, tuple[str, str, int, bool]], tuple[OpDef, Types]] = {}
+_TYPES: dict[tuple[int, tuple[str, str, int, bool]], tuple[OpDef, Types]] = remembered({})
 _TYPES_LIMIT = 200_000
 
 
@@ -78,7 +79,7 @@ def _ignored_attr(kind: NodeKind, op: OpDef) -> tuple[str, str] | None:
     return None
 
 
-_SAME: dict[tuple[int, int], tuple[OpDef, OpDef, bool]] = {}
+_SAME: dict[tuple[int, int], tuple[OpDef, OpDef, bool]] = remembered({})
 
 
 def _same(a: OpDef, b: OpDef) -> bool:
@@ -100,12 +101,9 @@ def changed_ops(
     """The ops whose OpDef differs between the producer (the model's own op list) and the
     consumer: an edge between two unchanged ops typed consistently for the producer, so
     only edges touching a changed op can mismatch."""
-    changed = set()
-    for name in {k.op for k in kinds}:
-        mine, theirs = ops.get(name), producer_ops.get(name)
-        if mine is None or theirs is None or not _same(mine, theirs):
-            changed.add(name)
-    return frozenset(changed)
+    used = {k.op for k in kinds}
+    differ = changed_against(producer_ops, ops, _same)
+    return frozenset(used.difference(producer_ops).union(used.intersection(differ)))
 
 
 def edge_findings(

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from worker.compat.memo import remembered
 from worker.model.artifact import Graph, NodeKind
 
 SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
@@ -47,11 +48,29 @@ def _func_names(value: Any) -> Iterator[str]:
                 yield from _func_names(inner)
 
 
+_NAMED: dict[str, tuple[str, ...]] = remembered({})
+_NAMED_LIMIT = 200_000
+
+
+def _named_in(kind: NodeKind) -> tuple[str, ...]:
+    """Every function name the kind's attrs hold, remembered per distinct attrs (the
+    canonical text in `NodeKind.key`): thousands of models repeat the same kinds, and
+    walking nested attr values was the costliest part of a fleet-wide re-check."""
+    text = kind.key[1]
+    found = _NAMED.get(text)
+    if found is None:
+        if len(_NAMED) >= _NAMED_LIMIT:
+            _NAMED.clear()
+        found = _NAMED[text] = tuple(
+            dict.fromkeys(name for value in kind.attrs.values() for name in _func_names(value))
+        )
+    return found
+
+
 def callees(kind: NodeKind, functions: frozenset[str]) -> set[str]:
     """The library functions one kind calls."""
     called = {kind.op} if kind.op in functions else set()
-    for value in kind.attrs.values():
-        called.update(name for name in _func_names(value) if name in functions)
+    called.update(name for name in _named_in(kind) if name in functions)
     return called
 
 
@@ -89,6 +108,8 @@ def function_scope(graph: Graph) -> FunctionScope:
     holds: dict[str, set[str]] = {name: set() for name in functions}
     top_calls: dict[int, frozenset[str]] = {}  # per top-level kind that calls functions
     for index, kind in enumerate(graph.kinds):
+        if kind.function is None and kind.op not in functions and not _named_in(kind):
+            continue  # a plain top-level op calls nothing (most kinds: skip the set work)
         called = callees(kind, functions)
         if kind.function is None:
             if called:
@@ -125,3 +146,26 @@ def library_scope(graph: Graph) -> FunctionScope:
     call ops name (a TF2 export's graph calls each signature function)."""
     scope = function_scope(graph)
     return replace(scope, reachable=frozenset(graph.functions))
+
+
+_SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = remembered({})
+_SCOPES_LIMIT = 4096
+
+
+def scope_of(graph: Graph, every_function: bool = False) -> FunctionScope:
+    """The graph's function scope (`library_scope` when `every_function`), remembered per
+    graph: a fleet checks one model against many consumers, and the unsafe-op scan asks
+    too. The graph is held so its id cannot be reused meanwhile."""
+    key = (id(graph), every_function)
+    hit = _SCOPES.get(key)
+    if hit is not None and hit[0] is graph:
+        return hit[1]
+    if len(_SCOPES) >= _SCOPES_LIMIT:
+        _SCOPES.clear()
+    if every_function:
+        base = scope_of(graph)
+        scope = replace(base, reachable=frozenset(graph.functions))
+    else:
+        scope = function_scope(graph)
+    _SCOPES[key] = (graph, scope)
+    return scope

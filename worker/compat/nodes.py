@@ -11,8 +11,9 @@ count) and `CheckOpDeprecation`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from worker.compat.memo import remembered
 from worker.compat.signatures import arg_count, effective_attrs, signature
 from worker.model.artifact import AttrDef, AttrJSON, NodeKind, OpDef
 from worker.model.attrs import attr_kind, describe_attr
@@ -176,8 +177,14 @@ def _unknown_attr(
     )
 
 
-_CLEAN: dict[tuple[object, ...], OpDef] = {}
-_CLEAN_LIMIT = 200_000
+# A template's node and function names: characters no TensorFlow node or function name
+# holds (names match [A-Za-z0-9.][A-Za-z0-9_./>-]*), so they stand for nothing else.
+_NODE_MARK = "\x00node\x00"
+_FUNCTION_MARK = "\x00function\x00"
+
+_Template = tuple[OpDef, OpDef | None, object, tuple[Finding, ...]]
+_FINDINGS: dict[tuple[object, ...], _Template] = remembered({})
+_FINDINGS_LIMIT = 200_000
 
 
 def check_node_kind(
@@ -185,28 +192,57 @@ def check_node_kind(
 ) -> list[Finding]:
     """Every validation finding for one node kind against the consumer's OpDef.
 
-    Kinds repeat across models (Const, Identity, VarHandleOp with the same attrs),
-    so a kind found clean for an OpDef and context is remembered: re-checking a
-    fleet of thousands of models validates each distinct kind once. Only clean
-    results are kept (messages name the model's own nodes, so findings are always
-    recomputed), and never for a kind carrying an attr the consumer lacks: whether
-    that is clean depends on the model's own producer OpDef. The cached OpDef is
-    held so the identity-keyed entry cannot match a different OpDef.
+    Kinds repeat across models (Const, Identity, VarHandleOp with the same attrs, and
+    the same failing op in many exports), so each distinct kind is validated once per
+    OpDef and context: the findings are kept as a template naming a placeholder node,
+    and each model's kind gets them with its own node and function names (the only
+    part of a message that differs between equal keys). The producer's OpDef and the
+    catalog's defaults count only for an attr the consumer lacks, so they are part of
+    the memo only then. What the memo names by identity is held, so no other object
+    can take its id meanwhile.
     """
     deprecated = (
         op.deprecation_version is not None
         and ctx.producer_version is not None
         and ctx.producer_version >= op.deprecation_version
     )
-    memo = (id(op), kind.key, ctx.drops_producer_defaults, ctx.rejects_unknown_attrs, deprecated)
-    if _CLEAN.get(memo) is op:
+    known = op.attr_map
+    lacks = any(name not in known for name in kind.attrs)
+    defaults = getattr(ctx.default_of, "__self__", ctx.default_of) if lacks else None
+    memo = (
+        id(op),
+        kind.key,
+        ctx.drops_producer_defaults,
+        ctx.rejects_unknown_attrs,
+        ctx.producer_version if deprecated else None,
+        id(producer_op) if lacks else None,
+        id(defaults),
+        bool(kind.function),
+    )
+    hit = _FINDINGS.get(memo)
+    if (
+        hit is None
+        or hit[0] is not op
+        or hit[1] is not (producer_op if lacks else None)
+        or hit[2] is not defaults
+    ):
+        marked = NodeKind(
+            kind.op,
+            kind.attrs,
+            kind.inputs,
+            kind.count,
+            _NODE_MARK,
+            kind.function and _FUNCTION_MARK,
+        )
+        found = tuple(_validate(marked, op, producer_op, ctx))
+        if len(_FINDINGS) >= _FINDINGS_LIMIT:
+            _FINDINGS.clear()
+        hit = _FINDINGS[memo] = (op, producer_op if lacks else None, defaults, found)
+    if not hit[3]:
         return []
-    findings = _validate(kind, op, producer_op, ctx)
-    if not findings and all(name in op.attr_map for name in kind.attrs):
-        if len(_CLEAN) >= _CLEAN_LIMIT:
-            _CLEAN.clear()
-        _CLEAN[memo] = op
-    return findings
+    template = f"node {_NODE_MARK}" + (f" in function {_FUNCTION_MARK}" if kind.function else "")
+    where = where_of(kind)
+    return [replace(f, message=f.message.replace(template, where)) for f in hit[3]]
 
 
 def _validate(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 
+from worker.compat.memo import graph_facts
 from worker.compat.subject import Subject
 from worker.model.artifact import NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -39,6 +40,7 @@ OP_RUNS_ONLY_WITH_CUDA: dict[str, str] = {
 CHECKPOINT_FILE_OPS = frozenset({"MergeV2Checkpoints"})
 
 VARIABLE_OPS = frozenset({"VarHandleOp"})
+_FAILING_OPS = frozenset(OP_RUNS_ONLY_WITH_CUDA) | CHECKPOINT_FILE_OPS
 
 
 def _shared_name(kind: NodeKind) -> str:
@@ -108,6 +110,8 @@ def unfilled_variables(s: Subject) -> list[Finding]:
 
 def failing_kernels(s: Subject) -> list[Finding]:
     """Ops on the request path that load and fail when they run."""
+    if s.graph is None or graph_facts(s.graph).ops.isdisjoint(_FAILING_OPS):
+        return []
     registry = s.consumer.registry
     findings: list[Finding] = []
     seen: set[str] = set()

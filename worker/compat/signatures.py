@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from worker.compat.memo import remembered
 from worker.model.artifact import ArgDef, AttrJSON, OpDef
 from worker.model.attrs import short_dtype
 
@@ -81,7 +82,7 @@ def arg_types(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> list[s
     return types
 
 
-_SIGNATURES: dict[int, tuple[OpDef, str]] = {}
+_SIGNATURES: dict[int, tuple[OpDef, str]] = remembered({})
 
 
 def signature(op: OpDef) -> str:

@@ -20,7 +20,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from worker.compat.functions import FunctionScope, function_scope, library_scope
+from worker.compat.functions import FunctionScope, scope_of
+from worker.compat.memo import kinds_in_scope
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
@@ -104,6 +105,7 @@ class Subject:
     policy: Policy = field(default_factory=Policy)
     reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
     edges: list[tuple[Finding, str | None]] | None = None  # edge findings, once per check
+    nodes: list[tuple[Finding, bool]] | None = None  # node findings (in a function?), once
 
     @property
     def loader(self) -> str:
@@ -121,24 +123,6 @@ class Subject:
     def instantiates_at_load(self) -> bool:
         """Function bodies' attrs are checked at load (tf.saved_model.load), not at call."""
         return self.consumer.loader == Loader.SAVED_MODEL_V2 and self.is_saved_model
-
-
-_SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = {}
-_SCOPES_LIMIT = 4096
-
-
-def _scope(graph: Graph, every_function: bool) -> FunctionScope:
-    """The graph's function scope, remembered per graph (a fleet checks one model against
-    many consumers); the graph is held so its id cannot be reused meanwhile."""
-    key = (id(graph), every_function)
-    hit = _SCOPES.get(key)
-    if hit is not None and hit[0] is graph:
-        return hit[1]
-    if len(_SCOPES) >= _SCOPES_LIMIT:
-        _SCOPES.clear()
-    scope = library_scope(graph) if every_function else function_scope(graph)
-    _SCOPES[key] = (graph, scope)
-    return scope
 
 
 def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
@@ -167,11 +151,6 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
     graph = subject.graph
     if graph is None:
         return subject
-    subject.scope = _scope(graph, v2)
-    validated = subject.scope.reachable
-    subject.kinds = [
-        k
-        for k in graph.kinds
-        if (k.function is None and not subject.tf2_load) or (k.function in validated)
-    ]
+    subject.scope = scope_of(graph, v2)
+    subject.kinds = kinds_in_scope(graph, subject.scope.reachable, not subject.tf2_load)
     return subject

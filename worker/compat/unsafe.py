@@ -34,7 +34,8 @@ import binascii
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from worker.compat.functions import RESTORE_OPS, SAVE_OPS, function_scope
+from worker.compat.functions import RESTORE_OPS, SAVE_OPS, scope_of
+from worker.compat.memo import remembered
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage
@@ -135,7 +136,7 @@ def _print_to_file(kind: NodeKind) -> bool:
         return False
 
 
-_HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = {}
+_HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = remembered({})
 _HAZARDS_LIMIT = 1024
 
 
@@ -163,7 +164,7 @@ def _find_hazards(artifact: Artifact) -> list[Hazard]:
             found[op] = Hazard(code, op, what, seen.where, seen.count + kind.count)
 
     for graph in artifact.graphs():
-        request = function_scope(graph).request if graph.functions else frozenset()
+        request = scope_of(graph).request if graph.functions else frozenset()
         for kind in graph.kinds:
             listed = UNSAFE_OPS.get(kind.op)
             if listed is not None:

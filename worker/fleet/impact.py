@@ -75,13 +75,19 @@ def _tflite_digest(consumer: Consumer) -> list[object]:
 
 def verdict_state(verdicts: Iterable[Verdict]) -> Status:
     """One consumer's status over all artifacts of an object."""
-    return Status.worst([Status.COMPATIBLE, *(v.status for v in verdicts)])
+    return max((v.status for v in verdicts), key=_RANK.__getitem__, default=LOADS)
+
+
+# Recorded states (old `loads` / `fails` too) by rank: a fleet change combines 20 per
+# model for 10,000 models, where parsing each into a Status cost more than the checks.
+_RANK = {**{str(s): s.rank for s in Status}, "loads": LOADS.rank, "fails": FAILS.rank}
+_BY_RANK = list(Status)
 
 
 def status_from(states: Iterable[str], invalid: bool = False) -> Status:
     if invalid:
         return Status.INVALID
-    return Status.worst([Status.COMPATIBLE, *(parse_status(s) for s in states)])
+    return _BY_RANK[max(map(_RANK.__getitem__, states), default=LOADS.rank)]
 
 
 @dataclass(frozen=True)

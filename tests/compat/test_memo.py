@@ -1,0 +1,109 @@
+"""The checks' memos change no verdict: a check with every memo warm (filled by other
+models holding the same kinds under other names) equals the same check in a fresh
+process, finding for finding, message for message, on every real fixture."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.truth import FIXTURE_SETS, artifacts_doc, read_artifacts
+from worker.catalog.catalog import load_catalog
+from worker.compat.check import check_artifact
+from worker.compat.memo import forget_all
+from worker.compat.nodes import NodeContext, check_node_kind
+from worker.model.artifact import ArgDef, Artifact, AttrDef, Graph, MetaGraph, NodeKind, OpDef
+from worker.model.consumer import Loader
+from worker.model.verdict import Verdict
+
+# Releases on both sides of every loader behaviour: 1.15 (unknown attrs fatal), 2.4 (the
+# last to reject them), 2.12 and 2.21 (ignore them; the newest registry).
+RELEASES = ("1.15", "2.4", "2.12", "2.21")
+
+
+def renamed_graph(graph: Graph, prefix: str) -> Graph:
+    kinds = tuple(replace(k, example=f"{prefix}{k.example}") for k in graph.kinds)
+    return replace(graph, kinds=kinds)
+
+
+def renamed(artifact: Artifact, prefix: str) -> Artifact:
+    """The same model with other node names (new objects: no memo keyed on identity hits)."""
+    return replace(
+        artifact,
+        graph=renamed_graph(artifact.graph, prefix) if artifact.graph is not None else None,
+        meta_graphs=tuple(
+            MetaGraph(**{**vars(m), "graph": renamed_graph(m.graph, prefix)})
+            for m in artifact.meta_graphs
+        ),
+    )
+
+
+def fixture_artifacts() -> list[Artifact]:
+    found: list[Artifact] = []
+    for fixture_set in FIXTURE_SETS:
+        for artifact_id in sorted(artifacts_doc(fixture_set)):
+            found += read_artifacts(fixture_set, artifact_id)
+    return [a for a in found if a.format != "tflite"]
+
+
+def as_data(verdict: Verdict) -> object:
+    return verdict.to_json()
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_warm_memos_give_the_verdicts_of_a_fresh_process(release: str) -> None:
+    catalog = load_catalog()
+    consumers = [catalog.consumer(release, loader) for loader in Loader]
+    artifacts = fixture_artifacts()
+    assert len(artifacts) > 150
+    forget_all()
+    for artifact in artifacts:  # other models, same kinds: fill every memo first
+        other = renamed(artifact, "other/")
+        for consumer in consumers:
+            check_artifact(other, consumer, catalog)
+    warm = [as_data(check_artifact(a, c, catalog)) for a in artifacts for c in consumers]
+    fresh = []
+    for artifact in artifacts:
+        for consumer in consumers:
+            forget_all()
+            fresh.append(as_data(check_artifact(artifact, consumer, catalog)))
+    differing = [(w, f) for w, f in zip(warm, fresh, strict=True) if w != f]
+    assert not differing, differing[:2]
+    # the warm pass named each model's own nodes, never the model that filled the memo
+    assert not any("other/" in str(w) or "\\x00" in repr(w) for w in warm)
+
+
+# One kind, two models: the memo keeps one template; each model reads its own names.
+NEEDS_N = OpDef(
+    "ConcatV2",
+    inputs=(ArgDef("values", type_attr="T", number_attr="N"), ArgDef("axis", type_attr="Tidx")),
+    outputs=(ArgDef("output", type_attr="T"),),
+    attrs=(AttrDef("N", "int", has_minimum=True, minimum=2), AttrDef("T", "type")),
+)
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        (("a/concat", None), ("b/concat", None)),
+        (("a/concat", "fn_1"), ("b/concat", "fn_2")),
+    ],
+)
+def test_a_remembered_finding_names_each_models_own_node_and_function(
+    first: tuple[str, str | None], second: tuple[str, str | None]
+) -> None:
+    forget_all()
+    ctx = NodeContext(False, False, None, False)
+    attrs = {"N": {"i": "1"}, "T": {"type": "DT_FLOAT"}, "Tidx": {"type": "DT_INT32"}}
+    messages = []
+    for example, function in (first, second):
+        kind = NodeKind("ConcatV2", attrs, 2, 1, example, function)
+        (missing_or_low, *rest) = check_node_kind(kind, NEEDS_N, None, ctx)
+        messages.append(" ".join(f.message for f in (missing_or_low, *rest)))
+    for (example, function), message in zip((first, second), messages, strict=True):
+        assert f"node {example}" in message
+        if function:
+            assert f"in function {function}" in message
+        assert "\x00" not in message
+    assert "a/concat" not in messages[1]

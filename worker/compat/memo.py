@@ -1,0 +1,138 @@
+"""Facts a check asks again and again, remembered per object: one graph's, one registry's.
+
+A fleet change checks every indexed model against every changed consumer, and
+an upload checks one model against 79 releases: most of what a check asks of a
+graph (which ops it holds, which ops its edges touch, which kinds a loader
+validates) does not depend on the consumer, and most of what it asks of a
+registry (which ops it names, which of a producer's OpDefs it defines alike)
+does not depend on the model. Each is computed once per object and kept while
+the object lives in the cache (the cache holds it, so its id names nothing else).
+
+The gates here only ever skip work whose result is known to be empty; what they
+let through is checked in full (`tests/compat/test_memo.py` compares both ways).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+from worker.model.artifact import Graph, NodeKind, OpDef
+
+_T = TypeVar("_T")
+_LIMIT = 8192
+
+_Table = dict[Hashable, tuple[tuple[object, ...], object]]
+_D = TypeVar("_D", bound=dict)  # type: ignore[type-arg]
+_MEMOS: list[dict] = []  # type: ignore[type-arg]
+
+
+def remembered(table: _D) -> _D:
+    """Declare a module's memo table, so `forget_all` empties it too."""
+    _MEMOS.append(table)
+    return table
+
+
+def _memo() -> _Table:
+    return remembered({})
+
+
+def _remember(
+    table: _Table, owners: tuple[object, ...], make: Callable[[], _T], *extra: Hashable
+) -> _T:
+    """`make()`, once per distinct `owners` (by identity) and `extra`."""
+    key = (*map(id, owners), *extra)
+    hit = table.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
+        return hit[1]  # type: ignore[return-value]
+    if len(table) >= _LIMIT:
+        table.clear()
+    value = make()
+    table[key] = (owners, value)
+    return value
+
+
+def forget_all() -> None:
+    """Empty every memo of the checks (a new process's state, for benchmarks and tests)."""
+    for table in _MEMOS:
+        table.clear()
+
+
+@dataclass(frozen=True)
+class GraphFacts:
+    """What a graph holds, whoever reads it."""
+
+    ops: frozenset[str]  # every kind's op, function-call ops included
+    library_ops: frozenset[str]  # ops that are not calls of a library function
+    sorted_ops: tuple[str, ...]  # `ops`, sorted
+    edge_ops: frozenset[str]  # ops at either end of some edge
+
+
+_GRAPHS = _memo()
+
+
+def graph_facts(graph: Graph) -> GraphFacts:
+    def make() -> GraphFacts:
+        kinds = graph.kinds
+        ops = frozenset(k.op for k in kinds)
+        ends = {kinds[e.src].op for e in graph.edges} | {kinds[e.dst].op for e in graph.edges}
+        return GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)), frozenset(ends))
+
+    return _remember(_GRAPHS, (graph,), make)
+
+
+_KINDS = _memo()
+
+
+def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> list[NodeKind]:
+    """The kinds a loader validates: the top-level graph's (unless `top_level` is false)
+    and those of the functions in `reachable`. Callers must not change the list."""
+
+    def make() -> list[NodeKind]:
+        return [
+            k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
+        ]
+
+    return _remember(_KINDS, (graph, reachable), make, top_level)
+
+
+_NAMES = _memo()
+
+
+def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
+    """The op names a registry defines (membership without converting any OpDef)."""
+    return _remember(_NAMES, (ops,), lambda: frozenset(ops))
+
+
+_LOOKUPS = _memo()
+
+
+def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[OpDef | None, ...]:
+    """The registry's OpDef (None: it has none) of each of `graph_facts(graph).sorted_ops`."""
+
+    def make() -> tuple[OpDef | None, ...]:
+        return tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
+
+    return _remember(_LOOKUPS, (graph, ops), make)
+
+
+_CHANGED = _memo()
+
+
+def changed_against(
+    producer_ops: Mapping[str, OpDef],
+    ops: Mapping[str, OpDef],
+    same: Callable[[OpDef, OpDef], bool],
+) -> frozenset[str]:
+    """The ops of a producer's op list that a registry lacks or defines otherwise."""
+
+    def make() -> frozenset[str]:
+        changed = set()
+        for name, theirs in producer_ops.items():
+            mine = ops.get(name)
+            if mine is None or not same(mine, theirs):
+                changed.add(name)
+        return frozenset(changed)
+
+    return _remember(_CHANGED, (producer_ops, ops), make)
