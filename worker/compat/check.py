@@ -26,7 +26,14 @@ from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings
 from worker.compat.keras import keras_findings
-from worker.compat.memo import graph_facts, registered_names, registry_lookup, remembered
+from worker.compat.memo import (
+    graph_facts,
+    ops_in,
+    registered_names,
+    registry_ids,
+    registry_lookup,
+    remembered,
+)
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
@@ -248,7 +255,13 @@ def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
     )
     # No loader drops default-valued attrs inside functions (measured: the v1 loader
     # loads such a model and the first call fails); see `place`.
-    library_ctx = replace(graph_ctx, drops_producer_defaults=False)
+    library_ctx = NodeContext(
+        False,
+        graph_ctx.rejects_unknown_attrs,
+        graph_ctx.producer_version,
+        graph_ctx.stripped_default_attrs,
+        graph_ctx.default_of,
+    )
     rejects = s.consumer.rejects_unknown_attrs
     clean_graph = _clean_kinds(registry.ops, graph_ctx.drops_producer_defaults, rejects)
     clean_library = _clean_kinds(registry.ops, False, rejects)
@@ -311,7 +324,10 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
         return []
     if s.edges is None:  # one pass over the edges serves both the graph and the functions
         ops = s.consumer.registry.ops
-        changed = changed_ops(s.kinds, ops, s.producer_ops) if s.producer_ops else None
+        changed = None
+        if s.producer_ops and s.scope is not None:
+            used = ops_in(s.graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
+            changed = changed_ops(used, ops, s.producer_ops)
         if changed is not None and changed.isdisjoint(graph_facts(s.graph).edge_ops):
             s.edges = []  # no edge touches an op the consumer defines otherwise
         else:
@@ -368,21 +384,22 @@ REGISTRY_CHECKS = (
     "ops", "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving",
 )  # fmt: skip
 
-_Shared = tuple[Artifact, tuple[object, ...], list[tuple[str, Finding]]]
+_Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding]]]
 _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
 
 
-def _op_signature(s: Subject) -> tuple[object, ...]:
+def _op_signature(s: Subject) -> tuple[tuple[object, ...], tuple[object, ...]]:
     """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
-    with whether the op was removed before the consumer's release: a different error)."""
+    with whether the op was removed before the consumer's release: a different error):
+    the OpDefs, to hold, and their identities, to key on."""
     registry = s.consumer.registry
     if registry is None or s.graph is None:
-        return ()
-    release = s.consumer.tensorflow
+        return (), ()
     found = registry_lookup(s.graph, registry.ops)
     if None not in found:
-        return found
+        return found, registry_ids(s.graph, registry.ops)
+    release = s.consumer.tensorflow
     signature: list[object] = []
     for op, defined in zip(graph_facts(s.graph).sorted_ops, found, strict=True):
         if defined is not None:
@@ -390,16 +407,16 @@ def _op_signature(s: Subject) -> tuple[object, ...]:
             continue
         last = s.history.op_last_release(op)
         signature.append(bool(release and last and Version(last) < Version(release)))
-    return tuple(signature)
+    return tuple(signature), tuple(x if isinstance(x, bool) else id(x) for x in signature)
 
 
 def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
     """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and OpDefs
-    (both are held, so their ids cannot be reused meanwhile)."""
+    (the entry holds both, so no other object can take their ids meanwhile)."""
     consumer = s.consumer
     if consumer.registry is None:
         return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    signature = _op_signature(s)
+    signature, ids = _op_signature(s)
     key = (
         id(s.artifact),
         id(s.history),
@@ -408,19 +425,15 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         consumer.validates_library,
         consumer.looks_up_op_list_first,
         _deprecation_version(s),
-        *(x if isinstance(x, bool) else id(x) for x in signature),
+        ids,
     )
     hit = _SHARED.get(key)
-    if (
-        hit is not None
-        and hit[0] is s.artifact
-        and all(a is b for a, b in zip(hit[1], signature, strict=True))
-    ):
-        return hit[2]
+    if hit is not None:
+        return hit[3]
     found = [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
     if len(_SHARED) >= _SHARED_LIMIT:
         _SHARED.clear()
-    _SHARED[key] = (s.artifact, signature, found)
+    _SHARED[key] = (s.artifact, s.history, signature, found)
     return found
 
 

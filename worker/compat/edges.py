@@ -13,8 +13,9 @@ int64 != int32"), whichever loader.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
-from worker.compat.memo import changed_against, remembered
+from worker.compat.memo import changed_against, edges_touching, remembered
 from worker.compat.signatures import arg_types, base_type, effective_attrs
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, OpDef
 from worker.model.attrs import short_dtype
@@ -96,12 +97,11 @@ def _same(a: OpDef, b: OpDef) -> bool:
 
 
 def changed_ops(
-    kinds: Sequence[NodeKind], ops: Mapping[str, OpDef], producer_ops: Mapping[str, OpDef]
+    used: AbstractSet[str], ops: Mapping[str, OpDef], producer_ops: Mapping[str, OpDef]
 ) -> frozenset[str]:
-    """The ops whose OpDef differs between the producer (the model's own op list) and the
-    consumer: an edge between two unchanged ops typed consistently for the producer, so
-    only edges touching a changed op can mismatch."""
-    used = {k.op for k in kinds}
+    """The ops of `used` whose OpDef differs between the producer (the model's own op
+    list) and the consumer: an edge between two unchanged ops typed consistently for the
+    producer, so only edges touching a changed op can mismatch."""
     differ = changed_against(producer_ops, ops, _same)
     return frozenset(used.difference(producer_ops).union(used.intersection(differ)))
 
@@ -129,11 +129,12 @@ def edge_findings(
 
     findings: list[tuple[Finding, str | None]] = []
     reported: set[tuple[int, int]] = set()
-    for edge in graph.edges:
-        if changed is not None and (
-            kinds[edge.src].op not in changed and kinds[edge.dst].op not in changed
-        ):
-            continue
+    edges: Sequence[Edge] = graph.edges
+    if changed is not None:  # only the edges touching a changed op, in graph order
+        touching = edges_touching(graph)
+        positions = sorted({p for op in changed for p in touching.get(op, ())})
+        edges = [graph.edges[p] for p in positions]
+    for edge in edges:
         source, target = signature_of(edge.src), signature_of(edge.dst)
         if source is None or target is None:
             continue

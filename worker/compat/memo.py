@@ -44,7 +44,7 @@ def _remember(
     """`make()`, once per distinct `owners` (by identity) and `extra`."""
     key = (*map(id, owners), *extra)
     hit = table.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
+    if hit is not None:  # it holds its owners: no other object can have their ids
         return hit[1]  # type: ignore[return-value]
     if len(table) >= _LIMIT:
         table.clear()
@@ -82,6 +82,25 @@ def graph_facts(graph: Graph) -> GraphFacts:
     return _remember(_GRAPHS, (graph,), make)
 
 
+_TOUCHING = _memo()
+
+
+def edges_touching(graph: Graph) -> dict[str, tuple[int, ...]]:
+    """op -> the positions (ascending) of the edges with that op at either end."""
+
+    def make() -> dict[str, tuple[int, ...]]:
+        kinds = graph.kinds
+        found: dict[str, list[int]] = {}
+        for position, edge in enumerate(graph.edges):
+            src, dst = kinds[edge.src].op, kinds[edge.dst].op
+            found.setdefault(src, []).append(position)
+            if dst != src:
+                found.setdefault(dst, []).append(position)
+        return {op: tuple(positions) for op, positions in found.items()}
+
+    return _remember(_TOUCHING, (graph,), make)
+
+
 _KINDS = _memo()
 
 
@@ -95,6 +114,18 @@ def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> 
         ]
 
     return _remember(_KINDS, (graph, reachable), make, top_level)
+
+
+_REQUEST = _memo()
+
+
+def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozenset[str]:
+    """The ops of `kinds_in_scope(graph, functions, top_level)`."""
+
+    def make() -> frozenset[str]:
+        return frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
+
+    return _remember(_REQUEST, (graph, functions), make, top_level)
 
 
 _NAMES = _memo()
@@ -115,6 +146,15 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[OpDef | Non
         return tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
 
     return _remember(_LOOKUPS, (graph, ops), make)
+
+
+_IDS = _memo()
+
+
+def registry_ids(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[int, ...]:
+    """The identities of `registry_lookup(graph, ops)` (all found), for keys that equal
+    OpDefs from different registries share: registries share their OpDef objects."""
+    return _remember(_IDS, (graph, ops), lambda: tuple(map(id, registry_lookup(graph, ops))))
 
 
 _CHANGED = _memo()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 
-from worker.compat.memo import graph_facts
+from worker.compat.memo import ops_in
 from worker.compat.subject import Subject
 from worker.model.artifact import NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -110,8 +110,10 @@ def unfilled_variables(s: Subject) -> list[Finding]:
 
 def failing_kernels(s: Subject) -> list[Finding]:
     """Ops on the request path that load and fail when they run."""
-    if s.graph is None or graph_facts(s.graph).ops.isdisjoint(_FAILING_OPS):
+    if s.graph is None or s.scope is None:
         return []
+    if ops_in(s.graph, s.scope.request, not s.tf2_load).isdisjoint(_FAILING_OPS):
+        return []  # no such op on a request path (the saver's own are not)
     registry = s.consumer.registry
     findings: list[Finding] = []
     seen: set[str] = set()
