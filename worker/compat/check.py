@@ -330,13 +330,25 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
             changed = changed_ops(used, ops, s.producer_ops)
         if changed is not None and changed.isdisjoint(graph_facts(s.graph).edge_ops):
             s.edges = []  # no edge touches an op the consumer defines otherwise
-        else:
-            s.edges = edge_findings(s.graph, s.kinds, ops, changed)
+        else:  # the same for every loader that validates the same kinds
+            key = (id(s.graph), id(s.kinds), id(ops))
+            hit = _EDGES.get(key)
+            if hit is None:
+                if len(_EDGES) >= 4096:
+                    _EDGES.clear()
+                found = edge_findings(s.graph, s.kinds, ops, changed)
+                hit = _EDGES[key] = ((s.graph, s.kinds, ops), found)
+            s.edges = hit[1]
     return [
         place(s, finding, function, checked_at_load=True)
         for finding, function in s.edges
         if (function is not None) == in_functions
     ]
+
+
+_EDGES: dict[tuple[int, int, int], tuple[tuple[object, ...], list[tuple[Finding, str | None]]]] = (
+    remembered({})
+)
 
 
 def check_serving(s: Subject) -> Iterable[Finding]:

@@ -38,13 +38,11 @@ def _memo() -> _Table:
     return remembered({})
 
 
-def _remember(
-    table: _Table, owners: tuple[object, ...], make: Callable[[], _T], *extra: Hashable
-) -> _T:
-    """`make()`, once per distinct `owners` (by identity) and `extra`."""
-    key = (*map(id, owners), *extra)
+def _once(table: _Table, key: Hashable, owners: tuple[object, ...], make: Callable[[], _T]) -> _T:
+    """`make()`, once per `key`: the ids of `owners` (held by the entry, so no other
+    object can take those ids while it stays) and whatever else the value depends on."""
     hit = table.get(key)
-    if hit is not None:  # it holds its owners: no other object can have their ids
+    if hit is not None:
         return hit[1]  # type: ignore[return-value]
     if len(table) >= _LIMIT:
         table.clear()
@@ -79,7 +77,8 @@ def graph_facts(graph: Graph) -> GraphFacts:
         ends = {kinds[e.src].op for e in graph.edges} | {kinds[e.dst].op for e in graph.edges}
         return GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)), frozenset(ends))
 
-    return _remember(_GRAPHS, (graph,), make)
+    hit = _GRAPHS.get(id(graph))
+    return hit[1] if hit is not None else _once(_GRAPHS, id(graph), (graph,), make)  # type: ignore[return-value]
 
 
 _TOUCHING = _memo()
@@ -98,7 +97,7 @@ def edges_touching(graph: Graph) -> dict[str, tuple[int, ...]]:
                 found.setdefault(dst, []).append(position)
         return {op: tuple(positions) for op, positions in found.items()}
 
-    return _remember(_TOUCHING, (graph,), make)
+    return _once(_TOUCHING, id(graph), (graph,), make)
 
 
 _KINDS = _memo()
@@ -113,7 +112,7 @@ def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> 
             k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
         ]
 
-    return _remember(_KINDS, (graph, reachable), make, top_level)
+    return _once(_KINDS, (id(graph), id(reachable), top_level), (graph, reachable), make)
 
 
 _REQUEST = _memo()
@@ -125,7 +124,7 @@ def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozense
     def make() -> frozenset[str]:
         return frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
 
-    return _remember(_REQUEST, (graph, functions), make, top_level)
+    return _once(_REQUEST, (id(graph), id(functions), top_level), (graph, functions), make)
 
 
 _NAMES = _memo()
@@ -133,7 +132,7 @@ _NAMES = _memo()
 
 def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
     """The op names a registry defines (membership without converting any OpDef)."""
-    return _remember(_NAMES, (ops,), lambda: frozenset(ops))
+    return _once(_NAMES, id(ops), (ops,), lambda: frozenset(ops))
 
 
 _LOOKUPS = _memo()
@@ -145,7 +144,7 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[OpDef | Non
     def make() -> tuple[OpDef | None, ...]:
         return tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
 
-    return _remember(_LOOKUPS, (graph, ops), make)
+    return _once(_LOOKUPS, (id(graph), id(ops)), (graph, ops), make)
 
 
 _IDS = _memo()
@@ -154,7 +153,12 @@ _IDS = _memo()
 def registry_ids(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[int, ...]:
     """The identities of `registry_lookup(graph, ops)` (all found), for keys that equal
     OpDefs from different registries share: registries share their OpDef objects."""
-    return _remember(_IDS, (graph, ops), lambda: tuple(map(id, registry_lookup(graph, ops))))
+    return _once(
+        _IDS,
+        (id(graph), id(ops)),
+        (graph, ops),
+        lambda: tuple(map(id, registry_lookup(graph, ops))),
+    )
 
 
 _CHANGED = _memo()
@@ -175,4 +179,4 @@ def changed_against(
                 changed.add(name)
         return frozenset(changed)
 
-    return _remember(_CHANGED, (producer_ops, ops), make)
+    return _once(_CHANGED, (id(producer_ops), id(ops)), (producer_ops, ops), make)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 
-from worker.compat.memo import ops_in
+from worker.compat.functions import FunctionScope
+from worker.compat.memo import ops_in, remembered
 from worker.compat.subject import Subject
-from worker.model.artifact import NodeKind
+from worker.model.artifact import Graph, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
 
 # Ops that load in a CPU build and fail on the first request that runs them
@@ -70,6 +71,19 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     graph, scope = s.graph, s.scope
     if graph is None or scope is None or not s.is_saved_model or s.tf2_load or not scope.restore:
         return []
+    # Restore and request functions are the same whatever the loader validates: once a graph.
+    hit = _UNFILLED.get(id(graph))
+    if hit is None:
+        if len(_UNFILLED) >= 4096:
+            _UNFILLED.clear()
+        hit = _UNFILLED[id(graph)] = (graph, _unfilled(graph, scope))
+    return hit[1]
+
+
+_UNFILLED: dict[int, tuple[Graph, list[Finding]]] = remembered({})
+
+
+def _unfilled(graph: Graph, scope: FunctionScope) -> list[Finding]:
     kinds = graph.kinds
     role: dict[int, str] = {}
     for index, called in scope.top_calls.items():
