@@ -27,6 +27,7 @@ from packaging.version import Version
 from worker.compat.edges import changed_ops, edge_findings
 from worker.compat.keras import keras_findings
 from worker.compat.memo import (
+    edges_touching,
     graph_facts,
     ops_in,
     registered_names,
@@ -328,7 +329,7 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
         if s.producer_ops and s.scope is not None:
             used = ops_in(s.graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
             changed = changed_ops(used, ops, s.producer_ops)
-        if changed is not None and changed.isdisjoint(graph_facts(s.graph).edge_ops):
+        if changed is not None and changed.isdisjoint(edges_touching(s.graph)):
             s.edges = []  # no edge touches an op the consumer defines otherwise
         else:  # the same for every loader that validates the same kinds
             key = (id(s.graph), id(s.kinds), id(ops))

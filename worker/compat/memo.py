@@ -64,7 +64,6 @@ class GraphFacts:
     ops: frozenset[str]  # every kind's op, function-call ops included
     library_ops: frozenset[str]  # ops that are not calls of a library function
     sorted_ops: tuple[str, ...]  # `ops`, sorted
-    edge_ops: frozenset[str]  # ops at either end of some edge
 
 
 _GRAPHS = _memo()
@@ -72,10 +71,8 @@ _GRAPHS = _memo()
 
 def graph_facts(graph: Graph) -> GraphFacts:
     def make() -> GraphFacts:
-        kinds = graph.kinds
-        ops = frozenset(k.op for k in kinds)
-        ends = {kinds[e.src].op for e in graph.edges} | {kinds[e.dst].op for e in graph.edges}
-        return GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)), frozenset(ends))
+        ops = frozenset(k.op for k in graph.kinds)
+        return GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)))
 
     hit = _GRAPHS.get(id(graph))
     return hit[1] if hit is not None else _once(_GRAPHS, id(graph), (graph,), make)  # type: ignore[return-value]
@@ -85,7 +82,8 @@ _TOUCHING = _memo()
 
 
 def edges_touching(graph: Graph) -> dict[str, tuple[int, ...]]:
-    """op -> the positions (ascending) of the edges with that op at either end."""
+    """op -> the positions (ascending) of the edges with that op at either end (an op at
+    no edge's end is not a key)."""
 
     def make() -> dict[str, tuple[int, ...]]:
         kinds = graph.kinds

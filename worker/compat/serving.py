@@ -131,7 +131,7 @@ def failing_kernels(s: Subject) -> list[Finding]:
     registry = s.consumer.registry
     findings: list[Finding] = []
     seen: set[str] = set()
-    for kind in request_kinds(s):
+    for kind in [k for k in request_kinds(s) if k.op in _FAILING_OPS]:
         if kind.op in seen or (registry is not None and kind.op not in registry.ops):
             continue
         where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")

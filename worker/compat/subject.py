@@ -28,6 +28,7 @@ from worker.model.consumer import Consumer, Loader
 from worker.model.findings import Finding
 
 SERVING_TAG = "serve"
+DEFAULT_POLICY = Policy()
 
 
 class History(Protocol):
@@ -102,7 +103,7 @@ class Subject:
     check_graph_versions: bool = True
     drops_graph_defaults: bool = False
     tf2_load: bool = False  # tf.saved_model.load of a TF2 SavedModel
-    policy: Policy = field(default_factory=Policy)
+    policy: Policy = DEFAULT_POLICY
     reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
     edges: list[tuple[Finding, str | None]] | None = None  # edge findings, once per check
     nodes: list[tuple[Finding, bool]] | None = None  # node findings (in a function?), once

@@ -24,6 +24,13 @@ def check_versions(
 
     `upgrade_target`: the oldest known release that accepts the data (the report
     replaces it by the oldest that also serves the model)."""
+    refused = (
+        consumer_version < data.min_consumer
+        or data.producer < min_producer
+        or consumer_version in data.bad_consumers
+    )
+    if not refused:
+        return []  # the common answer, asked for every (model, consumer) of a fleet
     graph = what == "GraphDef"
     upgrade = Fix(FixKind.UPGRADE_TO, release=upgrade_target)
     findings = []

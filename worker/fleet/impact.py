@@ -110,7 +110,6 @@ class ModelImpact:
     status_after: str
     changes: tuple[VerdictChange, ...]
     verdicts_after: dict[str, str]
-    verdicts: tuple[Verdict, ...] = ()  # the checks run for this model
 
     @property
     def newly_broken(self) -> list[VerdictChange]:
@@ -193,7 +192,6 @@ def assess(
         impact.examined += 1
         after: dict[str, str] = {}
         changes: list[VerdictChange] = []
-        ran: list[Verdict] = []
         judged: dict[str, str] | None = None  # recorded state by consumer digest
         for consumer in consumers:
             recorded = model.verdicts.get(consumer.name)
@@ -220,7 +218,6 @@ def assess(
             if not verdicts:
                 continue
             impact.checks += len(verdicts)
-            ran += verdicts
             rechecked.add(consumer.name)
             state = verdict_state(verdicts)
             after[consumer.name] = state
@@ -235,9 +232,7 @@ def assess(
                 changes.append(VerdictChange(name, recorded, None))
         status_after = status_from(after.values(), model.invalid)
         if changes or status_after != parse_status(model.status):
-            impact.models.append(
-                ModelImpact(model, status_after, tuple(changes), after, tuple(ran))
-            )
+            impact.models.append(ModelImpact(model, status_after, tuple(changes), after))
         if progress:
             progress(1)
     impact.rechecked = tuple(sorted(rechecked))
