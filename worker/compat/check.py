@@ -397,6 +397,9 @@ REGISTRY_CHECKS = (
     "ops", "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving",
 )  # fmt: skip
 
+# The checks run for every consumer (the others are shared: `_registry_findings`).
+_OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in REGISTRY_CHECKS]
+
 _Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding]]]
 _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
@@ -542,12 +545,7 @@ def check_artifact(
     if policy is not None:
         subject.policy = policy
     phases = _phases(subject)
-    found = [
-        (name, finding)
-        for name, check in CHECKS.items()
-        if name not in REGISTRY_CHECKS
-        for finding in check(subject)
-    ]
+    found = [(name, finding) for name, check in _OWN_CHECKS for finding in check(subject)]
     found += _registry_findings(subject)
     ranked: list[tuple[int, int, Finding]] = []
     for name, finding in found:
