@@ -18,7 +18,7 @@ runs it, and never for the saver's save function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from functools import partial
 
@@ -451,6 +451,65 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         _SHARED.clear()
     _SHARED[key] = (s.artifact, s.history, signature, found)
     return found
+
+
+def verdict_class(
+    artifact: Artifact,
+    consumer: Consumer,
+    history: History | None = None,
+    policy: Policy | None = None,
+) -> Hashable | None:
+    """Consumers of equal class get verdicts on `artifact` with the same status and the
+    same errors, messages included (`tests/compat/test_verdict_class.py` holds every
+    fixture to it against every release and loader): a fleet change checks a model once
+    per class, not once per consumer. What may differ is information (the forward window
+    names the consumer's release) and a banned consumer's warning text.
+
+    The class is what the registry-level checks are shared by (`_registry_findings`)
+    plus the outcome of the version rules; None where no class is promised (a Keras file,
+    a .tflite file, a consumer without a registry)."""
+    if (
+        artifact.format == "tflite"
+        or artifact.keras is not None
+        or consumer.registry is None
+        or not applies(artifact, consumer)
+    ):
+        return None
+    s = subject_for(artifact, consumer, history or NoHistory())
+    policy = policy or s.policy
+    versions = s.graph.versions if s.graph is not None else None
+    graph_versions: object = None
+    if versions is not None and s.check_graph_versions:
+        refused = bool(
+            check_versions(versions, consumer.graph_def_version, consumer.graph_def_min_producer)
+        )
+        graph_versions = (
+            (consumer.graph_def_version, consumer.graph_def_min_producer) if refused else "accepts"
+        )
+    checkpoint: object = None
+    if artifact.checkpoint is not None:
+        ckpt = artifact.checkpoint.versions
+        refused = bool(
+            check_versions(ckpt, consumer.checkpoint_version, consumer.checkpoint_min_producer)
+        )
+        checkpoint = (
+            (consumer.checkpoint_version, consumer.checkpoint_min_producer)
+            if refused
+            else "accepts"
+        )
+    _, ids = _op_signature(s)
+    return (
+        id(s.history),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        _deprecation_version(s),
+        ids,
+        graph_versions,
+        checkpoint,
+        policy.banned(consumer.graph_def_version) is not None,
+    )
 
 
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:

@@ -11,7 +11,7 @@ count) and `CheckOpDeprecation`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from worker.compat.memo import remembered
 from worker.compat.signatures import arg_count, effective_attrs, signature
@@ -242,7 +242,12 @@ def check_node_kind(
         return []
     template = f"node {_NODE_MARK}" + (f" in function {_FUNCTION_MARK}" if kind.function else "")
     where = where_of(kind)
-    return [replace(f, message=f.message.replace(template, where)) for f in hit[3]]
+    return [
+        Finding(
+            f.code, f.severity, f.message.replace(template, where), f.op, f.attr, f.fix, f.stage
+        )
+        for f in hit[3]
+    ]
 
 
 def _validate(

@@ -16,12 +16,13 @@ it was a failure, which is checked again so the change carries its reasons.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from worker.catalog.keras import keras_of_release
-from worker.compat.check import History, check_artifact
+from worker.compat.check import History, check_artifact, verdict_class
 from worker.compat.policy import Policy
 from worker.compat.tflite import applies
 from worker.model.consumer import Consumer
@@ -138,7 +139,7 @@ class ModelImpact:
 class Impact:
     models: list[ModelImpact] = field(default_factory=list)
     examined: int = 0  # models looked at
-    checks: int = 0  # (artifact, consumer) checks actually run
+    checks: int = 0  # (artifact, consumer) checks actually run (once per verdict class)
     rechecked: tuple[str, ...] = ()  # consumers checked anew (added or changed)
     removed: tuple[str, ...] = ()
 
@@ -193,6 +194,8 @@ def assess(
         after: dict[str, str] = {}
         changes: list[VerdictChange] = []
         judged: dict[str, str] | None = None  # recorded state by consumer digest
+        # (state, reasons) by verdict class: consumers alike for this model are checked once
+        classes: dict[tuple[Hashable | None, ...], tuple[Status, tuple[str, ...]]] = {}
         for consumer in consumers:
             recorded = model.verdicts.get(consumer.name)
             digest = digests[consumer.name]
@@ -210,21 +213,23 @@ def assess(
                     if recorded != same:
                         changes.append(VerdictChange(consumer.name, recorded, same))
                     continue
-            verdicts = [
-                check_artifact(a, consumer, history, policy)
-                for a in model.artifacts
-                if applies(a, consumer)  # a TFLite runtime judges .tflite files only
-            ]
-            if not verdicts:
+            # a TFLite runtime judges .tflite files only
+            applicable = [a for a in model.artifacts if applies(a, consumer)]
+            if not applicable:
                 continue
-            impact.checks += len(verdicts)
             rechecked.add(consumer.name)
-            state = verdict_state(verdicts)
+            key = tuple(verdict_class(a, consumer, history, policy) for a in applicable)
+            judged_alike = None if None in key else classes.get(key)
+            if judged_alike is None:
+                verdicts = [check_artifact(a, consumer, history, policy) for a in applicable]
+                impact.checks += len(verdicts)
+                errors = (f.message for v in verdicts for f in v.findings if f.severity == "error")
+                judged_alike = (verdict_state(verdicts), tuple(islice(errors, 5)))
+                if None not in key:
+                    classes[key] = judged_alike
+            state, reasons = judged_alike
             after[consumer.name] = state
             if recorded is None or parse_status(recorded) != state:
-                reasons = tuple(
-                    f.message for v in verdicts for f in v.findings if f.severity == "error"
-                )[:5]
                 changes.append(VerdictChange(consumer.name, recorded, state, reasons))
         for name, recorded in model.verdicts.items():
             if name not in names:

@@ -1,0 +1,78 @@
+"""Consumers of one verdict class get the same status and the same errors on a model.
+
+A fleet change checks each model once per class (`worker.fleet.impact.assess`), so a
+class that joined two consumers TensorFlow treats differently would hide a break.
+Held here against every real fixture and every catalog release with a registry (each
+patch release, each loader), and for a fleet policy that bans some releases.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from tests.compat.test_memo import fixture_artifacts
+from worker.catalog.catalog import load_catalog
+from worker.compat.check import check_artifact, verdict_class
+from worker.compat.policy import BannedRelease, Policy
+from worker.model.artifact import Artifact
+from worker.model.consumer import Consumer, Loader
+
+
+def every_consumer() -> list[Consumer]:
+    catalog = load_catalog()
+    return [
+        catalog.consumer(release.version, loader)
+        for release in catalog.releases
+        if release.registry_version is not None
+        for loader in Loader
+    ]
+
+
+def outcome(artifact: Artifact, consumer: Consumer, policy: Policy) -> tuple[str, list[str]]:
+    verdict = check_artifact(artifact, consumer, load_catalog(), policy)
+    return str(verdict.status), [f.message for f in verdict.findings if f.severity == "error"]
+
+
+POLICIES = {
+    "no policy": Policy(),
+    "bans 2.12.0 and 2.17.0": Policy(
+        bad_consumers=(
+            BannedRelease(1395, "TensorFlow 2.12.0", "a leak"),
+            BannedRelease(1882, "TensorFlow 2.17.0", "a crash"),
+        )
+    ),
+}
+
+
+@pytest.mark.parametrize("policy_name", POLICIES)
+def test_consumers_of_one_class_get_the_same_status_and_errors(policy_name: str) -> None:
+    policy = POLICIES[policy_name]
+    consumers = every_consumer()
+    catalog = load_catalog()
+    grouped = 0
+    for artifact in fixture_artifacts():
+        classes: dict[object, list[Consumer]] = defaultdict(list)
+        for consumer in consumers:
+            key = verdict_class(artifact, consumer, catalog, policy)
+            if key is not None:
+                classes[key].append(consumer)
+        for members in classes.values():
+            first = outcome(artifact, members[0], policy)
+            for other in members[1:]:
+                grouped += 1
+                assert outcome(artifact, other, policy) == first, (
+                    artifact.path,
+                    members[0].name,
+                    other.name,
+                )
+    assert grouped > 10_000  # the classes do join consumers (patch releases, loaders)
+
+
+def test_no_class_is_promised_for_a_consumer_without_a_registry() -> None:
+    catalog = load_catalog()
+    (artifact, *_) = fixture_artifacts()
+    old = catalog.consumer("1.12")
+    assert old.registry is None
+    assert verdict_class(artifact, old, catalog) is None
