@@ -24,7 +24,7 @@ from functools import partial
 
 from packaging.version import Version
 
-from worker.compat.edges import changed_ops, edge_findings
+from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.memo import (
     edges_touching,
@@ -329,8 +329,10 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
         if s.producer_ops and s.scope is not None:
             used = ops_in(s.graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
             changed = changed_ops(used, ops, s.producer_ops)
+            if not changed.isdisjoint(edges_touching(s.graph)):
+                changed = retyped(s.graph, changed, ops, s.producer_ops)
         if changed is not None and changed.isdisjoint(edges_touching(s.graph)):
-            s.edges = []  # no edge touches an op the consumer defines otherwise
+            s.edges = []  # no edge touches an op the consumer types otherwise
         else:  # the same for every loader that validates the same kinds
             key = (id(s.graph), id(s.kinds), id(ops))
             hit = _EDGES.get(key)

@@ -13,9 +13,8 @@ int64 != int32"), whichever loader.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 
-from worker.compat.memo import changed_against, edges_touching, remembered
+from worker.compat.memo import changed_against, edges_touching, kinds_by_op, remembered
 from worker.compat.signatures import arg_types, base_type, effective_attrs
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, OpDef
 from worker.model.attrs import short_dtype
@@ -97,13 +96,38 @@ def _same(a: OpDef, b: OpDef) -> bool:
 
 
 def changed_ops(
-    used: AbstractSet[str], ops: Mapping[str, OpDef], producer_ops: Mapping[str, OpDef]
+    used: frozenset[str], ops: Mapping[str, OpDef], producer_ops: Mapping[str, OpDef]
 ) -> frozenset[str]:
     """The ops of `used` whose OpDef differs between the producer (the model's own op
     list) and the consumer: an edge between two unchanged ops typed consistently for the
     producer, so only edges touching a changed op can mismatch."""
     differ = changed_against(producer_ops, ops, _same)
     return frozenset(used.difference(producer_ops).union(used.intersection(differ)))
+
+
+def retyped(
+    graph: Graph,
+    changed: frozenset[str],
+    ops: Mapping[str, OpDef],
+    producer_ops: Mapping[str, OpDef],
+) -> frozenset[str]:
+    """The ops of `changed` some kind of which types its inputs or outputs otherwise under
+    the consumer's OpDef than under the producer's: most OpDef changes add an attr with a
+    default and type every node as before, and an edge whose two ends type as they did
+    for the producer cannot mismatch. An op either side lacks stays (nothing to compare),
+    and so does one whose outputs are named otherwise (function bodies name outputs)."""
+    kept = set()
+    by_op = kinds_by_op(graph)
+    for name in changed:
+        mine, theirs = ops.get(name), producer_ops.get(name)
+        if (
+            mine is None
+            or theirs is None
+            or [a.name for a in mine.outputs] != [a.name for a in theirs.outputs]
+            or any(kind_types(k, mine) != kind_types(k, theirs) for k in by_op.get(name, ()))
+        ):
+            kept.add(name)
+    return frozenset(kept)
 
 
 def edge_findings(

@@ -98,6 +98,21 @@ def edges_touching(graph: Graph) -> dict[str, tuple[int, ...]]:
     return _once(_TOUCHING, id(graph), (graph,), make)
 
 
+_BY_OP = _memo()
+
+
+def kinds_by_op(graph: Graph) -> dict[str, list[NodeKind]]:
+    """op -> the graph's kinds of that op (anywhere)."""
+
+    def make() -> dict[str, list[NodeKind]]:
+        found: dict[str, list[NodeKind]] = {}
+        for kind in graph.kinds:
+            found.setdefault(kind.op, []).append(kind)
+        return found
+
+    return _once(_BY_OP, id(graph), (graph,), make)
+
+
 _KINDS = _memo()
 
 
