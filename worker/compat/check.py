@@ -38,13 +38,13 @@ from worker.compat.memo import (
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
+from worker.compat.subject import DEFAULT_POLICY, NoHistory, Subject, read_graph, subject_for
 from worker.compat.subject import History as History
-from worker.compat.subject import NoHistory, Subject, subject_for
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
-from worker.model.artifact import Artifact, VersionDef
-from worker.model.consumer import Consumer
+from worker.model.artifact import Artifact, Graph, VersionDef
+from worker.model.consumer import Consumer, Loader
 from worker.model.findings import (
     Code,
     Finding,
@@ -407,23 +407,25 @@ _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
 
 
-def _op_signature(s: Subject) -> tuple[tuple[object, ...], tuple[object, ...]]:
+def _op_signature(
+    graph: Graph | None, consumer: Consumer, history: History
+) -> tuple[tuple[object, ...], tuple[object, ...]]:
     """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
     with whether the op was removed before the consumer's release: a different error):
     the OpDefs, to hold, and their identities, to key on."""
-    registry = s.consumer.registry
-    if registry is None or s.graph is None:
+    registry = consumer.registry
+    if registry is None or graph is None:
         return (), ()
-    found = registry_lookup(s.graph, registry.ops)
+    found = registry_lookup(graph, registry.ops)
     if None not in found:
-        return found, registry_ids(s.graph, registry.ops)
-    release = s.consumer.tensorflow
+        return found, registry_ids(graph, registry.ops)
+    release = consumer.tensorflow
     signature: list[object] = []
-    for op, defined in zip(graph_facts(s.graph).sorted_ops, found, strict=True):
+    for op, defined in zip(graph_facts(graph).sorted_ops, found, strict=True):
         if defined is not None:
             signature.append(defined)
             continue
-        last = s.history.op_last_release(op)
+        last = history.op_last_release(op)
         signature.append(bool(release and last and Version(last) < Version(release)))
     return tuple(signature), tuple(x if isinstance(x, bool) else id(x) for x in signature)
 
@@ -434,7 +436,7 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
     consumer = s.consumer
     if consumer.registry is None:
         return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    signature, ids = _op_signature(s)
+    signature, ids = _op_signature(s.graph, consumer, s.history)
     key = (
         id(s.artifact),
         id(s.history),
@@ -477,40 +479,35 @@ def verdict_class(
         or not applies(artifact, consumer)
     ):
         return None
-    s = subject_for(artifact, consumer, history or NoHistory())
-    policy = policy or s.policy
-    versions = s.graph.versions if s.graph is not None else None
+    history = history or NoHistory()
+    _, graph, tf2_load = read_graph(artifact, consumer)
+    versions = graph.versions if graph is not None else None
     graph_versions: object = None
-    if versions is not None and s.check_graph_versions:
-        refused = bool(
-            check_versions(versions, consumer.graph_def_version, consumer.graph_def_min_producer)
-        )
-        graph_versions = (
-            (consumer.graph_def_version, consumer.graph_def_min_producer) if refused else "accepts"
-        )
+    if versions is not None and not tf2_load:
+        gdv, min_producer = consumer.graph_def_version, consumer.graph_def_min_producer
+        refused = bool(check_versions(versions, gdv, min_producer))
+        graph_versions = (gdv, min_producer) if refused else "accepts"
     checkpoint: object = None
     if artifact.checkpoint is not None:
-        ckpt = artifact.checkpoint.versions
-        refused = bool(
-            check_versions(ckpt, consumer.checkpoint_version, consumer.checkpoint_min_producer)
-        )
-        checkpoint = (
-            (consumer.checkpoint_version, consumer.checkpoint_min_producer)
-            if refused
-            else "accepts"
-        )
-    _, ids = _op_signature(s)
+        ckpt, min_producer = consumer.checkpoint_version, consumer.checkpoint_min_producer
+        refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
+        checkpoint = (ckpt, min_producer) if refused else "accepts"
+    _, ids = _op_signature(graph, consumer, history)
+    at_load = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
+    producer = versions.producer if versions is not None else None
+    deprecation = consumer.graph_def_version if at_load else producer
+    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
     return (
-        id(s.history),
+        id(history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
         consumer.looks_up_op_list_first,
-        _deprecation_version(s),
+        deprecation,
         ids,
         graph_versions,
         checkpoint,
-        policy.banned(consumer.graph_def_version) is not None,
+        banned,
     )
 
 

@@ -133,22 +133,30 @@ def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
     return meta_graphs[0] if meta_graphs else None
 
 
+def read_graph(
+    artifact: Artifact, consumer: Consumer
+) -> tuple[MetaGraph | None, Graph | None, bool]:
+    """(the MetaGraph, the graph the consumer reads, whether tf.saved_model.load reads a
+    TF2 SavedModel: functions only, no VersionDef)."""
+    if artifact.format not in ("savedmodel", "metagraph"):
+        return None, artifact.graph, False
+    meta_graph = select_meta_graph(artifact.meta_graphs)
+    if meta_graph is None:
+        return None, None, False
+    v2 = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
+    return meta_graph, meta_graph.graph, v2 and meta_graph.has_object_graph
+
+
 def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Subject:
     subject = Subject(artifact, consumer, history)
     v2 = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
+    subject.meta_graph, subject.graph, subject.tf2_load = read_graph(artifact, consumer)
     if artifact.format in ("savedmodel", "metagraph"):
-        subject.meta_graph = select_meta_graph(artifact.meta_graphs)
-        subject.graph = subject.meta_graph.graph if subject.meta_graph else None
         # The SavedModel loaders drop default-valued unknown attrs from graph nodes.
         subject.drops_graph_defaults = (
             consumer.loader != Loader.GRAPH_IMPORT or artifact.format == "metagraph"
         )
-        subject.tf2_load = (
-            v2 and subject.meta_graph is not None and subject.meta_graph.has_object_graph
-        )
         subject.check_graph_versions = not subject.tf2_load
-    else:
-        subject.graph = artifact.graph
     graph = subject.graph
     if graph is None:
         return subject
