@@ -31,7 +31,6 @@ from worker.compat.memo import (
     graph_facts,
     ops_in,
     registered_names,
-    registry_ids,
     registry_lookup,
     remembered,
 )
@@ -416,9 +415,9 @@ def _op_signature(
     registry = consumer.registry
     if registry is None or graph is None:
         return (), ()
-    found = registry_lookup(graph, registry.ops)
-    if None not in found:
-        return found, registry_ids(graph, registry.ops)
+    found, ids = registry_lookup(graph, registry.ops)
+    if ids is not None:
+        return found, ids
     release = consumer.tensorflow
     signature: list[object] = []
     for op, defined in zip(graph_facts(graph).sorted_ops, found, strict=True):

@@ -151,27 +151,22 @@ def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
 _LOOKUPS = _memo()
 
 
-def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[OpDef | None, ...]:
-    """The registry's OpDef (None: it has none) of each of `graph_facts(graph).sorted_ops`."""
+def registry_lookup(
+    graph: Graph, ops: Mapping[str, OpDef]
+) -> tuple[tuple[OpDef | None, ...], tuple[int, ...] | None]:
+    """The registry's OpDef (None: it has none) of each of `graph_facts(graph).sorted_ops`,
+    and their identities when it has them all (for keys that equal OpDefs from different
+    registries share: registries share their OpDef objects)."""
+    key = (id(graph), id(ops))
+    hit = _LOOKUPS.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
 
-    def make() -> tuple[OpDef | None, ...]:
-        return tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
+    def make() -> tuple[tuple[OpDef | None, ...], tuple[int, ...] | None]:
+        found = tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
+        return found, None if None in found else tuple(map(id, found))
 
-    return _once(_LOOKUPS, (id(graph), id(ops)), (graph, ops), make)
-
-
-_IDS = _memo()
-
-
-def registry_ids(graph: Graph, ops: Mapping[str, OpDef]) -> tuple[int, ...]:
-    """The identities of `registry_lookup(graph, ops)` (all found), for keys that equal
-    OpDefs from different registries share: registries share their OpDef objects."""
-    return _once(
-        _IDS,
-        (id(graph), id(ops)),
-        (graph, ops),
-        lambda: tuple(map(id, registry_lookup(graph, ops))),
-    )
+    return _once(_LOOKUPS, key, (graph, ops), make)
 
 
 _CHANGED = _memo()
