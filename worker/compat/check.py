@@ -328,9 +328,9 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
         if s.producer_ops and s.scope is not None:
             used = ops_in(s.graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
             changed = changed_ops(used, ops, s.producer_ops)
-            if not changed.isdisjoint(edges_touching(s.graph)):
+            if edges_touching(s.graph, changed):
                 changed = retyped(s.graph, changed, ops, s.producer_ops)
-        if changed is not None and changed.isdisjoint(edges_touching(s.graph)):
+        if changed is not None and not edges_touching(s.graph, changed):
             s.edges = []  # no edge touches an op the consumer types otherwise
         else:  # the same for every loader that validates the same kinds
             key = (id(s.graph), id(s.kinds), id(ops))

@@ -124,7 +124,10 @@ def retyped(
             mine is None
             or theirs is None
             or [a.name for a in mine.outputs] != [a.name for a in theirs.outputs]
-            or any(kind_types(k, mine) != kind_types(k, theirs) for k in by_op.get(name, ()))
+            or any(
+                kind_types(graph.kinds[i], mine) != kind_types(graph.kinds[i], theirs)
+                for i in by_op.get(name, ())
+            )
         ):
             kept.add(name)
     return frozenset(kept)
@@ -155,9 +158,7 @@ def edge_findings(
     reported: set[tuple[int, int]] = set()
     edges: Sequence[Edge] = graph.edges
     if changed is not None:  # only the edges touching a changed op, in graph order
-        touching = edges_touching(graph)
-        positions = sorted({p for op in changed for p in touching.get(op, ())})
-        edges = [graph.edges[p] for p in positions]
+        edges = [graph.edges[p] for p in edges_touching(graph, changed)]
     for edge in edges:
         source, target = signature_of(edge.src), signature_of(edge.dst)
         if source is None or target is None:

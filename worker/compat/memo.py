@@ -14,11 +14,11 @@ let through is checked in full (`tests/compat/test_memo.py` compares both ways).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from worker.model.artifact import Graph, NodeKind, OpDef
+from worker.model.artifact import Edge, Graph, NodeKind, OpDef
 
 _T = TypeVar("_T")
 _LIMIT = 8192
@@ -78,36 +78,41 @@ def graph_facts(graph: Graph) -> GraphFacts:
     return hit[1] if hit is not None else _once(_GRAPHS, id(graph), (graph,), make)  # type: ignore[return-value]
 
 
-_TOUCHING = _memo()
+_AT = _memo()
 
 
-def edges_touching(graph: Graph) -> dict[str, tuple[int, ...]]:
-    """op -> the positions (ascending) of the edges with that op at either end (an op at
-    no edge's end is not a key)."""
+def edges_at(edges: tuple[Edge, ...]) -> dict[int, tuple[int, ...]]:
+    """kind index -> the positions (ascending) of the edges with that kind at either end.
+    Keyed on the edges alone: models read from the index share one edges tuple per
+    distinct edge list, so this is computed once per distinct edge list."""
 
-    def make() -> dict[str, tuple[int, ...]]:
-        kinds = graph.kinds
-        found: dict[str, list[int]] = {}
-        for position, edge in enumerate(graph.edges):
-            src, dst = kinds[edge.src].op, kinds[edge.dst].op
-            found.setdefault(src, []).append(position)
-            if dst != src:
-                found.setdefault(dst, []).append(position)
-        return {op: tuple(positions) for op, positions in found.items()}
+    def make() -> dict[int, tuple[int, ...]]:
+        found: dict[int, list[int]] = {}
+        for position, edge in enumerate(edges):
+            found.setdefault(edge.src, []).append(position)
+            if edge.dst != edge.src:
+                found.setdefault(edge.dst, []).append(position)
+        return {kind: tuple(positions) for kind, positions in found.items()}
 
-    return _once(_TOUCHING, id(graph), (graph,), make)
+    return _once(_AT, id(edges), (edges,), make)
+
+
+def edges_touching(graph: Graph, ops: Iterable[str]) -> list[int]:
+    """The positions (ascending) of the edges with a kind of one of `ops` at either end."""
+    at, by_op = edges_at(graph.edges), kinds_by_op(graph)
+    return sorted({p for op in ops for kind in by_op.get(op, ()) for p in at.get(kind, ())})
 
 
 _BY_OP = _memo()
 
 
-def kinds_by_op(graph: Graph) -> dict[str, list[NodeKind]]:
-    """op -> the graph's kinds of that op (anywhere)."""
+def kinds_by_op(graph: Graph) -> dict[str, list[int]]:
+    """op -> the indexes of the graph's kinds of that op (anywhere)."""
 
-    def make() -> dict[str, list[NodeKind]]:
-        found: dict[str, list[NodeKind]] = {}
-        for kind in graph.kinds:
-            found.setdefault(kind.op, []).append(kind)
+    def make() -> dict[str, list[int]]:
+        found: dict[str, list[int]] = {}
+        for index, kind in enumerate(graph.kinds):
+            found.setdefault(kind.op, []).append(index)
         return found
 
     return _once(_BY_OP, id(graph), (graph,), make)
