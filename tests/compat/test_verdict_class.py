@@ -15,9 +15,10 @@ import pytest
 from tests.compat.test_memo import fixture_artifacts
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact, verdict_class
+from worker.compat.memo import forget_all
 from worker.compat.policy import BannedRelease, Policy
-from worker.model.artifact import Artifact
-from worker.model.consumer import Consumer, Loader
+from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
+from worker.model.consumer import Consumer, Loader, Registry
 
 
 def every_consumer() -> list[Consumer]:
@@ -76,3 +77,38 @@ def test_no_class_is_promised_for_a_consumer_without_a_registry() -> None:
     old = catalog.consumer("1.12")
     assert old.registry is None
     assert verdict_class(artifact, old, catalog) is None
+
+
+# tf.saved_model.load judges deprecations at its own GraphDef version: two such consumers
+# on either side of an op's deprecation must not share a class (nor shared findings).
+DEPRECATED = OpDef("OldOp", outputs=(ArgDef("y", type="DT_FLOAT"),), deprecation_version=20)
+
+
+def v2_consumer(graph_def_version: int, registry: Registry) -> Consumer:
+    return Consumer(
+        f"v2-{graph_def_version}", "2.99.0", graph_def_version, registry=registry,
+        loader=Loader.SAVED_MODEL_V2,
+    )  # fmt: skip
+
+
+def test_consumers_either_side_of_a_deprecation_are_classed_and_judged_apart() -> None:
+    forget_all()
+    graph = Graph(VersionDef(10), 1, (NodeKind("OldOp", {}, 0, 1, "old"),), ())
+    meta = MetaGraph(("serve",), graph, producer_ops={"OldOp": DEPRECATED})
+    artifact = Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
+    registry = Registry({"OldOp": DEPRECATED}, "test")
+    before, after = v2_consumer(19, registry), v2_consumer(21, registry)
+    assert verdict_class(artifact, before) != verdict_class(artifact, after)
+    verdicts = [check_artifact(artifact, c) for c in (before, after, before)]
+    assert [v.loads for v in verdicts] == [True, False, True]
+    assert "op.deprecated" in str(verdicts[1].to_json())
+
+
+def test_consumers_that_deprecate_nothing_the_model_uses_share_a_class() -> None:
+    graph = Graph(VersionDef(10), 1, (NodeKind("NewOp", {}, 0, 1, "new"),), ())
+    meta = MetaGraph(("serve",), graph, producer_ops={})
+    artifact = Artifact("m", "savedmodel", 0, "", meta_graphs=(meta,))
+    registry = Registry({"NewOp": OpDef("NewOp", outputs=(ArgDef("y", type="DT_FLOAT"),))}, "t")
+    assert verdict_class(artifact, v2_consumer(19, registry)) == verdict_class(
+        artifact, v2_consumer(21, registry)
+    )

@@ -37,7 +37,7 @@ from worker.compat.memo import (
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.serving import serving_findings
-from worker.compat.subject import DEFAULT_POLICY, NoHistory, Subject, read_graph, subject_for
+from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, Subject, read_graph, subject_for
 from worker.compat.subject import History as History
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
@@ -241,32 +241,43 @@ def _clean_kinds(ops: object, drops: bool, rejects: bool) -> set[tuple[str, str,
     return hit[1]
 
 
+_CONTEXTS: dict[tuple[object, ...], tuple[object, NodeContext, NodeContext]] = remembered({})
+
+
+def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
+    """How the consumer validates top-level nodes and function-body nodes."""
+    stripped = bool(s.meta_graph and s.meta_graph.stripped_default_attrs)
+    version = _deprecation_version(s)
+    rejects = s.consumer.rejects_unknown_attrs
+    key = (s.drops_graph_defaults, rejects, version, stripped, id(s.history))
+    hit = _CONTEXTS.get(key)
+    if hit is None:
+        if len(_CONTEXTS) >= 4096:
+            _CONTEXTS.clear()
+        default_of = s.history.attr_default
+        graph_ctx = NodeContext(s.drops_graph_defaults, rejects, version, stripped, default_of)
+        # No loader drops default-valued attrs inside functions (measured: the v1 loader
+        # loads such a model and the first call fails); see `place`.
+        library_ctx = NodeContext(False, rejects, version, stripped, default_of)
+        hit = _CONTEXTS[key] = (s.history, graph_ctx, library_ctx)
+    return hit[1], hit[2]
+
+
 def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
     """(finding, whether in a function body) of every kind in scope: the top-level graph
     first, as TensorFlow meets it."""
     registry = s.consumer.registry
     assert s.graph is not None and registry is not None
-    graph_ctx = NodeContext(
-        drops_producer_defaults=s.drops_graph_defaults,
-        rejects_unknown_attrs=s.consumer.rejects_unknown_attrs,
-        producer_version=_deprecation_version(s),
-        stripped_default_attrs=bool(s.meta_graph and s.meta_graph.stripped_default_attrs),
-        default_of=s.history.attr_default,
-    )
-    # No loader drops default-valued attrs inside functions (measured: the v1 loader
-    # loads such a model and the first call fails); see `place`.
-    library_ctx = NodeContext(
-        False,
-        graph_ctx.rejects_unknown_attrs,
-        graph_ctx.producer_version,
-        graph_ctx.stripped_default_attrs,
-        graph_ctx.default_of,
-    )
     rejects = s.consumer.rejects_unknown_attrs
-    clean_graph = _clean_kinds(registry.ops, graph_ctx.drops_producer_defaults, rejects)
+    clean_graph = _clean_kinds(registry.ops, s.drops_graph_defaults, rejects)
     clean_library = _clean_kinds(registry.ops, False, rejects)
-    dirty = [k for k in s.kinds if k.function is None and k.key not in clean_graph]
-    dirty += [k for k in s.kinds if k.function is not None and k.key not in clean_library]
+    dirty = [
+        k for k in s.kinds if k.key not in (clean_graph if k.function is None else clean_library)
+    ]
+    if not dirty:
+        return []
+    dirty.sort(key=lambda k: k.function is not None)  # the top-level graph's first
+    graph_ctx, library_ctx = _contexts(s)
     findings: list[tuple[Finding, bool]] = []
     # A cause already reported at the top level is not repeated for a function body.
     reported = s.reported_nodes
@@ -406,6 +417,15 @@ _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
 
 
+def _deprecation_key(graph: Graph | None, consumer: Consumer, version: int | None) -> int | None:
+    """The GraphDef version deprecations are judged at, where it can matter: only when the
+    consumer deprecates some op the graph uses (else every version judges alike)."""
+    registry = consumer.registry
+    if graph is None or registry is None:
+        return version
+    return version if registry_lookup(graph, registry.ops).deprecates else None
+
+
 def _op_signature(
     graph: Graph | None, consumer: Consumer, history: History
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -415,9 +435,10 @@ def _op_signature(
     registry = consumer.registry
     if registry is None or graph is None:
         return (), ()
-    found, ids = registry_lookup(graph, registry.ops)
-    if ids is not None:
-        return found, ids
+    lookup = registry_lookup(graph, registry.ops)
+    if lookup.ids is not None:
+        return lookup.found, lookup.ids
+    found = lookup.found
     release = consumer.tensorflow
     signature: list[object] = []
     for op, defined in zip(graph_facts(graph).sorted_ops, found, strict=True):
@@ -443,7 +464,7 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
         consumer.looks_up_op_list_first,
-        _deprecation_version(s),
+        _deprecation_key(s.graph, consumer, _deprecation_version(s)),
         ids,
     )
     hit = _SHARED.get(key)
@@ -478,7 +499,7 @@ def verdict_class(
         or not applies(artifact, consumer)
     ):
         return None
-    history = history or NoHistory()
+    history = history or NO_HISTORY
     _, graph, tf2_load = read_graph(artifact, consumer)
     versions = graph.versions if graph is not None else None
     graph_versions: object = None
@@ -494,7 +515,9 @@ def verdict_class(
     _, ids = _op_signature(graph, consumer, history)
     at_load = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
     producer = versions.producer if versions is not None else None
-    deprecation = consumer.graph_def_version if at_load else producer
+    deprecation = _deprecation_key(
+        graph, consumer, consumer.graph_def_version if at_load else producer
+    )
     banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
     return (
         id(history),
@@ -598,7 +621,7 @@ def check_artifact(
     A .tflite file, and any artifact for a TFLite runtime of its own, has its own rules."""
     if artifact.format == "tflite" or not applies(artifact, consumer):
         return _with_unsafe(check_tflite(artifact, consumer, policy), artifact, policy)
-    subject = subject_for(artifact, consumer, history or NoHistory())
+    subject = subject_for(artifact, consumer, history or NO_HISTORY)
     if policy is not None:
         subject.policy = policy
     phases = _phases(subject)

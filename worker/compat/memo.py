@@ -156,20 +156,29 @@ def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
 _LOOKUPS = _memo()
 
 
-def registry_lookup(
-    graph: Graph, ops: Mapping[str, OpDef]
-) -> tuple[tuple[OpDef | None, ...], tuple[int, ...] | None]:
-    """The registry's OpDef (None: it has none) of each of `graph_facts(graph).sorted_ops`,
-    and their identities when it has them all (for keys that equal OpDefs from different
-    registries share: registries share their OpDef objects)."""
+@dataclass(frozen=True)
+class Lookup:
+    """A graph's ops in one registry."""
+
+    found: tuple[OpDef | None, ...]  # the OpDef of each sorted op; None: not registered
+    # their identities when all are registered (keys that equal OpDefs of different
+    # registries share: registries share their OpDef objects); None otherwise
+    ids: tuple[int, ...] | None
+    deprecates: bool  # some OpDef has a deprecation version
+
+
+def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
+    """The registry's OpDefs of `graph_facts(graph).sorted_ops`, remembered per pair."""
     key = (id(graph), id(ops))
     hit = _LOOKUPS.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
 
-    def make() -> tuple[tuple[OpDef | None, ...], tuple[int, ...] | None]:
+    def make() -> Lookup:
         found = tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
-        return found, None if None in found else tuple(map(id, found))
+        ids = None if None in found else tuple(map(id, found))
+        deprecates = any(op is not None and op.deprecation_version is not None for op in found)
+        return Lookup(found, ids, deprecates)
 
     return _once(_LOOKUPS, key, (graph, ops), make)
 

@@ -76,6 +76,9 @@ class NoHistory:
         return None
 
 
+NO_HISTORY = NoHistory()
+
+
 def effective_loader(artifact: Artifact, consumer: Consumer) -> str:
     """The loader that applies to this artifact in this consumer (what a verdict names)."""
     if artifact.format == "graphdef":
