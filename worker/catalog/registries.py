@@ -19,7 +19,7 @@ also the same objects, which the per-OpDef caches of `compat` key on.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from worker.catalog.opdefs import op_def_from_json
@@ -74,6 +74,16 @@ class RegistryOps(Mapping[str, OpDef]):
         if line is None:
             return default
         found = self._found[name] = self._pool.op(line)
+        return found
+
+    def get_many(self, names: Iterable[str]) -> tuple[OpDef | None, ...]:
+        """`get` of each name (None: not registered), in one pass over the looked-up ones."""
+        names = tuple(names)
+        found = tuple(map(self._found.get, names))
+        if None in found:
+            found = tuple(
+                f if f is not None else self.get(n) for f, n in zip(found, names, strict=True)
+            )
         return found
 
     def __contains__(self, name: object) -> bool:

@@ -512,12 +512,15 @@ def verdict_class(
         ckpt, min_producer = consumer.checkpoint_version, consumer.checkpoint_min_producer
         refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
         checkpoint = (ckpt, min_producer) if refused else "accepts"
-    _, ids = _op_signature(graph, consumer, history)
-    at_load = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
-    producer = versions.producer if versions is not None else None
-    deprecation = _deprecation_key(
-        graph, consumer, consumer.graph_def_version if at_load else producer
-    )
+    deprecation = None  # as `_deprecation_key`, from the one registry lookup
+    ids: tuple[object, ...] = ()
+    if graph is not None:
+        lookup = registry_lookup(graph, consumer.registry.ops)
+        ids = lookup.ids if lookup.ids is not None else _op_signature(graph, consumer, history)[1]
+        if lookup.deprecates:
+            at_load = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
+            producer = versions.producer if versions is not None else None
+            deprecation = consumer.graph_def_version if at_load else producer
     banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
     return (
         id(history),

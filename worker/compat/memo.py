@@ -175,7 +175,11 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
         return hit[1]  # type: ignore[return-value]
 
     def make() -> Lookup:
-        found = tuple(ops.get(op) for op in graph_facts(graph).sorted_ops)
+        names = graph_facts(graph).sorted_ops
+        get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
+        found: tuple[OpDef | None, ...] = (
+            get_many(names) if get_many is not None else tuple(map(ops.get, names))
+        )
         ids = None if None in found else tuple(map(id, found))
         deprecates = any(op is not None and op.deprecation_version is not None for op in found)
         return Lookup(found, ids, deprecates)
