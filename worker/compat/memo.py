@@ -38,15 +38,12 @@ def _memo() -> _Table:
     return remembered({})
 
 
-def _once(table: _Table, key: Hashable, owners: tuple[object, ...], make: Callable[[], _T]) -> _T:
-    """`make()`, once per `key`: the ids of `owners` (held by the entry, so no other
-    object can take those ids while it stays) and whatever else the value depends on."""
-    hit = table.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
+def _keep(table: _Table, key: Hashable, owners: tuple[object, ...], value: _T) -> _T:
+    """Remember `value` under `key`: the ids of `owners` (held by the entry, so no other
+    object can take those ids while it stays) and whatever else the value depends on.
+    Each accessor looks its table up first, inline: a hit is the hot path."""
     if len(table) >= _LIMIT:
         table.clear()
-    value = make()
     table[key] = (owners, value)
     return value
 
@@ -70,12 +67,12 @@ _GRAPHS = _memo()
 
 
 def graph_facts(graph: Graph) -> GraphFacts:
-    def make() -> GraphFacts:
-        ops = frozenset(k.op for k in graph.kinds)
-        return GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)))
-
     hit = _GRAPHS.get(id(graph))
-    return hit[1] if hit is not None else _once(_GRAPHS, id(graph), (graph,), make)  # type: ignore[return-value]
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    ops = frozenset(k.op for k in graph.kinds)
+    facts = GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)))
+    return _keep(_GRAPHS, id(graph), (graph,), facts)
 
 
 _AT = _memo()
@@ -85,16 +82,16 @@ def edges_at(edges: tuple[Edge, ...]) -> dict[int, tuple[int, ...]]:
     """kind index -> the positions (ascending) of the edges with that kind at either end.
     Keyed on the edges alone: models read from the index share one edges tuple per
     distinct edge list, so this is computed once per distinct edge list."""
-
-    def make() -> dict[int, tuple[int, ...]]:
-        found: dict[int, list[int]] = {}
-        for position, edge in enumerate(edges):
-            found.setdefault(edge.src, []).append(position)
-            if edge.dst != edge.src:
-                found.setdefault(edge.dst, []).append(position)
-        return {kind: tuple(positions) for kind, positions in found.items()}
-
-    return _once(_AT, id(edges), (edges,), make)
+    hit = _AT.get(id(edges))
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    found: dict[int, list[int]] = {}
+    for position, edge in enumerate(edges):
+        found.setdefault(edge.src, []).append(position)
+        if edge.dst != edge.src:
+            found.setdefault(edge.dst, []).append(position)
+    at = {kind: tuple(positions) for kind, positions in found.items()}
+    return _keep(_AT, id(edges), (edges,), at)
 
 
 def edges_touching(graph: Graph, ops: Iterable[str]) -> list[int]:
@@ -108,14 +105,13 @@ _BY_OP = _memo()
 
 def kinds_by_op(graph: Graph) -> dict[str, list[int]]:
     """op -> the indexes of the graph's kinds of that op (anywhere)."""
-
-    def make() -> dict[str, list[int]]:
-        found: dict[str, list[int]] = {}
-        for index, kind in enumerate(graph.kinds):
-            found.setdefault(kind.op, []).append(index)
-        return found
-
-    return _once(_BY_OP, id(graph), (graph,), make)
+    hit = _BY_OP.get(id(graph))
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    found: dict[str, list[int]] = {}
+    for index, kind in enumerate(graph.kinds):
+        found.setdefault(kind.op, []).append(index)
+    return _keep(_BY_OP, id(graph), (graph,), found)
 
 
 _KINDS = _memo()
@@ -124,13 +120,14 @@ _KINDS = _memo()
 def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> list[NodeKind]:
     """The kinds a loader validates: the top-level graph's (unless `top_level` is false)
     and those of the functions in `reachable`. Callers must not change the list."""
-
-    def make() -> list[NodeKind]:
-        return [
-            k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
-        ]
-
-    return _once(_KINDS, (id(graph), id(reachable), top_level), (graph, reachable), make)
+    key = (id(graph), id(reachable), top_level)
+    hit = _KINDS.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    kinds = [
+        k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
+    ]
+    return _keep(_KINDS, key, (graph, reachable), kinds)
 
 
 _REQUEST = _memo()
@@ -138,11 +135,12 @@ _REQUEST = _memo()
 
 def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozenset[str]:
     """The ops of `kinds_in_scope(graph, functions, top_level)`."""
-
-    def make() -> frozenset[str]:
-        return frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
-
-    return _once(_REQUEST, (id(graph), id(functions), top_level), (graph, functions), make)
+    key = (id(graph), id(functions), top_level)
+    hit = _REQUEST.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    ops = frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
+    return _keep(_REQUEST, key, (graph, functions), ops)
 
 
 _NAMES = _memo()
@@ -150,7 +148,10 @@ _NAMES = _memo()
 
 def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
     """The op names a registry defines (membership without converting any OpDef)."""
-    return _once(_NAMES, id(ops), (ops,), lambda: frozenset(ops))
+    hit = _NAMES.get(id(ops))
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    return _keep(_NAMES, id(ops), (ops,), frozenset(ops))
 
 
 _LOOKUPS = _memo()
@@ -173,18 +174,14 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     hit = _LOOKUPS.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
-
-    def make() -> Lookup:
-        names = graph_facts(graph).sorted_ops
-        get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
-        found: tuple[OpDef | None, ...] = (
-            get_many(names) if get_many is not None else tuple(map(ops.get, names))
-        )
-        ids = None if None in found else tuple(map(id, found))
-        deprecates = any(op is not None and op.deprecation_version is not None for op in found)
-        return Lookup(found, ids, deprecates)
-
-    return _once(_LOOKUPS, key, (graph, ops), make)
+    names = graph_facts(graph).sorted_ops
+    get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
+    found: tuple[OpDef | None, ...] = (
+        get_many(names) if get_many is not None else tuple(map(ops.get, names))
+    )
+    ids = None if None in found else tuple(map(id, found))
+    deprecates = any(op is not None and op.deprecation_version is not None for op in found)
+    return _keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
 
 
 _CHANGED = _memo()
@@ -196,13 +193,13 @@ def changed_against(
     same: Callable[[OpDef, OpDef], bool],
 ) -> frozenset[str]:
     """The ops of a producer's op list that a registry lacks or defines otherwise."""
-
-    def make() -> frozenset[str]:
-        changed = set()
-        for name, theirs in producer_ops.items():
-            mine = ops.get(name)
-            if mine is None or not same(mine, theirs):
-                changed.add(name)
-        return frozenset(changed)
-
-    return _once(_CHANGED, (id(producer_ops), id(ops)), (producer_ops, ops), make)
+    key = (id(producer_ops), id(ops))
+    hit = _CHANGED.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    changed = set()
+    for name, theirs in producer_ops.items():
+        mine = ops.get(name)
+        if mine is None or not same(mine, theirs):
+            changed.add(name)
+    return _keep(_CHANGED, key, (producer_ops, ops), frozenset(changed))
