@@ -347,7 +347,7 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
             key = (id(s.graph), id(s.kinds), id(ops))
             hit = _EDGES.get(key)
             if hit is None:
-                if len(_EDGES) >= 4096:
+                if len(_EDGES) >= 1024:
                     _EDGES.clear()
                 found = edge_findings(s.graph, s.kinds, ops, changed)
                 hit = _EDGES[key] = ((s.graph, s.kinds, ops), found)

@@ -21,7 +21,7 @@ from typing import TypeVar
 from worker.model.artifact import Edge, Graph, NodeKind, OpDef
 
 _T = TypeVar("_T")
-_LIMIT = 8192
+_LIMIT = 1024  # entries per table: a fleet pass needs the current model's; each holds a graph
 
 _Table = dict[Hashable, tuple[tuple[object, ...], object]]
 _D = TypeVar("_D", bound=dict)  # type: ignore[type-arg]

@@ -74,7 +74,7 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     # Restore and request functions are the same whatever the loader validates: once a graph.
     hit = _UNFILLED.get(id(graph))
     if hit is None:
-        if len(_UNFILLED) >= 4096:
+        if len(_UNFILLED) >= 1024:
             _UNFILLED.clear()
         hit = _UNFILLED[id(graph)] = (graph, _unfilled(graph, scope))
     return hit[1]
