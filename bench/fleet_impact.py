@@ -14,6 +14,8 @@ cold process state (compat caches cleared) and streamed from Redis the way
 For each: `load` is one pass decoding every entry (nothing checked), `total`
 the assessment streamed from Redis, and the reference, measured in the same
 run, the same assessment over models already in memory (the checks alone).
+`checks` counts the checks run: one per verdict class of a model, so consumers
+that read a model alike share one.
 Wall and CPU seconds are both shown: wall time inflates with the machine's load.
 
 Beyond --distinct (10,000) models, entries are copies of the distinct ones under
