@@ -63,3 +63,14 @@ def test_nothing_changes_when_the_fleet_is_the_same() -> None:
     m = model("tf2.21/new_op", {"c": LOADS}, {"c": consumer_digest(consumer)})
     impact = assess([m], [consumer], history=catalog)
     assert (impact.models, impact.checks) == ([], 0)
+
+
+def test_a_preview_lists_the_same_changes_without_the_models_metadata() -> None:
+    catalog = load_catalog()
+    models = [model("tf2.21/new_op", {}, {}), model("tf2.12/savedmodel_v1_stripped", {}, {})]
+    new = catalog.consumer("2.12", name="batch")
+    full = assess(models, [new], history=catalog)
+    preview = assess(models, [new], history=catalog, with_artifacts=False)
+    assert [m.to_json() for m in preview.models] == [m.to_json() for m in full.models]
+    assert all(m.model.artifacts for m in full.models)
+    assert not any(m.model.artifacts for m in preview.models)

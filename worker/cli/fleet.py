@@ -126,7 +126,12 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
     _, target = _target_fleet(args, settings, catalog)
     progress = Progress(index.count(), "checking", sys.stderr.write, sys.stderr.isatty())
     impact = assess_index(
-        index, target.consumers, history=catalog, policy=target.policy, progress=progress
+        index,
+        target.consumers,
+        history=catalog,
+        policy=target.policy,
+        progress=progress,
+        with_artifacts=False,  # a preview: what it prints needs no model metadata
     )
     if args.json:
         json.dump(impact.to_json(), sys.stdout, indent=1)

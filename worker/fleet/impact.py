@@ -21,7 +21,7 @@ errors: a fleet of 20 consumers costs a model about four checks.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -184,12 +184,15 @@ def assess(
     policy: Policy | None = None,
     recheck_all: bool = False,
     progress: Callable[[int], None] | None = None,
+    with_artifacts: bool = True,
 ) -> Impact:
     """Every model's verdicts under `consumers`, against what the index recorded.
 
     With a fleet policy, or `recheck_all`, every consumer is checked (a policy
     adds findings no digest captures). Only models whose status or verdicts
-    change are listed.
+    change are listed; without `with_artifacts`, listed without their metadata
+    (what a preview shows needs none, and adding a consumer lists every model:
+    at 100,000 models they held gigabytes).
     """
     policy = policy or Policy()
     recheck_all = recheck_all or bool(policy.bad_consumers)
@@ -246,7 +249,8 @@ def assess(
                 changes.append(VerdictChange(name, recorded, None))
         status_after = status_from(after.values(), model.invalid)
         if changes or status_after != parse_status(model.status):
-            impact.models.append(ModelImpact(model, status_after, tuple(changes), after))
+            listed = model if with_artifacts else replace(model, artifacts=())
+            impact.models.append(ModelImpact(listed, status_after, tuple(changes), after))
         if progress:
             progress(1)
     impact.rechecked = tuple(sorted(rechecked))

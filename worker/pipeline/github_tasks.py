@@ -49,6 +49,7 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
                 checker.consumers,
                 history=checker.catalog,
                 policy=checker.policy,
+                with_artifacts=False,  # the check run lists models, never their metadata
             ),
         )
     except ConfigError as exc:

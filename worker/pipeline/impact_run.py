@@ -29,7 +29,16 @@ def assess_index(
     history: History | None = None,
     policy: Policy | None = None,
     progress: Callable[[int], None] | None = None,
+    with_artifacts: bool = True,
 ) -> Impact:
-    """`assess` over every indexed model, read from the index as it goes."""
+    """`assess` over every indexed model, read from the index as it goes (a preview
+    passes `with_artifacts=False`: see `assess`)."""
     with gc_paused():
-        return assess(index.models(), consumers, history=history, policy=policy, progress=progress)
+        return assess(
+            index.models(),
+            consumers,
+            history=history,
+            policy=policy,
+            progress=progress,
+            with_artifacts=with_artifacts,
+        )
