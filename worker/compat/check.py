@@ -228,6 +228,9 @@ _CLEAN: dict[tuple[int, bool, bool], tuple[object, set[tuple[str, str, int, bool
 )
 
 
+_CLEAN_KINDS_LIMIT = 200_000
+
+
 def _clean_kinds(ops: object, drops: bool, rejects: bool) -> set[tuple[str, str, int, bool]]:
     """Kind keys found without any finding under a registry and loader context, whatever
     the model: kinds whose attrs the registry all knows and whose op is not deprecated
@@ -238,6 +241,8 @@ def _clean_kinds(ops: object, drops: bool, rejects: bool) -> set[tuple[str, str,
         if len(_CLEAN) >= 1024:
             _CLEAN.clear()
         hit = _CLEAN[key] = (ops, set())
+    elif len(hit[1]) >= _CLEAN_KINDS_LIMIT:  # a long-lived worker meets ever new kinds
+        hit[1].clear()
     return hit[1]
 
 
