@@ -155,8 +155,13 @@ def check_registry_available(s: Subject) -> Iterable[Finding]:
 
 
 def check_ops(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
+    return [place(s, f, fn, checked_at_load=True) for f, fn in _op_findings(s, in_functions)]
+
+
+def _op_findings(s: Subject, in_functions: bool) -> list[tuple[Finding, str | None]]:
     """Every op the consumer does not register, once per op (the top-level graph's
-    first: TensorFlow meets a graph node's error before a function body's)."""
+    first: TensorFlow meets a graph node's error before a function body's), with the
+    function it sits in (not yet placed: `place`)."""
     if s.graph is None or s.consumer.registry is None:
         return []
     if graph_facts(s.graph).library_ops <= registered_names(s.consumer.registry.ops):
@@ -165,7 +170,7 @@ def check_ops(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     seen: set[str] = set()
     if in_functions:
         seen = {k.op for k in s.kinds if k.function is None}
-    findings = []
+    findings: list[tuple[Finding, str | None]] = []
     for kind in s.kinds:
         op = kind.op
         if (kind.function is not None) != in_functions:
@@ -200,7 +205,7 @@ def check_ops(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
                 op=op,
                 fix=Fix(FixKind.UPGRADE_TO, release=introduced, op=op),
             )
-        findings.append(place(s, finding, kind.function, checked_at_load=True))
+        findings.append((finding, kind.function))
     return findings
 
 
@@ -220,7 +225,11 @@ def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
         return []
     if s.nodes is None:  # one pass serves both the graph and the functions
         s.nodes = _node_findings(s)
-    return [finding for finding, function in s.nodes if function == in_functions]
+    return [
+        place(s, finding, function, checked_at_load=at_load)
+        for finding, function, at_load in s.nodes
+        if (function is not None) == in_functions
+    ]
 
 
 _CLEAN: dict[tuple[int, bool, bool], tuple[object, set[tuple[str, str, int, bool]]]] = remembered(
@@ -268,9 +277,9 @@ def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
     return hit[1], hit[2]
 
 
-def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
-    """(finding, whether in a function body) of every kind in scope: the top-level graph
-    first, as TensorFlow meets it."""
+def _node_findings(s: Subject) -> list[tuple[Finding, str | None, bool]]:
+    """(finding, the function it sits in, whether it is checked at load) of every kind in
+    scope: the top-level graph first, as TensorFlow meets it (not yet placed: `place`)."""
     registry = s.consumer.registry
     assert s.graph is not None and registry is not None
     rejects = s.consumer.rejects_unknown_attrs
@@ -283,7 +292,7 @@ def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
         return []
     dirty.sort(key=lambda k: k.function is not None)  # the top-level graph's first
     graph_ctx, library_ctx = _contexts(s)
-    findings: list[tuple[Finding, bool]] = []
+    findings: list[tuple[Finding, str | None, bool]] = []
     # A cause already reported at the top level is not repeated for a function body.
     reported = s.reported_nodes
     for kind in dirty:
@@ -306,8 +315,7 @@ def _node_findings(s: Subject) -> list[tuple[Finding, bool]]:
             if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED):
                 finding = _with_attr_history(s, finding)
             at_load = finding.code not in ATTR_CODES or s.instantiates_at_load
-            placed = place(s, finding, kind.function, checked_at_load=at_load)
-            findings.append((placed, kind.function is not None))
+            findings.append((finding, kind.function, at_load))
     return findings
 
 
@@ -336,6 +344,15 @@ def check_policy(s: Subject) -> Iterable[Finding]:
 def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
     """Types along every edge in scope (top level or function bodies), under the
     consumer's OpDefs; checked at load by every loader."""
+    return [
+        place(s, finding, function, checked_at_load=True)
+        for finding, function in _edge_findings(s)
+        if (function is not None) == in_functions
+    ]
+
+
+def _edge_findings(s: Subject) -> list[tuple[Finding, str | None]]:
+    """(finding, the function it sits in) of every edge in scope (not yet placed)."""
     if s.graph is None or s.consumer.registry is None or not s.kinds:
         return []
     if s.edges is None:  # one pass over the edges serves both the graph and the functions
@@ -357,11 +374,7 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
                 found = edge_findings(s.graph, s.kinds, ops, changed)
                 hit = _EDGES[key] = ((s.graph, s.kinds, ops), found)
             s.edges = hit[1]
-    return [
-        place(s, finding, function, checked_at_load=True)
-        for finding, function in s.edges
-        if (function is not None) == in_functions
-    ]
+    return s.edges
 
 
 _EDGES: dict[tuple[int, int, int], tuple[tuple[object, ...], list[tuple[Finding, str | None]]]] = (
@@ -417,7 +430,7 @@ REGISTRY_CHECKS = (
 # The checks run for every consumer (the others are shared: `_registry_findings`).
 _OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in REGISTRY_CHECKS]
 
-_Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding]]]
+_Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding, str | None, bool]]]
 _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
 _SHARED_LIMIT = 1024
 
@@ -455,31 +468,64 @@ def _op_signature(
     return tuple(signature), tuple(x if isinstance(x, bool) else id(x) for x in signature)
 
 
+_Raw = list[tuple[str, Finding, str | None, bool]]
+
+
+def _raw_registry_findings(s: Subject) -> _Raw:
+    """(check name, finding, its function, checked at load) of `REGISTRY_CHECKS`, in
+    their order, before `place` decides when each bites for this consumer's loader."""
+    found: _Raw = []
+    for in_functions, prefix in ((False, ""), (True, "function-")):
+        found += [(prefix + "ops", f, fn, True) for f, fn in _op_findings(s, in_functions)]
+        if s.graph is not None and s.consumer.registry is not None:
+            if s.nodes is None:
+                s.nodes = _node_findings(s)
+            found += [
+                (prefix + "nodes", f, fn, at_load)
+                for f, fn, at_load in s.nodes
+                if (fn is not None) == in_functions
+            ]
+        found += [
+            (prefix + "edges", f, fn, True)
+            for f, fn in _edge_findings(s)
+            if (fn is not None) == in_functions
+        ]
+    found += [("serving", f, None, True) for f in serving_findings(s)]
+    return found
+
+
 def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
-    """(check name, finding) of `REGISTRY_CHECKS`, remembered per artifact and OpDefs
+    """(check name, finding) of `REGISTRY_CHECKS`, placed for this consumer.
+
+    Before placement they depend on the artifact, the consumer's OpDefs of its ops
+    and how the loader reads it (which functions it validates, whether it judges
+    attrs at load, and, for a release that rejects unknown attrs, whether it drops
+    the producer's defaults first), not on the loader's name: the v1 loader and a
+    graph import of the same release share them. Remembered per artifact and OpDefs
     (the entry holds both, so no other object can take their ids meanwhile)."""
     consumer = s.consumer
     if consumer.registry is None:
         return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
     signature, ids = _op_signature(s.graph, consumer, s.history)
+    rejects = consumer.rejects_unknown_attrs
     key = (
         id(s.artifact),
         id(s.history),
-        consumer.loader,
-        consumer.rejects_unknown_attrs,
-        consumer.validates_library,
-        consumer.looks_up_op_list_first,
+        s.instantiates_at_load,
+        rejects,
+        s.drops_graph_defaults if rejects else None,  # else dropping changes nothing
         _deprecation_key(s.graph, consumer, _deprecation_version(s)),
         ids,
     )
     hit = _SHARED.get(key)
     if hit is not None:
-        return hit[3]
-    found = [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    if len(_SHARED) >= _SHARED_LIMIT:
-        _SHARED.clear()
-    _SHARED[key] = (s.artifact, s.history, signature, found)
-    return found
+        raw = hit[3]
+    else:
+        raw = _raw_registry_findings(s)
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        _SHARED[key] = (s.artifact, s.history, signature, raw)
+    return [(name, place(s, f, fn, checked_at_load=at_load)) for name, f, fn, at_load in raw]
 
 
 def verdict_class(

@@ -109,7 +109,8 @@ class Subject:
     policy: Policy = DEFAULT_POLICY
     reported_nodes: set[tuple[str, str | None, str]] = field(default_factory=set)
     edges: list[tuple[Finding, str | None]] | None = None  # edge findings, once per check
-    nodes: list[tuple[Finding, bool]] | None = None  # node findings (in a function?), once
+    # node findings (their function, checked at load?), once per check, not yet placed
+    nodes: list[tuple[Finding, str | None, bool]] | None = None
 
     @property
     def loader(self) -> str:
