@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from worker.model.artifact import Edge, Graph, NodeKind, OpDef
 
@@ -157,9 +157,8 @@ def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
 _LOOKUPS = _memo()
 
 
-@dataclass(frozen=True)
-class Lookup:
-    """A graph's ops in one registry."""
+class Lookup(NamedTuple):
+    """A graph's ops in one registry (a tuple: one is built per model and registry)."""
 
     found: tuple[OpDef | None, ...]  # the OpDef of each sorted op; None: not registered
     # their identities when all are registered (keys that equal OpDefs of different
@@ -180,7 +179,8 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
         get_many(names) if get_many is not None else tuple(map(ops.get, names))
     )
     ids = None if None in found else tuple(map(id, found))
-    deprecates = any(op is not None and op.deprecation_version is not None for op in found)
+    versions = {op.deprecation_version for op in found if op is not None}
+    deprecates = bool(versions) and versions != {None}
     return _keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
 
 
