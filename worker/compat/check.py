@@ -27,6 +27,7 @@ from packaging.version import Version
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.memo import (
+    HELD_LIMIT,
     edges_touching,
     graph_facts,
     ops_in,
@@ -369,7 +370,7 @@ def _edge_findings(s: Subject) -> list[tuple[Finding, str | None]]:
             key = (id(s.graph), id(s.kinds), id(ops))
             hit = _EDGES.get(key)
             if hit is None:
-                if len(_EDGES) >= 1024:
+                if len(_EDGES) >= HELD_LIMIT:
                     _EDGES.clear()
                 found = edge_findings(s.graph, s.kinds, ops, changed)
                 hit = _EDGES[key] = ((s.graph, s.kinds, ops), found)
@@ -432,7 +433,7 @@ _OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in RE
 
 _Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding, str | None, bool]]]
 _SHARED: dict[tuple[object, ...], _Shared] = remembered({})
-_SHARED_LIMIT = 1024
+_SHARED_LIMIT = HELD_LIMIT
 
 
 def _deprecation_key(graph: Graph | None, consumer: Consumer, version: int | None) -> int | None:

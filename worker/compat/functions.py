@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.compat.memo import remembered
+from worker.compat.memo import HELD_LIMIT, remembered
 from worker.model.artifact import Graph, NodeKind
 
 SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
@@ -149,7 +149,7 @@ def library_scope(graph: Graph) -> FunctionScope:
 
 
 _SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = remembered({})
-_SCOPES_LIMIT = 4096
+_SCOPES_LIMIT = HELD_LIMIT
 
 
 def scope_of(graph: Graph, every_function: bool = False) -> FunctionScope:

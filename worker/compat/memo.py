@@ -21,7 +21,11 @@ from typing import NamedTuple, TypeVar
 from worker.model.artifact import Edge, Graph, NodeKind, OpDef
 
 _T = TypeVar("_T")
-_LIMIT = 1024  # entries per table: a fleet pass needs the current model's; each holds a graph
+# Entries per table that holds graphs or artifacts (here and in the checks' own memos):
+# a fleet pass needs the current model's only, and a long-lived worker must not keep
+# hundreds of large graphs alive for nothing.
+HELD_LIMIT = 256
+_LIMIT = HELD_LIMIT
 
 _Table = dict[Hashable, tuple[tuple[object, ...], object]]
 _D = TypeVar("_D", bound=dict)  # type: ignore[type-arg]

@@ -21,7 +21,7 @@ import base64
 from collections.abc import Iterable
 
 from worker.compat.functions import FunctionScope
-from worker.compat.memo import ops_in, remembered
+from worker.compat.memo import HELD_LIMIT, ops_in, remembered
 from worker.compat.subject import Subject
 from worker.model.artifact import Graph, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -74,7 +74,7 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     # Restore and request functions are the same whatever the loader validates: once a graph.
     hit = _UNFILLED.get(id(graph))
     if hit is None:
-        if len(_UNFILLED) >= 1024:
+        if len(_UNFILLED) >= HELD_LIMIT:
             _UNFILLED.clear()
         hit = _UNFILLED[id(graph)] = (graph, _unfilled(graph, scope))
     return hit[1]

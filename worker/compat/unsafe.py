@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from worker.compat.functions import RESTORE_OPS, SAVE_OPS, scope_of
-from worker.compat.memo import remembered
+from worker.compat.memo import HELD_LIMIT, remembered
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage
@@ -137,7 +137,7 @@ def _print_to_file(kind: NodeKind) -> bool:
 
 
 _HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = remembered({})
-_HAZARDS_LIMIT = 1024
+_HAZARDS_LIMIT = HELD_LIMIT
 
 
 def hazards(artifact: Artifact) -> list[Hazard]:
