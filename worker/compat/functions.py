@@ -108,15 +108,17 @@ def function_scope(graph: Graph) -> FunctionScope:
     holds: dict[str, set[str]] = {name: set() for name in functions}
     top_calls: dict[int, frozenset[str]] = {}  # per top-level kind that calls functions
     for index, kind in enumerate(graph.kinds):
-        if kind.function is None and kind.op not in functions and not _named_in(kind):
-            continue  # a plain top-level op calls nothing (most kinds: skip the set work)
-        called = callees(kind, functions)
-        if kind.function is None:
-            if called:
-                top_calls[index] = frozenset(called)
-        elif kind.function in calls:
-            calls[kind.function] |= called
-            holds[kind.function].add(kind.op)
+        function = kind.function
+        plain = kind.op not in functions and not _named_in(kind)  # calls nothing: most kinds
+        if function is None:
+            if not plain:
+                called = callees(kind, functions)
+                if called:
+                    top_calls[index] = frozenset(called)
+        elif function in calls:
+            if not plain:
+                calls[function] |= callees(kind, functions)
+            holds[function].add(kind.op)
     frozen_calls = {name: frozenset(v) for name, v in calls.items()}
     reachable = _closure((n for c in top_calls.values() for n in c), frozen_calls)
 

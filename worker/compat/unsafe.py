@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from worker.compat.functions import RESTORE_OPS, SAVE_OPS, scope_of
-from worker.compat.memo import HELD_LIMIT, remembered
+from worker.compat.memo import HELD_LIMIT, graph_facts, kinds_by_op, remembered
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage
@@ -136,6 +136,8 @@ def _print_to_file(kind: NodeKind) -> bool:
         return False
 
 
+_WATCHED = frozenset(UNSAFE_OPS) | {"PrintV2"} | SAVER_OPS  # the ops `_find_hazards` looks at
+
 _HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = remembered({})
 _HAZARDS_LIMIT = HELD_LIMIT
 
@@ -164,8 +166,13 @@ def _find_hazards(artifact: Artifact) -> list[Hazard]:
             found[op] = Hazard(code, op, what, seen.where, seen.count + kind.count)
 
     for graph in artifact.graphs():
+        watched = graph_facts(graph).ops & _WATCHED
+        if not watched:
+            continue  # the common case: none of the ops below
         request = scope_of(graph).request if graph.functions else frozenset()
-        for kind in graph.kinds:
+        by_op = kinds_by_op(graph)
+        for index in sorted(i for op in watched for i in by_op[op]):  # in graph order
+            kind = graph.kinds[index]
             listed = UNSAFE_OPS.get(kind.op)
             if listed is not None:
                 add(listed[0], kind.op, listed[1], kind)
