@@ -8,7 +8,7 @@ registry (which ops it names, which of a producer's OpDefs it defines alike)
 does not depend on the model. Each is computed once per object and kept while
 the object lives in the cache (the cache holds it, so its id names nothing else).
 
-The gates here only ever skip work whose result is known to be empty; what they
+The gates built on them only ever skip work whose result is known to be empty; what they
 let through is checked in full (`tests/compat/test_memo.py` compares both ways).
 """
 
