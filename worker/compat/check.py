@@ -447,7 +447,7 @@ def _deprecation_key(graph: Graph | None, consumer: Consumer, version: int | Non
 
 def _op_signature(
     graph: Graph | None, consumer: Consumer, history: History
-) -> tuple[tuple[object, ...], tuple[object, ...]]:
+) -> tuple[tuple[object, ...], Hashable]:
     """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
     with whether the op was removed before the consumer's release: a different error):
     the OpDefs, to hold, and their identities, to key on."""
@@ -565,7 +565,7 @@ def verdict_class(
         refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
         checkpoint = (ckpt, min_producer) if refused else "accepts"
     deprecation = None  # as `_deprecation_key`, from the one registry lookup
-    ids: tuple[object, ...] = ()
+    ids: Hashable = ()
     if graph is not None:
         lookup = registry_lookup(graph, consumer.registry.ops)
         ids = lookup.ids if lookup.ids is not None else _op_signature(graph, consumer, history)[1]

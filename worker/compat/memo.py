@@ -165,9 +165,10 @@ class Lookup(NamedTuple):
     """A graph's ops in one registry (a tuple: one is built per model and registry)."""
 
     found: tuple[OpDef | None, ...]  # the OpDef of each sorted op; None: not registered
-    # their identities when all are registered (keys that equal OpDefs of different
-    # registries share: registries share their OpDef objects); None otherwise
-    ids: tuple[int, ...] | None
+    # when all are registered, a number standing for their identities (keys that equal
+    # OpDefs of different registries share: registries share their OpDef objects, and
+    # equal identities get equal numbers); None otherwise
+    ids: int | None
     deprecates: bool  # some OpDef has a deprecation version
 
 
@@ -182,10 +183,26 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     found: tuple[OpDef | None, ...] = (
         get_many(names) if get_many is not None else tuple(map(ops.get, names))
     )
-    ids = None if None in found else tuple(map(id, found))
+    ids = None if None in found else _number(tuple(map(id, found)))
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
     return _keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
+
+
+_NUMBERS: dict[tuple[int, ...], int] = remembered({})
+_NEXT = [0]
+
+
+def _number(identities: tuple[int, ...]) -> int:
+    """A small number per distinct tuple of identities: keys hash it instead of the tuple.
+    Never reused, so a number names one tuple even after the table is emptied."""
+    found = _NUMBERS.get(identities)
+    if found is None:
+        if len(_NUMBERS) >= 200_000:
+            _NUMBERS.clear()
+        _NEXT[0] += 1
+        found = _NUMBERS[identities] = _NEXT[0]
+    return found
 
 
 _CHANGED = _memo()
