@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import Any
+from typing import Any, NamedTuple
 
 from worker.catalog.keras import keras_of_release
 from worker.compat.check import History, check_artifact, verdict_class
@@ -100,8 +100,10 @@ def status_from(states: Iterable[str], invalid: bool = False) -> Status:
     return _BY_RANK[max(map(_rank, states), default=LOADS.rank)]
 
 
-@dataclass(frozen=True)
-class VerdictChange:
+class VerdictChange(NamedTuple):
+    """One consumer's verdict on one model, before and after (a tuple: a fleet change
+    makes one per model and consumer, hundreds of thousands)."""
+
     consumer: str
     before: str | None  # None: the consumer is new
     after: str | None  # None: the consumer was removed
@@ -230,7 +232,11 @@ def assess(
             if not applicable:
                 continue
             rechecked.add(consumer.name)
-            key = tuple(verdict_class(a, consumer, history, policy) for a in applicable)
+            key = (
+                (verdict_class(applicable[0], consumer, history, policy),)
+                if len(applicable) == 1
+                else tuple(verdict_class(a, consumer, history, policy) for a in applicable)
+            )
             judged_alike = None if None in key else classes.get(key)
             if judged_alike is None:
                 verdicts = [check_artifact(a, consumer, history, policy) for a in applicable]
