@@ -11,7 +11,7 @@ import pytest
 from tests.truth import OWN
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
-from worker.compat.functions import function_scope, library_scope
+from worker.compat.functions import function_scope, scope_of
 from worker.compat.report import artifact_report, exit_status
 from worker.formats.read import read_path
 from worker.model.artifact import Artifact
@@ -38,7 +38,7 @@ def test_keras3_module_save_scope_names_request_and_restore_functions() -> None:
     assert any("serve" in f for f in scope.request)
     assert any("traced_restore" in f for f in scope.restore)
     assert not any("traced_save" in f for f in scope.request | scope.restore)
-    assert library_scope(graph).reachable == frozenset(graph.functions)
+    assert scope_of(graph, every_function=True).reachable == frozenset(graph.functions)
 
 
 # (model, release, loader) -> (loads, serves, first error code, its stage)

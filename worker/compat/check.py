@@ -18,7 +18,7 @@ runs it, and never for the saver's save function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -27,9 +27,10 @@ from packaging.version import Version
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.memo import (
-    HELD_LIMIT,
+    Table,
     edges_touching,
     graph_facts,
+    keep,
     ops_in,
     registered_names,
     registry_lookup,
@@ -43,7 +44,7 @@ from worker.compat.subject import History as History
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
-from worker.model.artifact import Artifact, Graph, VersionDef
+from worker.model.artifact import Artifact, Graph, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
 from worker.model.findings import (
     Code,
@@ -211,26 +212,33 @@ def _op_findings(s: Subject, in_functions: bool) -> list[tuple[Finding, str | No
 
 
 def _deprecation_version(s: Subject) -> int | None:
+    return _judged_at(s.artifact, s.graph, s.consumer)
+
+
+def _judged_at(artifact: Artifact, graph: Graph | None, consumer: Consumer) -> int | None:
     """The GraphDef version deprecations are judged at.
 
     tf.saved_model.load imports the graph into a graph of the running binary, so
     its own GraphDef version counts, not the producer's (seen with 2.4 loading a
     producer-12 graph using an op deprecated at 13)."""
-    if s.instantiates_at_load:
-        return s.consumer.graph_def_version
-    return s.graph.versions.producer if s.graph and s.graph.versions else None
+    if consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel":
+        return consumer.graph_def_version
+    return graph.versions.producer if graph and graph.versions else None
 
 
 def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
-    if s.graph is None or s.consumer.registry is None:
-        return []
-    if s.nodes is None:  # one pass serves both the graph and the functions
-        s.nodes = _node_findings(s)
     return [
         place(s, finding, function, checked_at_load=at_load)
-        for finding, function, at_load in s.nodes
+        for finding, function, at_load in _nodes(s)
         if (function is not None) == in_functions
     ]
+
+
+def _nodes(s: Subject) -> list[tuple[Finding, str | None, bool]]:
+    """`_node_findings`, once per check: one pass serves both the graph and the functions."""
+    if s.nodes is None:
+        s.nodes = _node_findings(s)
+    return s.nodes
 
 
 _CLEAN: dict[tuple[int, bool, bool], tuple[object, set[tuple[str, str, int, bool]]]] = remembered(
@@ -282,7 +290,8 @@ def _node_findings(s: Subject) -> list[tuple[Finding, str | None, bool]]:
     """(finding, the function it sits in, whether it is checked at load) of every kind in
     scope: the top-level graph first, as TensorFlow meets it (not yet placed: `place`)."""
     registry = s.consumer.registry
-    assert s.graph is not None and registry is not None
+    if s.graph is None or registry is None:
+        return []
     rejects = s.consumer.rejects_unknown_attrs
     clean_graph = _clean_kinds(registry.ops, s.drops_graph_defaults, rejects)
     clean_library = _clean_kinds(registry.ops, False, rejects)
@@ -353,34 +362,35 @@ def check_edges(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
 
 
 def _edge_findings(s: Subject) -> list[tuple[Finding, str | None]]:
-    """(finding, the function it sits in) of every edge in scope (not yet placed)."""
+    """(finding, the function it sits in) of every edge in scope (not yet placed); one
+    pass over the edges serves both the graph and the functions."""
     if s.graph is None or s.consumer.registry is None or not s.kinds:
         return []
-    if s.edges is None:  # one pass over the edges serves both the graph and the functions
-        ops = s.consumer.registry.ops
-        changed = None
-        if s.producer_ops and s.scope is not None:
-            used = ops_in(s.graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
-            changed = changed_ops(used, ops, s.producer_ops)
-            if edges_touching(s.graph, changed):
-                changed = retyped(s.graph, changed, ops, s.producer_ops)
-        if changed is not None and not edges_touching(s.graph, changed):
-            s.edges = []  # no edge touches an op the consumer types otherwise
-        else:  # the same for every loader that validates the same kinds
-            key = (id(s.graph), id(s.kinds), id(ops))
-            hit = _EDGES.get(key)
-            if hit is None:
-                if len(_EDGES) >= HELD_LIMIT:
-                    _EDGES.clear()
-                found = edge_findings(s.graph, s.kinds, ops, changed)
-                hit = _EDGES[key] = ((s.graph, s.kinds, ops), found)
-            s.edges = hit[1]
+    if s.edges is None:
+        s.edges = _edges_in_scope(s, s.graph, s.consumer.registry.ops)
     return s.edges
 
 
-_EDGES: dict[tuple[int, int, int], tuple[tuple[object, ...], list[tuple[Finding, str | None]]]] = (
-    remembered({})
-)
+def _edges_in_scope(
+    s: Subject, graph: Graph, ops: Mapping[str, OpDef]
+) -> list[tuple[Finding, str | None]]:
+    changed = None
+    if s.producer_ops and s.scope is not None:
+        used = ops_in(graph, s.scope.reachable, not s.tf2_load)  # the ops of s.kinds
+        changed = changed_ops(used, ops, s.producer_ops)
+        if edges_touching(graph, changed):
+            changed = retyped(graph, changed, ops, s.producer_ops)
+    if changed is not None and not edges_touching(graph, changed):
+        return []  # no edge touches an op the consumer types otherwise
+    key = (id(graph), id(s.kinds), id(ops))  # the same for every loader validating s.kinds
+    hit = _EDGES.get(key)
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    found = edge_findings(graph, s.kinds, ops, changed)
+    return keep(_EDGES, key, (graph, s.kinds, ops), found)
+
+
+_EDGES: Table = remembered({})
 
 
 def check_serving(s: Subject) -> Iterable[Finding]:
@@ -431,9 +441,7 @@ REGISTRY_CHECKS = (
 # The checks run for every consumer (the others are shared: `_registry_findings`).
 _OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in REGISTRY_CHECKS]
 
-_Shared = tuple[Artifact, History, tuple[object, ...], list[tuple[str, Finding, str | None, bool]]]
-_SHARED: dict[tuple[object, ...], _Shared] = remembered({})
-_SHARED_LIMIT = HELD_LIMIT
+_SHARED: Table = remembered({})
 
 
 def _deprecation_key(graph: Graph | None, consumer: Consumer, version: int | None) -> int | None:
@@ -478,14 +486,11 @@ def _raw_registry_findings(s: Subject) -> _Raw:
     found: _Raw = []
     for in_functions, prefix in ((False, ""), (True, "function-")):
         found += [(prefix + "ops", f, fn, True) for f, fn in _op_findings(s, in_functions)]
-        if s.graph is not None and s.consumer.registry is not None:
-            if s.nodes is None:
-                s.nodes = _node_findings(s)
-            found += [
-                (prefix + "nodes", f, fn, at_load)
-                for f, fn, at_load in s.nodes
-                if (fn is not None) == in_functions
-            ]
+        found += [
+            (prefix + "nodes", f, fn, at_load)
+            for f, fn, at_load in _nodes(s)
+            if (fn is not None) == in_functions
+        ]
         found += [
             (prefix + "edges", f, fn, True)
             for f, fn in _edge_findings(s)
@@ -519,13 +524,11 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         ids,
     )
     hit = _SHARED.get(key)
-    if hit is not None:
-        raw = hit[3]
-    else:
-        raw = _raw_registry_findings(s)
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.clear()
-        _SHARED[key] = (s.artifact, s.history, signature, raw)
+    raw: _Raw = (
+        hit[1]  # type: ignore[assignment]
+        if hit is not None
+        else keep(_SHARED, key, (s.artifact, s.history, signature), _raw_registry_findings(s))
+    )
     return [(name, place(s, f, fn, checked_at_load=at_load)) for name, f, fn, at_load in raw]
 
 
@@ -564,15 +567,8 @@ def verdict_class(
         ckpt, min_producer = consumer.checkpoint_version, consumer.checkpoint_min_producer
         refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
         checkpoint = (ckpt, min_producer) if refused else "accepts"
-    deprecation = None  # as `_deprecation_key`, from the one registry lookup
-    ids: Hashable = ()
-    if graph is not None:
-        lookup = registry_lookup(graph, consumer.registry.ops)
-        ids = lookup.ids if lookup.ids is not None else _op_signature(graph, consumer, history)[1]
-        if lookup.deprecates:
-            at_load = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
-            producer = versions.producer if versions is not None else None
-            deprecation = consumer.graph_def_version if at_load else producer
+    _, ids = _op_signature(graph, consumer, history)
+    deprecation = _deprecation_key(graph, consumer, _judged_at(artifact, graph, consumer))
     banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
     return (
         id(history),

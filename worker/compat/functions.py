@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.compat.memo import HELD_LIMIT, remembered
+from worker.compat.memo import Table, keep, remembered
 from worker.model.artifact import Graph, NodeKind
 
 SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
@@ -142,32 +142,22 @@ def function_scope(graph: Graph) -> FunctionScope:
     )
 
 
-def library_scope(graph: Graph) -> FunctionScope:
-    """`tf.saved_model.load`: every function is instantiated (validated at load); a
-    request still runs only what the serving signatures call, which the graph's own
-    call ops name (a TF2 export's graph calls each signature function)."""
-    scope = function_scope(graph)
-    return replace(scope, reachable=frozenset(graph.functions))
-
-
-_SCOPES: dict[tuple[int, bool], tuple[Graph, FunctionScope]] = remembered({})
-_SCOPES_LIMIT = HELD_LIMIT
+_SCOPES: Table = remembered({})
 
 
 def scope_of(graph: Graph, every_function: bool = False) -> FunctionScope:
-    """The graph's function scope (`library_scope` when `every_function`), remembered per
-    graph: a fleet checks one model against many consumers, and the unsafe-op scan asks
-    too. The graph is held so its id cannot be reused meanwhile."""
+    """The graph's function scope, remembered per graph: a fleet checks one model against
+    many consumers, and the unsafe-op scan asks too.
+
+    `every_function`: `tf.saved_model.load`, which instantiates (validates at load) every
+    function; a request still runs only what the serving signatures call, which the
+    graph's own call ops name (a TF2 export's graph calls each signature function)."""
     key = (id(graph), every_function)
     hit = _SCOPES.get(key)
-    if hit is not None and hit[0] is graph:
-        return hit[1]
-    if len(_SCOPES) >= _SCOPES_LIMIT:
-        _SCOPES.clear()
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
     if every_function:
-        base = scope_of(graph)
-        scope = replace(base, reachable=frozenset(graph.functions))
+        scope = replace(scope_of(graph), reachable=frozenset(graph.functions))
     else:
         scope = function_scope(graph)
-    _SCOPES[key] = (graph, scope)
-    return scope
+    return keep(_SCOPES, key, (graph,), scope)

@@ -27,7 +27,8 @@ _T = TypeVar("_T")
 HELD_LIMIT = 256
 _LIMIT = HELD_LIMIT
 
-_Table = dict[Hashable, tuple[tuple[object, ...], object]]
+Table = dict[Hashable, tuple[tuple[object, ...], object]]
+_Table = Table
 _D = TypeVar("_D", bound=dict)  # type: ignore[type-arg]
 _MEMOS: list[dict] = []  # type: ignore[type-arg]
 
@@ -42,10 +43,11 @@ def _memo() -> _Table:
     return remembered({})
 
 
-def _keep(table: _Table, key: Hashable, owners: tuple[object, ...], value: _T) -> _T:
+def keep(table: _Table, key: Hashable, owners: tuple[object, ...], value: _T) -> _T:
     """Remember `value` under `key`: the ids of `owners` (held by the entry, so no other
     object can take those ids while it stays) and whatever else the value depends on.
-    Each accessor looks its table up first, inline: a hit is the hot path."""
+    A table holds at most `HELD_LIMIT` entries. Each accessor looks its table up first,
+    inline (`hit[1]` of `table.get(key)`): a hit is the hot path."""
     if len(table) >= _LIMIT:
         table.clear()
     table[key] = (owners, value)
@@ -76,7 +78,7 @@ def graph_facts(graph: Graph) -> GraphFacts:
         return hit[1]  # type: ignore[return-value]
     ops = frozenset(k.op for k in graph.kinds)
     facts = GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)))
-    return _keep(_GRAPHS, id(graph), (graph,), facts)
+    return keep(_GRAPHS, id(graph), (graph,), facts)
 
 
 _AT = _memo()
@@ -95,7 +97,7 @@ def edges_at(edges: tuple[Edge, ...]) -> dict[int, tuple[int, ...]]:
         if edge.dst != edge.src:
             found.setdefault(edge.dst, []).append(position)
     at = {kind: tuple(positions) for kind, positions in found.items()}
-    return _keep(_AT, id(edges), (edges,), at)
+    return keep(_AT, id(edges), (edges,), at)
 
 
 def edges_touching(graph: Graph, ops: Iterable[str]) -> list[int]:
@@ -115,7 +117,7 @@ def kinds_by_op(graph: Graph) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for index, kind in enumerate(graph.kinds):
         found.setdefault(kind.op, []).append(index)
-    return _keep(_BY_OP, id(graph), (graph,), found)
+    return keep(_BY_OP, id(graph), (graph,), found)
 
 
 _KINDS = _memo()
@@ -131,7 +133,7 @@ def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> 
     kinds = [
         k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
     ]
-    return _keep(_KINDS, key, (graph, reachable), kinds)
+    return keep(_KINDS, key, (graph, reachable), kinds)
 
 
 _REQUEST = _memo()
@@ -144,7 +146,7 @@ def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozense
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
     ops = frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
-    return _keep(_REQUEST, key, (graph, functions), ops)
+    return keep(_REQUEST, key, (graph, functions), ops)
 
 
 _NAMES = _memo()
@@ -155,7 +157,7 @@ def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
     hit = _NAMES.get(id(ops))
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
-    return _keep(_NAMES, id(ops), (ops,), frozenset(ops))
+    return keep(_NAMES, id(ops), (ops,), frozenset(ops))
 
 
 _LOOKUPS = _memo()
@@ -186,7 +188,7 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     ids = None if None in found else _number(tuple(map(id, found)))
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
-    return _keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
+    return keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
 
 
 _NUMBERS: dict[tuple[int, ...], int] = remembered({})
@@ -223,4 +225,4 @@ def changed_against(
         mine = ops.get(name)
         if mine is None or not same(mine, theirs):
             changed.add(name)
-    return _keep(_CHANGED, key, (producer_ops, ops), frozenset(changed))
+    return keep(_CHANGED, key, (producer_ops, ops), frozenset(changed))

@@ -21,7 +21,7 @@ import base64
 from collections.abc import Iterable
 
 from worker.compat.functions import FunctionScope
-from worker.compat.memo import HELD_LIMIT, ops_in, remembered
+from worker.compat.memo import Table, keep, kinds_in_scope, ops_in, remembered
 from worker.compat.subject import Subject
 from worker.model.artifact import Graph, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -58,12 +58,7 @@ def request_kinds(s: Subject) -> list[NodeKind]:
     TF2 SavedModel, which serves functions only) and the request functions' bodies."""
     if s.graph is None or s.scope is None:
         return []
-    request = s.scope.request
-    return [
-        k
-        for k in s.graph.kinds
-        if (k.function is None and not s.tf2_load) or (k.function in request)
-    ]
+    return kinds_in_scope(s.graph, s.scope.request, not s.tf2_load)
 
 
 def unfilled_variables(s: Subject) -> list[Finding]:
@@ -73,14 +68,12 @@ def unfilled_variables(s: Subject) -> list[Finding]:
         return []
     # Restore and request functions are the same whatever the loader validates: once a graph.
     hit = _UNFILLED.get(id(graph))
-    if hit is None:
-        if len(_UNFILLED) >= HELD_LIMIT:
-            _UNFILLED.clear()
-        hit = _UNFILLED[id(graph)] = (graph, _unfilled(graph, scope))
-    return hit[1]
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    return keep(_UNFILLED, id(graph), (graph,), _unfilled(graph, scope))
 
 
-_UNFILLED: dict[int, tuple[Graph, list[Finding]]] = remembered({})
+_UNFILLED: Table = remembered({})
 
 
 def _unfilled(graph: Graph, scope: FunctionScope) -> list[Finding]:

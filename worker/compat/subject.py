@@ -153,7 +153,6 @@ def read_graph(
 
 def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Subject:
     subject = Subject(artifact, consumer, history)
-    v2 = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"
     subject.meta_graph, subject.graph, subject.tf2_load = read_graph(artifact, consumer)
     if artifact.format in ("savedmodel", "metagraph"):
         # The SavedModel loaders drop default-valued unknown attrs from graph nodes.
@@ -164,6 +163,6 @@ def subject_for(artifact: Artifact, consumer: Consumer, history: History) -> Sub
     graph = subject.graph
     if graph is None:
         return subject
-    subject.scope = scope_of(graph, v2)
+    subject.scope = scope_of(graph, subject.instantiates_at_load)
     subject.kinds = kinds_in_scope(graph, subject.scope.reachable, not subject.tf2_load)
     return subject
