@@ -22,6 +22,9 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        # One write() per line: print() writes the line and its newline separately, and
+        # with PYTHONUNBUFFERED (the image, the demo) the prefork children's lines then
+        # interleave in the shared stderr ("{a}{b}\n\n").
+        logger_factory=structlog.WriteLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )

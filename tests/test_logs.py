@@ -1,0 +1,38 @@
+"""Log lines from processes that share one stderr stay whole lines.
+
+The worker's prefork children inherit the parent's stderr, and the image and the demo
+run Python unbuffered: a line written in two writes (text, then its newline) lets
+another process's line land in between, and a JSON reader of the log then fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WRITER = """
+import structlog
+from worker.logs import configure_logging
+configure_logging("INFO", "json")
+log = structlog.get_logger()
+for i in range(1500):
+    log.info("task.done", key="k/" + "x" * 500, i=i)
+"""
+
+
+def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
+    out = tmp_path / "worker.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with out.open("wb") as shared:
+        writers = [
+            subprocess.Popen([sys.executable, "-c", WRITER], stderr=shared, env=env, cwd=ROOT)
+            for _ in range(4)
+        ]
+        assert [w.wait(120) for w in writers] == [0, 0, 0, 0]
+    lines = out.read_text().splitlines()
+    assert len(lines) == 4 * 1500
+    assert all(json.loads(line)["event"] == "task.done" for line in lines)
