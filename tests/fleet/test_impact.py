@@ -50,3 +50,18 @@ def test_a_fleet_policy_checks_every_consumer_anew() -> None:
     policy = Policy(bad_consumers=(BannedRelease(0, "GraphDef version 0", "no such binary"),))
     impact = assess([m], [replace(old, name="canary-2")], history=catalog, policy=policy)
     assert impact.checks == 1
+
+
+def test_changes_and_verdicts_keep_the_fleet_order() -> None:
+    catalog = load_catalog()
+    old = catalog.consumer("2.21", name="canary")
+    m = model("tf2.21/new_op", {"canary": LOADS}, {"canary": consumer_digest(old)})
+    fleet = [catalog.consumer("2.12", name="batch"), replace(old, name="canary-2")]
+    impact = assess([m], fleet, history=catalog)
+    (changed,) = impact.models
+    assert [(c.consumer, c.after) for c in changed.changes] == [
+        ("batch", FAILS),
+        ("canary-2", LOADS),
+        ("canary", None),
+    ]
+    assert list(changed.verdicts_after) == ["batch", "canary-2"]

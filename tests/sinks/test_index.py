@@ -280,3 +280,16 @@ def test_keras_entries_round_trip_exactly(path: Any) -> None:
     encoder = Encoder()
     decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(encoder.entry(model))
     assert decoded == model
+
+
+@pytest.mark.services
+def test_a_share_of_the_index_reads_just_those_entries(real_redis: Any) -> None:
+    artifacts = tuple(read_path(str(PATHS[0])))
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    index.put_many(_model(f"k{n}", artifacts) for n in range(30))
+    fields = index.fields()
+    assert sorted(fields) == sorted(f"m/k{n}".encode() for n in range(30))
+    index.remove("m", "k3")  # gone between listing and reading: left out
+    share = [b"m/k3", b"m/k4", b"m/k29"]
+    assert [m.key for m in index.models_of(share, index.decoder())] == ["k4", "k29"]

@@ -117,7 +117,7 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.cli.render import render_impact
     from worker.fleet.changes import Progress
-    from worker.pipeline.impact_run import assess_index
+    from worker.pipeline.impact_run import assess_index, default_jobs
     from worker.settings import load_settings
 
     settings = load_settings()
@@ -132,6 +132,7 @@ def cmd_fleet_impact(args: argparse.Namespace) -> int:
         policy=target.policy,
         progress=progress,
         with_artifacts=False,  # a preview: what it prints needs no model metadata
+        jobs=args.jobs or default_jobs(),
     )
     if args.json:
         json.dump(impact.to_json(), sys.stdout, indent=1)

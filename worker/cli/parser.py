@@ -195,6 +195,13 @@ def add_fleet_commands(sub: Subparsers) -> None:
         )
         if name == "impact":
             p.add_argument("--json", action="store_true")
+            p.add_argument(
+                "--jobs",
+                type=_jobs,
+                default=None,
+                metavar="N",
+                help="processes that share the models (default: the CPUs this process may use)",
+            )
         else:
             p.add_argument(
                 "--enqueue",
@@ -208,6 +215,16 @@ def add_fleet_commands(sub: Subparsers) -> None:
     )
     p = index.add_parser("rebuild", help="rebuild the index from the stored reports")
     p.set_defaults(func=cmd_index_rebuild)
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
+    return jobs
 
 
 def add_process_commands(sub: Subparsers) -> None:

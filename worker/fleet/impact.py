@@ -29,6 +29,7 @@ from worker.catalog.keras import keras_of_release
 from worker.compat.check import History, check_artifact, verdict_class
 from worker.compat.policy import Policy
 from worker.compat.tflite import applies
+from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.index import IndexedModel
@@ -170,6 +171,22 @@ class Impact:
         }
 
 
+def merged(parts: Iterable[Impact]) -> Impact:
+    """One impact of assessments over disjoint shares of the models, in their order."""
+    whole = Impact()
+    rechecked: set[str] = set()
+    removed: set[str] = set()
+    for part in parts:
+        whole.models += part.models
+        whole.examined += part.examined
+        whole.checks += part.checks
+        rechecked.update(part.rechecked)
+        removed.update(part.removed)
+    whole.rechecked = tuple(sorted(rechecked))
+    whole.removed = tuple(sorted(removed))
+    return whole
+
+
 def _judged_by_digest(model: IndexedModel) -> dict[str, str]:
     return {
         model.consumer_digests[name]: state
@@ -206,10 +223,12 @@ def assess(
     for model in models:
         impact.examined += 1
         after: dict[str, str] = {}
-        changes: list[VerdictChange] = []
+        changes: list[VerdictChange | None] = []  # in fleet order (None: a slot unused)
         judged: dict[str, str] | None = None  # recorded state by consumer digest
         # (state, reasons) by verdict class: consumers alike for this model are checked once
         classes: dict[tuple[Hashable | None, ...], tuple[Status, tuple[str, ...]]] = {}
+        # consumers to check: (consumer, recorded, artifacts, the slot of its change)
+        to_check: list[tuple[Consumer, str | None, list[Artifact], int]] = []
         for consumer in consumers:
             recorded = model.verdicts.get(consumer.name)
             digest = digests[consumer.name]
@@ -229,11 +248,19 @@ def assess(
                     continue
             # a TFLite runtime judges .tflite files only
             applicable = [a for a in model.artifacts if applies(a, consumer)]
-            if not applicable:
-                continue
+            if applicable:
+                after[consumer.name] = ""  # its place in fleet order, filled below
+                to_check.append((consumer, recorded, applicable, len(changes)))
+                changes.append(None)
+        # classes pay only where two consumers could share one (adding a consumer checks
+        # one per model, where the class cost a fifth of the pass: bench/fleet_impact.py)
+        classed = len(to_check) > 1
+        for consumer, recorded, applicable, slot in to_check:
             rechecked.add(consumer.name)
             key = (
-                (verdict_class(applicable[0], consumer, history, policy),)
+                (None,)
+                if not classed
+                else (verdict_class(applicable[0], consumer, history, policy),)
                 if len(applicable) == 1
                 else tuple(verdict_class(a, consumer, history, policy) for a in applicable)
             )
@@ -248,15 +275,16 @@ def assess(
             state, reasons = judged_alike
             after[consumer.name] = state
             if recorded is None or parse_status(recorded) != state:
-                changes.append(VerdictChange(consumer.name, recorded, state, reasons))
+                changes[slot] = VerdictChange(consumer.name, recorded, state, reasons)
         for name, recorded in model.verdicts.items():
             if name not in names:
                 removed.add(name)
                 changes.append(VerdictChange(name, recorded, None))
         status_after = status_from(after.values(), model.invalid)
-        if changes or status_after != parse_status(model.status):
+        changed = tuple(c for c in changes if c is not None)
+        if changed or status_after != parse_status(model.status):
             listed = model if with_artifacts else replace(model, artifacts=())
-            impact.models.append(ModelImpact(listed, status_after, tuple(changes), after))
+            impact.models.append(ModelImpact(listed, status_after, changed, after))
         if progress:
             progress(1)
     impact.rechecked = tuple(sorted(rechecked))

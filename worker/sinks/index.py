@@ -113,6 +113,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _decoded(decoder: Decoder, batch: list[tuple[bytes | str, bytes]]) -> list[IndexedModel]:
+    """The batch's entries decoded; an unreadable entry is logged and left out."""
+    decoded = []
+    with gc_paused():
+        for field, blob in batch:
+            try:
+                decoded.append(decoder.entry(blob))
+            except (ValueError, KeyError, TypeError, cramjam.DecompressionError):
+                log.warning("index.entry_unreadable", field=str(field))
+    return decoded
+
+
 class ModelIndex:
     """The index over Redis (cache) and the stored reports (truth).
 
@@ -175,30 +187,42 @@ class ModelIndex:
     def models(self) -> Iterator[IndexedModel]:
         """Every entry, decoded a batch at a time (each shared part once per pass)."""
         self.ensure_built()
-        parts = self._call("reading index parts", self._redis.hgetall, PARTS)
-        decoder = Decoder(
-            {k.decode() if isinstance(k, bytes) else k: v for k, v in parts.items()},
-            lambda ref: self._call("reading an index part", self._redis.hget, PARTS, ref),
-        )
+        decoder = self.decoder()
         seen: set[bytes | str] = set()  # HSCAN may return an entry twice (rehashing)
         cursor = 0
         while True:
             cursor, batch = self._call(
                 "reading entries", self._redis.hscan, HASH, cursor, count=BATCH
             )
-            decoded = []
-            with gc_paused():
-                for field, blob in batch.items():
-                    if field in seen:
-                        continue
-                    seen.add(field)
-                    try:
-                        decoded.append(decoder.entry(blob))
-                    except (ValueError, KeyError, TypeError, cramjam.DecompressionError):
-                        log.warning("index.entry_unreadable", field=str(field))
-            yield from decoded
+            fresh = [(f, blob) for f, blob in batch.items() if f not in seen]
+            seen.update(batch)
+            yield from _decoded(decoder, fresh)
             if cursor == 0:
                 return
+
+    def fields(self) -> list[bytes]:
+        """Every entry's field, to read a share of the index (`models_of`)."""
+        self.ensure_built()
+        return list(self._call("listing entries", self._redis.hkeys, HASH))
+
+    def decoder(self) -> Decoder:
+        """A decoder for one pass: the shared parts read once (a forked process that
+        reads a share of the index inherits it, parts and all)."""
+        parts = self._call("reading index parts", self._redis.hgetall, PARTS)
+        return Decoder(
+            {k.decode() if isinstance(k, bytes) else k: v for k, v in parts.items()},
+            lambda ref: self._call("reading an index part", self._redis.hget, PARTS, ref),
+        )
+
+    def models_of(self, fields: Sequence[bytes | str], decoder: Decoder) -> Iterator[IndexedModel]:
+        """The entries of `fields` (from `fields`) still in the index, a batch per round
+        trip."""
+        for start in range(0, len(fields), BATCH):
+            names = list(fields[start : start + BATCH])
+            blobs = self._call("reading entries", self._redis.hmget, HASH, names)
+            yield from _decoded(
+                decoder, [(f, b) for f, b in zip(names, blobs, strict=True) if b is not None]
+            )
 
     def ensure_built(self) -> None:
         if not self._call("checking the index", self._redis.exists, BUILT):

@@ -1,0 +1,113 @@
+"""`fleet impact` shared among forked processes says exactly what one process says:
+the same models changed, the same verdicts and reasons, the same checks counted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import redis
+
+import worker.pipeline.impact_run as impact_run
+from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
+from tests.truth import FIXTURE_SETS
+from worker.catalog.catalog import load_catalog
+from worker.fleet.impact import assess, consumer_digest
+from worker.formats.read import read_path
+from worker.model.index import IndexedModel
+from worker.sinks.index import ModelIndex
+
+pytestmark = pytest.mark.services
+
+SAVED_MODELS = sorted(
+    p.parent for s in FIXTURE_SETS for p in (s / "artifacts").glob("*/*/saved_model.pb")
+)[::4][:48]
+
+
+class NoReports:
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        return []
+
+    def get_json(self, bucket: str, key: str) -> None:
+        return None
+
+    def current_version(self, bucket: str, key: str) -> None:
+        return None
+
+
+@pytest.fixture
+def index() -> Iterator[ModelIndex]:
+    client = redis.Redis.from_url(redis_url(12))
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.skip(f"no Redis at {REDIS_HOST}:{REDIS_PORT}")
+    client.flushdb()
+    index = ModelIndex(client, NoReports(), [], "r/")
+    index.rebuild()  # an empty index, built
+    yield index
+    client.flushdb()
+
+
+def _by_object(impact: Any) -> dict[str, Any]:
+    document = impact.to_json()
+    document["changed"] = sorted(document["changed"], key=lambda m: m["object"])
+    return document
+
+
+def test_forked_shares_say_what_one_process_says(
+    index: ModelIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    catalog = load_catalog()
+    fleet = [
+        catalog.consumer("2.12", name="batch"),
+        catalog.consumer("2.16", name="online"),
+        catalog.consumer("2.21", name="canary"),
+    ]
+    models = [
+        IndexedModel(
+            "m",
+            f"{p.parent.name}/{p.name}",
+            None,
+            "m",
+            f"r/{p.name}.json",
+            "compatible",
+            tuple(read_path(str(p))),
+            {},
+            {},
+        )
+        for p in SAVED_MODELS
+    ]
+    recorded = assess(models, fleet, history=catalog)
+    digests = {c.name: consumer_digest(c) for c in fleet}
+    index.put_many(
+        replace(m.model, verdicts=m.verdicts_after, consumer_digests=digests, status=m.status_after)
+        for m in recorded.models
+    )
+    assert index.count() == len(SAVED_MODELS)
+    target = [*fleet[1:], catalog.consumer("2.4", name="legacy")]  # one removed, one added
+
+    one = impact_run.assess_index(index, target, history=catalog, with_artifacts=False)
+    monkeypatch.setattr(impact_run, "FIRST", 5)  # several shares on a small index
+    monkeypatch.setattr(impact_run, "SHARE", 7)
+    seen: list[int] = []
+    forked = impact_run.assess_index(
+        index, target, history=catalog, with_artifacts=False, jobs=3, progress=seen.append
+    )
+    assert one.checks > 0 and one.removed == ("batch",) and one.rechecked == ("legacy",)
+    assert any(m.newly_broken for m in one.models)  # 2.4 cannot load some of them
+    assert _by_object(forked) == _by_object(one)
+    assert sum(seen) == len(SAVED_MODELS) and len(seen) > 3
+
+
+def test_an_apply_keeps_one_process_and_the_models_metadata(index: ModelIndex) -> None:
+    catalog = load_catalog()
+    artifacts = tuple(read_path(str(SAVED_MODELS[0])))
+    index.put(IndexedModel("m", "k", None, "m", "r/k.json", "compatible", artifacts, {}, {}))
+    impact = impact_run.assess_index(
+        index, [catalog.consumer("2.21", name="canary")], history=catalog, jobs=4
+    )
+    (changed,) = impact.models
+    assert changed.model.artifacts == artifacts
