@@ -111,3 +111,21 @@ def test_an_apply_keeps_one_process_and_the_models_metadata(index: ModelIndex) -
     )
     (changed,) = impact.models
     assert changed.model.artifacts == artifacts
+
+
+def test_a_change_that_keeps_every_recorded_verdict_builds_no_artifacts(
+    index: ModelIndex,
+) -> None:
+    catalog = load_catalog()
+    canary = catalog.consumer("2.21", name="canary")
+    verdicts, digests = {"canary": "compatible"}, {"canary": consumer_digest(canary)}
+    for path in SAVED_MODELS[:5]:
+        key = f"{path.parent.name}/{path.name}"
+        artifacts = tuple(read_path(str(path)))
+        index.put(
+            IndexedModel("m", key, None, "m", "r.json", "compatible", artifacts, verdicts, digests)
+        )
+    models = list(index.models())
+    impact = assess(models, [replace(canary, name="canary-2")], history=catalog)
+    assert impact.checks == 0 and len(impact.models) == 5  # renamed: verdicts move
+    assert not any("artifacts" in vars(m) for m in models)

@@ -4,6 +4,7 @@ lost cache is rebuilt from the stored reports, current versions only."""
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,18 @@ def test_models_read_back_share_one_object_per_distinct_part() -> None:
         assert ops[1][name] is op
 
 
+def test_an_entry_builds_its_artifacts_only_when_asked_and_pickles_as_a_plain_entry() -> None:
+    (artifact,) = read_path(str(PATHS[0]))
+    model = _model("k", (artifact,))
+    encoder = Encoder()
+    blob = encoder.entry(model)
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(blob)
+    assert "artifacts" not in vars(decoded) and decoded.verdicts == model.verdicts
+    assert decoded.artifacts == (artifact,) and "artifacts" in vars(decoded)
+    again = pickle.loads(pickle.dumps(decoded))
+    assert type(again) is IndexedModel and again == model == decoded
+
+
 def test_a_part_written_after_the_pass_began_is_fetched() -> None:
     (artifact,) = read_path(str(PATHS[0]))
     encoder = Encoder()
@@ -278,7 +291,8 @@ def test_keras_entries_round_trip_exactly(path: Any) -> None:
     assert artifacts[0].keras is not None
     model = IndexedModel("b", "k", None, "r", "rk", "at-risk", artifacts, {}, {}, (), ())
     encoder = Encoder()
-    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(encoder.entry(model))
+    blob = encoder.entry(model)
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(blob)
     assert decoded == model
 
 

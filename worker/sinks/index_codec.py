@@ -22,6 +22,13 @@ The entry itself is an LZ4-compressed JSON document (LZ4: inflating zlib cost
 three times as much, for a third less Redis memory) whose artifacts go through
 `worker.model.artifact.artifact_from_json` (the one mapping of artifact fields
 to JSON), with the packed graph and OpDef refs decoded here.
+
+An entry's artifacts are built when first asked for (`StoredModel`): a fleet
+change that checks a model anew needs them, one that keeps every recorded
+verdict (a consumer removed, renamed, or defined as one the model was judged
+by) reads only the verdicts, and building the artifacts was three quarters of
+decoding an entry (bench/fleet_impact.py). The parts an entry names are looked
+up when it is decoded, so an entry whose parts are gone is still refused then.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, fields
+from functools import cached_property
 from typing import Any, TypeVar
 
 import cramjam
@@ -145,6 +153,31 @@ def _build(cls: type[_T], **values: Any) -> _T:
     return instance
 
 
+_MODEL_FIELDS = [f.name for f in fields(IndexedModel)]
+
+
+class StoredModel(IndexedModel):
+    """An index entry as decoded: its artifacts are built on first use (from the entry's
+    JSON and the decoder of its pass); otherwise an `IndexedModel` (equal to one with the
+    same fields; pickled as one)."""
+
+    @cached_property
+    def artifacts(self) -> tuple[Artifact, ...]:
+        rows, decoder = self.__dict__.pop("_pending")
+        return tuple(
+            artifact_from_json(a, graph=decoder.graph, producer_ops=decoder.producer_ops)
+            for a in rows
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IndexedModel):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _MODEL_FIELDS)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return IndexedModel, tuple(getattr(self, name) for name in _MODEL_FIELDS)
+
+
 class Decoder:
     """Decodes entries of one pass over the index, each shared part once."""
 
@@ -236,19 +269,37 @@ class Decoder:
 
     def entry(self, blob: bytes) -> IndexedModel:
         data = orjson.loads(memoryview(cramjam.lz4.decompress_block(blob)))
-        return IndexedModel(
+        artifacts = data["artifacts"]
+        for artifact in artifacts:
+            self._check_parts(artifact)
+        model = StoredModel.__new__(StoredModel)  # as _build, with what `artifacts` needs
+        model.__dict__.update(
             bucket=data["bucket"],
             key=data["key"],
             version_id=data["version_id"],
             report_bucket=data["report_bucket"],
             report_key=data["report_key"],
             status=data["status"],
-            artifacts=tuple(
-                artifact_from_json(a, graph=self.graph, producer_ops=self.producer_ops)
-                for a in data["artifacts"]
-            ),
             verdicts=data["verdicts"],
             consumer_digests=data["consumer_digests"],
             compatible_releases=tuple(data["compatible_releases"]),
             owners=tuple(data["owners"]),
+            _pending=(artifacts, self),
         )
+        return model
+
+    def _check_parts(self, artifact: dict[str, Any]) -> None:
+        """Every part the artifact names is at hand (KeyError: one is gone)."""
+        graphs = [m["graph"] for m in artifact["meta_graphs"]]
+        if artifact["graph"] is not None:
+            graphs.append(artifact["graph"])
+        parts, seen = self._parts, self._attrs
+        for graph in graphs:
+            for row in graph["kinds"]:
+                ref = row[1]
+                if ref not in seen and ref not in parts:
+                    self._text(ref)
+            if graph["edges"] not in self._edges and graph["edges"] not in parts:
+                self._text(graph["edges"])
+        for meta in artifact["meta_graphs"]:
+            self.producer_ops(meta["producer_ops"])
