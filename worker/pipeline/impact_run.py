@@ -109,7 +109,11 @@ def _assess_forked(
         rest = [fields[i : i + SHARE] for i in range(FIRST, len(fields), SHARE)]
         parts = [first]
         if rest:
-            with multiprocessing.get_context("fork").Pool(min(jobs, len(rest))) as pool:
+            # paused here too: the results arrive as thousands of new objects
+            with (
+                gc_paused(),
+                multiprocessing.get_context("fork").Pool(min(jobs, len(rest))) as pool,
+            ):
                 for part in pool.imap(_assess_share, rest):
                     parts.append(part)
                     if progress:
