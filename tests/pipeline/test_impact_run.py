@@ -3,6 +3,10 @@ the same models changed, the same verdicts and reasons, the same checks counted.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -129,3 +133,51 @@ def test_a_change_that_keeps_every_recorded_verdict_builds_no_artifacts(
     impact = assess(models, [replace(canary, name="canary-2")], history=catalog)
     assert impact.checks == 0 and len(impact.models) == 5  # renamed: verdicts move
     assert not any("artifacts" in vars(m) for m in models)
+
+
+def test_the_cli_shares_a_large_index_among_processes_and_says_the_same(
+    index: ModelIndex, tmp_path: Any
+) -> None:
+    catalog = load_catalog()
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("consumers:\n  - {name: serving, tensorflow: '2.21'}\n")
+    digests = {"serving": consumer_digest(catalog.consumer("2.21", name="serving"))}
+    bases = [tuple(read_path(str(p))) for p in SAVED_MODELS[:6]]
+    count = impact_run.FIRST + 2 * impact_run.SHARE + 3  # the parent's first batch, 3 shares
+    index.put_many(
+        IndexedModel(
+            "m",
+            f"k{n}",
+            None,
+            "m",
+            f"r/k{n}.json",
+            "compatible",
+            bases[n % len(bases)],
+            {"serving": "compatible"},
+            digests,
+        )
+        for n in range(count)
+    )
+    env = {
+        **os.environ,
+        "TFCOMPAT_BROKER_URL": redis_url(12),
+        "TFCOMPAT_FLEET": str(fleet),
+        "TFCOMPAT_REPORT_BUCKET": "",
+    }
+    documents = []
+    for jobs in ("1", "2"):
+        command = ["fleet", "impact", "--add-consumer", "tf==2.4", "--json", "--jobs", jobs]
+        done = subprocess.run(
+            [sys.executable, "-m", "worker.cli", *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 1, done.stderr  # 2.4 cannot load some of them
+        documents.append(json.loads(done.stdout))
+    one, shared = documents
+    assert one["models_examined"] == count and one["checks_run"] == count
+    for document in documents:
+        document["changed"].sort(key=lambda m: m["object"])
+    assert shared == one
