@@ -3,13 +3,17 @@
 Builds N index entries from the metadata of real TensorFlow-written fixtures
 (each entry a real artifact with its node names, producer version and a few
 ops varied, so kinds differ between models as they do between real models),
-stores them in Redis (database 6 of --redis-url, emptied), records verdicts
-for a 20-consumer fleet, then times fleet changes side by side, each from a
-cold process state (compat caches cleared) and streamed from Redis the way
-`tfcompat fleet impact` reads the index:
+stores them in Redis (database 6 of --redis-url, emptied) as the upload path
+does (verdicts for a 20-consumer fleet, and what every catalog release does
+with the model: `worker.fleet.releases`), then times fleet changes side by
+side, each from a cold process state (compat caches cleared) and streamed from
+Redis the way `tfcompat fleet impact` reads the index:
 
-  add one consumer | upgrade one consumer | replace all 20 (20 new definitions:
-  a full re-check; a renamed consumer would keep its recorded verdicts)
+  add one consumer (a catalog release, default loader: its verdict recorded at
+  upload) | add one consumer of another loader (no record: every model is
+  checked) | upgrade one consumer | replace all 20 (20 new definitions; those
+  that are catalog releases with the default loader take recorded verdicts,
+  the others are checked; a renamed consumer would keep its recorded verdicts)
 
 For each: `load` is one pass decoding every entry in full, artifacts included
 (nothing checked; a change that checks nothing anew builds no artifacts), `total`
@@ -25,8 +29,8 @@ included): wall time inflates with the machine's load.
 Beyond --distinct (10,000) models, entries are copies of the distinct ones under
 other keys: each is decoded and checked on its own, as costly as a distinct
 one. --baseline recorded records every fleet consumer as `loads` instead of
-checking 20 consumers per model up front (a faster setup); the add and replace
-scenarios check the same work either way.
+checking 20 consumers per model up front, and no release verdicts (a faster
+setup: every added or changed consumer is then checked).
 
 Run: .venv/bin/python bench/fleet_impact.py [--models 10000] [--consumers 20]
      [--redis-url redis://127.0.0.1:6379/6] (or TFCOMPAT_BENCH_REDIS_URL)
@@ -53,7 +57,10 @@ from rows import row  # noqa: E402
 
 from worker.catalog.catalog import Catalog, load_catalog  # noqa: E402
 from worker.compat.memo import forget_all  # noqa: E402
-from worker.fleet.impact import assess, consumer_digest  # noqa: E402
+from worker.compat.report import release_verdicts  # noqa: E402
+from worker.fleet.digests import consumer_digest  # noqa: E402
+from worker.fleet.impact import assess  # noqa: E402
+from worker.fleet.releases import release_lookup, release_record, releases_of  # noqa: E402
 from worker.formats.read import read_path  # noqa: E402
 from worker.model.artifact import Artifact, Graph, MetaGraph, NodeKind  # noqa: E402
 from worker.model.consumer import Consumer, Loader  # noqa: E402
@@ -204,7 +211,9 @@ def main() -> int:
         "(as costly to decode: every entry is decoded on its own)",
     )
     parser.add_argument(
-        "--scenarios", default="add,upgrade,replace", help="which of add,upgrade,replace to time"
+        "--scenarios",
+        default="add,add-other,upgrade,replace",
+        help="which of add,add-other,upgrade,replace to time",
     )
     args = parser.parse_args()
     baseline_mode = args.baseline or "checked"
@@ -223,6 +232,7 @@ def main() -> int:
     client.flushdb()
     index = ModelIndex(client, NoReports(), [], "r/")
     digests = {c.name: consumer_digest(c) for c in fleet}
+    ranges, lookup = catalog.range_consumers(), release_lookup(catalog)
 
     t = time.perf_counter()
     checks = 0
@@ -250,6 +260,16 @@ def main() -> int:
                         verdicts=m.verdicts_after,
                         consumer_digests=digests,
                         status=m.status_after,
+                        releases=releases_of(
+                            [
+                                {
+                                    "release_verdicts": release_record(
+                                        release_verdicts(a, ranges, catalog), lookup
+                                    )
+                                }
+                                for a in m.model.artifacts
+                            ]
+                        ),
                     )
                     for m in baseline.models
                 ]
@@ -274,6 +294,10 @@ def main() -> int:
     upgraded[3] = catalog.consumer("2.21", upgraded[3].loader, name=upgraded[3].name)
     every = {
         "add": ("add one consumer", [*fleet, catalog.consumer("2.16", name="new-edge")]),
+        "add-other": (
+            "add one consumer of another loader",
+            [*fleet, catalog.consumer("2.16", Loader.GRAPH_IMPORT, name="new-import")],
+        ),
         "upgrade": ("upgrade one consumer", upgraded),
         "replace": (f"replace all {args.consumers}", new_fleet(catalog, fleet)),
     }

@@ -8,8 +8,8 @@ import pytest
 
 from worker.catalog.catalog import load_catalog
 from worker.errors import ConfigError
+from worker.fleet.digests import consumer_digest
 from worker.fleet.fleet import load_fleet
-from worker.fleet.impact import consumer_digest
 from worker.model.findings import Severity
 
 

@@ -9,8 +9,9 @@ import pytest
 from tests.truth import SHARED
 from worker.catalog.catalog import load_catalog
 from worker.errors import ConfigError, UnknownRelease
+from worker.fleet.digests import consumer_digest
 from worker.fleet.fleet import load_fleet
-from worker.fleet.impact import assess, consumer_digest
+from worker.fleet.impact import assess
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 from tests.truth import SHARED
 from worker.catalog.catalog import load_catalog
 from worker.compat.policy import BannedRelease, Policy
-from worker.fleet.impact import FAILS, LOADS, assess, consumer_digest
+from worker.fleet.digests import consumer_digest
+from worker.fleet.impact import FAILS, LOADS, assess
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
 

@@ -203,7 +203,8 @@ def test_fleet_change_fails_when_it_would_break_a_model_checked_elsewhere(
 ) -> None:
     """The repository has no models; the impact on the index decides."""
     from worker.catalog.catalog import load_catalog
-    from worker.fleet.impact import LOADS, assess, consumer_digest
+    from worker.fleet.digests import consumer_digest
+    from worker.fleet.impact import LOADS, assess
     from worker.model.index import IndexedModel
 
     catalog = load_catalog()
@@ -490,7 +491,8 @@ def test_a_pushed_fleet_retags_indexed_models_from_stored_metadata(
 
     from tests.sinks.test_index import FakeRedis
     from worker.catalog.catalog import load_catalog
-    from worker.fleet.impact import LOADS, consumer_digest
+    from worker.fleet.digests import consumer_digest
+    from worker.fleet.impact import LOADS
     from worker.model.index import IndexedModel
     from worker.pipeline.github_tasks import reevaluate_pushed_fleet
     from worker.pipeline.process import ReportLocation

@@ -18,7 +18,8 @@ import worker.pipeline.impact_run as impact_run
 from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
 from tests.truth import FIXTURE_SETS
 from worker.catalog.catalog import load_catalog
-from worker.fleet.impact import assess, consumer_digest
+from worker.fleet.digests import consumer_digest
+from worker.fleet.impact import assess
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
 from worker.sinks.index import ModelIndex
@@ -104,6 +105,12 @@ def test_forked_shares_say_what_one_process_says(
     assert any(m.newly_broken for m in one.models)  # 2.4 cannot load some of them
     assert _by_object(forked) == _by_object(one)
     assert sum(seen) == len(SAVED_MODELS) and len(seen) > 3
+
+    removal = fleet[1:]  # nothing to check: the first models say so, no fork
+    one = impact_run.assess_index(index, removal, history=catalog, with_artifacts=False)
+    kept = impact_run.assess_index(index, removal, history=catalog, with_artifacts=False, jobs=3)
+    assert one.checks == 0 and len(one.models) == len(SAVED_MODELS)
+    assert _by_object(kept) == _by_object(one)
 
 
 def test_an_apply_keeps_one_process_and_the_models_metadata(index: ModelIndex) -> None:

@@ -148,8 +148,12 @@ def artifact_report(
     releases: Sequence[Consumer],
     history: History | None = None,
     policy: Policy | None = None,
+    outcomes: Sequence[ReleaseOutcome] | None = None,
 ) -> dict[str, Any]:
-    outcomes = release_verdicts(artifact, releases, history)
+    """The `check --json` document of one artifact; `outcomes`: `release_verdicts` of
+    `releases`, when the caller has them."""
+    if outcomes is None:
+        outcomes = release_verdicts(artifact, releases, history)
     verdicts = [
         with_upgrades(check_artifact(artifact, c, history, policy), outcomes)
         for c in consumers

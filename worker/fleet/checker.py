@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 
 from worker.catalog.catalog import Catalog
 from worker.compat.policy import Policy
-from worker.fleet.impact import consumer_digest
+from worker.fleet.digests import consumer_digest
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 

@@ -12,7 +12,9 @@ A verdict depends on the consumer's definition, not its name (the digest
 leaves the name out): a renamed consumer, or one defined exactly as another
 the model was judged by, takes that recorded verdict without a check, unless
 it was a failure, which is checked again so the change carries its reasons.
-Consumers checked anew are checked once per verdict class of the model
+A consumer defined as a catalog release takes the verdict that release was
+found to have when the model was checked (`worker.fleet.releases`), errors
+included. Consumers checked anew are checked once per verdict class of the model
 (`worker.compat.check.verdict_class`: the patch releases of a minor, loaders
 that read the model alike), since a class promises one status and one set of
 errors: a fleet of 20 consumers costs a model about four checks.
@@ -25,58 +27,18 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any, NamedTuple
 
-from worker.catalog.keras import keras_of_release
+from worker.catalog.catalog import Catalog
 from worker.compat.check import History, check_artifact, verdict_class
 from worker.compat.policy import Policy
 from worker.compat.tflite import applies
+from worker.fleet.digests import consumer_digest
+from worker.fleet.releases import release_lookup
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
-from worker.model.digest import digest
 from worker.model.index import IndexedModel
 from worker.model.verdict import Status, Verdict, parse_status
 
 LOADS, AT_RISK, FAILS = Status.COMPATIBLE, Status.AT_RISK, Status.INCOMPATIBLE
-
-
-def consumer_digest(consumer: Consumer) -> str:
-    """What a verdict depends on besides the model: equal digests, equal verdicts."""
-    registry = consumer.registry
-    # Keras files: what a consumer declares beyond its release (none: digests as before)
-    keras = (
-        [consumer.keras, consumer.python, consumer.tf_serving]
-        if consumer.keras != keras_of_release(consumer.tensorflow)
-        or consumer.python
-        or consumer.tf_serving
-        else []
-    )
-    return digest(
-        [
-            consumer.tensorflow,
-            consumer.graph_def_version,
-            consumer.graph_def_min_producer,
-            consumer.checkpoint_version,
-            consumer.checkpoint_min_producer,
-            str(consumer.loader),
-            consumer.rejects_unknown_attrs,
-            consumer.validates_library,
-            registry.source if registry else None,
-            registry.fingerprint if registry else None,
-            sorted(registry.ops) if registry else None,
-            *_tflite_digest(consumer),
-            *keras,
-        ]
-    )
-
-
-def _tflite_digest(consumer: Consumer) -> list[object]:
-    """What a .tflite verdict depends on: the interpreter and its measured table. Left out
-    for a TensorFlow release without a measured table (its .tflite verdicts are unknown),
-    so the digests recorded before TFLite was read stay valid for those."""
-    interpreter = consumer.tflite
-    if interpreter is None or (interpreter.table is None and not interpreter.standalone):
-        return []
-    table = interpreter.table
-    return [interpreter.family, interpreter.version, table.fingerprint if table else None]
 
 
 def verdict_state(verdicts: Iterable[Verdict]) -> Status:
@@ -216,7 +178,14 @@ def assess(
     policy = policy or Policy()
     recheck_all = recheck_all or bool(policy.bad_consumers)
     digests = {c.name: consumer_digest(c) for c in consumers}
+    # what every catalog release did with each model, recorded at upload (default policy)
+    releases = (
+        release_lookup(history)
+        if isinstance(history, Catalog) and not recheck_all and policy == Policy()
+        else None
+    )
     names = set(digests)
+    fleet = [(c, digests[c.name]) for c in consumers]
     impact = Impact()
     rechecked: set[str] = set()
     removed: set[str] = set()
@@ -229,11 +198,14 @@ def assess(
         classes: dict[tuple[Hashable | None, ...], tuple[Status, tuple[str, ...]]] = {}
         # consumers to check: (consumer, recorded, artifacts, the slot of its change)
         to_check: list[tuple[Consumer, str | None, list[Artifact], int]] = []
-        for consumer in consumers:
-            recorded = model.verdicts.get(consumer.name)
-            digest = digests[consumer.name]
-            unchanged = model.consumer_digests.get(consumer.name) == digest
-            if model.invalid or (unchanged and recorded is not None and not recheck_all):
+        invalid, states, recorded_digests = model.invalid, model.verdicts, model.consumer_digests
+        for consumer, digest in fleet:
+            recorded = states.get(consumer.name)
+            if invalid or (
+                recorded is not None
+                and not recheck_all
+                and recorded_digests.get(consumer.name) == digest
+            ):
                 if recorded is not None:
                     after[consumer.name] = recorded
                 continue
@@ -245,6 +217,14 @@ def assess(
                     after[consumer.name] = same
                     if recorded != same:
                         changes.append(VerdictChange(consumer.name, recorded, same))
+                    continue
+                release = releases.verdict(model, digest) if releases is not None else None
+                if release is not None:  # a catalog release: its verdict, errors and all
+                    rechecked.add(consumer.name)
+                    state, reasons = release
+                    after[consumer.name] = state
+                    if recorded is None or parse_status(recorded) != parse_status(state):
+                        changes.append(VerdictChange(consumer.name, recorded, state, reasons))
                     continue
             # a TFLite runtime judges .tflite files only
             applicable = [a for a in model.artifacts if applies(a, consumer)]
@@ -280,7 +260,7 @@ def assess(
             if name not in names:
                 removed.add(name)
                 changes.append(VerdictChange(name, recorded, None))
-        status_after = status_from(after.values(), model.invalid)
+        status_after = status_from(set(after.values()), invalid)  # a few distinct states
         changed = tuple(c for c in changes if c is not None)
         if changed or status_after != parse_status(model.status):
             listed = model if with_artifacts else replace(model, artifacts=())

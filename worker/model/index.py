@@ -12,6 +12,30 @@ from worker.model.artifact import Artifact
 
 
 @dataclass(frozen=True)
+class ReleaseVerdicts:
+    """What every catalog release (its default loader) did with the object when it was
+    checked: a fleet change that adds such a consumer takes its verdict from here.
+
+    `digest` names the releases judged (their definitions, in order): the record
+    holds only while the catalog's are the same. `runs`: (state, index into `errors`
+    or None, how many releases) over the releases in ascending order; `errors`: the
+    first error messages (at most five) of a failing release, each distinct list
+    once."""
+
+    digest: str
+    runs: tuple[tuple[str, int | None, int], ...]
+    errors: tuple[tuple[str, ...], ...] = ()
+
+    def at(self, position: int) -> tuple[str, tuple[str, ...]] | None:
+        """(state, error messages) of the release at `position`; None past the end."""
+        for state, error, count in self.runs:
+            if position < count:
+                return state, self.errors[error] if error is not None else ()
+            position -= count
+        return None
+
+
+@dataclass(frozen=True)
 class IndexedModel:
     """One object version as the index keeps it."""
 
@@ -26,6 +50,7 @@ class IndexedModel:
     consumer_digests: dict[str, str]  # consumer name -> digest at check time
     compatible_releases: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()
+    releases: ReleaseVerdicts | None = None  # None: not recorded (an older report)
 
     @property
     def location(self) -> str:

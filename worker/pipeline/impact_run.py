@@ -6,14 +6,15 @@ model still held (the changed ones are) again and again, which cost more than
 the decoding itself (bench/fleet_impact.py).
 
 A preview (`with_artifacts=False`) may run in `jobs` forked processes, each
-decoding and checking a share of the index: what travels back is each changed
-model's verdicts, not its metadata, and the children inherit what the parent
-built before the fork (the catalog, the consumers' registries, the index's
-shared parts, the checks' memos of a first batch checked here). An apply keeps
-one process: it writes back every changed model with its metadata, which would
-cost more to send between processes than to check (a fork-based pool that did
-measured 1.6-3.5x slower than one process, bench/fleet_impact.py), and a
-Celery worker's child may not fork.
+decoding and checking a share of the index, when the first models it assessed
+needed checks (lookups alone cost less than sending their results back). What
+travels back is each changed model's verdicts, not its metadata, and the
+children inherit what the parent built before the fork (the catalog, the
+consumers' registries, the index's shared parts, the checks' memos of a first
+batch checked here). An apply keeps one process: it writes back every changed
+model with its metadata, which would cost more to send between processes than
+to check (a fork-based pool that did measured 1.6-3.5x slower than one
+process, bench/fleet_impact.py), and a Celery worker's child may not fork.
 """
 
 from __future__ import annotations
@@ -108,7 +109,14 @@ def _assess_forked(
             progress(first.examined)
         rest = [fields[i : i + SHARE] for i in range(FIRST, len(fields), SHARE)]
         parts = [first]
-        if rest:
+        if rest and not first.checks:
+            # Nothing to check in the first models (a consumer removed, renamed, or taken
+            # from the records): a lookup per model, cheaper here than sent back from a fork.
+            for share in rest:
+                parts.append(_assess_share(share))
+                if progress:
+                    progress(parts[-1].examined)
+        elif rest:
             # paused here too: the results arrive as thousands of new objects
             with (
                 gc_paused(),

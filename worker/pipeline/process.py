@@ -30,11 +30,17 @@ from typing import Any
 import structlog
 
 from worker.compat.ranges import compress, tag_value
-from worker.compat.report import artifact_report, invalid_report, release_outcomes
+from worker.compat.report import (
+    artifact_report,
+    invalid_report,
+    release_outcomes,
+    release_verdicts,
+)
 from worker.compat.unsafe import unsafe_tag
 from worker.errors import InvalidArtifact, NotFound, Superseded
 from worker.fleet.checker import Checker
-from worker.fleet.impact import consumer_digest
+from worker.fleet.digests import consumer_digest
+from worker.fleet.releases import release_lookup, release_record
 from worker.formats.layout import model_folder, read_object
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
@@ -167,16 +173,17 @@ def check_and_record(
     read and written back to back."""
     bucket, key = location.of(event)
     if error is None:
-        reports = [
-            artifact_report(
-                a,
-                checker.consumers,
-                checker.catalog.range_consumers(),
-                checker.catalog,
-                checker.policy,
+        releases = checker.catalog.range_consumers()
+        lookup = release_lookup(checker.catalog)
+        reports = []
+        for a in artifacts:
+            outcomes = release_verdicts(a, releases, checker.catalog)
+            report = artifact_report(
+                a, checker.consumers, releases, checker.catalog, checker.policy, outcomes
             )
-            for a in artifacts
-        ]
+            # for fleet changes: a consumer added as a catalog release takes its verdict
+            report["release_verdicts"] = release_record(outcomes, lookup)
+            reports.append(report)
         ranges, min_release = combined_ranges(artifacts, reports, checker)
     else:
         reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]

@@ -19,6 +19,7 @@ import redis
 import structlog
 
 from worker.errors import ConfigError, TransientError
+from worker.fleet.releases import releases_of
 from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
 from worker.sinks.index_codec import Decoder, Encoder
@@ -55,6 +56,7 @@ def model_from_report(
             verdicts=dict(fleet.get("verdicts") or {}),
             consumer_digests=dict(fleet.get("consumer_digests") or {}),
             compatible_releases=tuple(document.get("compatible_releases") or ()),
+            releases=releases_of(document["artifacts"]),
         )
     except (KeyError, TypeError, ValueError):
         return None

@@ -53,7 +53,7 @@ from worker.model.artifact import (
     artifact_from_json,
     op_def_from_dict,
 )
-from worker.model.index import IndexedModel
+from worker.model.index import IndexedModel, ReleaseVerdicts
 
 _T = TypeVar("_T")
 Parts = dict[str, bytes]
@@ -139,6 +139,7 @@ class Encoder:
             "consumer_digests": model.consumer_digests,
             "compatible_releases": model.compatible_releases,
             "owners": model.owners,
+            "releases": model.releases,
         }
         # orjson writes the dataclasses and tuples left inline as JSON objects and lists.
         return bytes(cramjam.lz4.compress_block(orjson.dumps(data)))
@@ -154,6 +155,16 @@ def _build(cls: type[_T], **values: Any) -> _T:
 
 
 _MODEL_FIELDS = [f.name for f in fields(IndexedModel)]
+
+
+def _releases(data: dict[str, Any] | None) -> ReleaseVerdicts | None:
+    if data is None:  # an entry put before releases were recorded
+        return None
+    return ReleaseVerdicts(
+        data["digest"],
+        tuple((state, error, count) for state, error, count in data["runs"]),
+        tuple(tuple(e) for e in data["errors"]),
+    )
 
 
 class StoredModel(IndexedModel):
@@ -284,6 +295,7 @@ class Decoder:
             consumer_digests=data["consumer_digests"],
             compatible_releases=tuple(data["compatible_releases"]),
             owners=tuple(data["owners"]),
+            releases=_releases(data.get("releases")),
             _pending=(artifacts, self),
         )
         return model

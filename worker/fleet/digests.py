@@ -1,0 +1,48 @@
+"""A consumer's digest: what a verdict depends on besides the model."""
+
+from __future__ import annotations
+
+from worker.catalog.keras import keras_of_release
+from worker.model.consumer import Consumer
+from worker.model.digest import digest
+
+
+def consumer_digest(consumer: Consumer) -> str:
+    """What a verdict depends on besides the model: equal digests, equal verdicts."""
+    registry = consumer.registry
+    # Keras files: what a consumer declares beyond its release (none: digests as before)
+    keras = (
+        [consumer.keras, consumer.python, consumer.tf_serving]
+        if consumer.keras != keras_of_release(consumer.tensorflow)
+        or consumer.python
+        or consumer.tf_serving
+        else []
+    )
+    return digest(
+        [
+            consumer.tensorflow,
+            consumer.graph_def_version,
+            consumer.graph_def_min_producer,
+            consumer.checkpoint_version,
+            consumer.checkpoint_min_producer,
+            str(consumer.loader),
+            consumer.rejects_unknown_attrs,
+            consumer.validates_library,
+            registry.source if registry else None,
+            registry.fingerprint if registry else None,
+            sorted(registry.ops) if registry else None,
+            *_tflite_digest(consumer),
+            *keras,
+        ]
+    )
+
+
+def _tflite_digest(consumer: Consumer) -> list[object]:
+    """What a .tflite verdict depends on: the interpreter and its measured table. Left out
+    for a TensorFlow release without a measured table (its .tflite verdicts are unknown),
+    so the digests recorded before TFLite was read stay valid for those."""
+    interpreter = consumer.tflite
+    if interpreter is None or (interpreter.table is None and not interpreter.standalone):
+        return []
+    table = interpreter.table
+    return [interpreter.family, interpreter.version, table.fingerprint if table else None]
