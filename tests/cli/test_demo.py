@@ -122,7 +122,13 @@ def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
             timeout=300,
         )
         assert impact.returncode == 1, impact.stderr  # DecodeWebP cannot load in 2.10
-        assert json.loads(impact.stdout)["models_examined"] >= 7
+        found = json.loads(impact.stdout)
+        assert found["models_examined"] >= 7
+        # a catalog release: every verdict, errors included, recorded when the worker
+        # checked the model (its report's release_verdicts), none checked again
+        assert found["checks_run"] == 0 and found["consumers_rechecked"] == ["tf-2.10.1"]
+        reasons = [r for m in found["changed"] for c in m["changes"] for r in c["reasons"]]
+        assert any("DecodeWebP" in r for r in reasons)
     finally:
         stopped = demo("--stop", "--state", str(state))
     assert stopped.returncode == 0
