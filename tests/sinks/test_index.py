@@ -9,6 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import cramjam
+import orjson
 import pytest
 import redis
 
@@ -204,15 +206,46 @@ def test_a_part_written_after_the_pass_began_is_fetched() -> None:
     assert sorted(fetched) == sorted(encoder.parts)
 
 
-def test_an_entry_whose_parts_are_gone_is_skipped_not_fatal() -> None:
+def test_an_entry_whose_parts_are_gone_says_so_when_its_artifacts_are_needed() -> None:
     (artifact,) = read_path(str(PATHS[0]))
     client = FakeRedis()
     index = ModelIndex(client, Reports({}, {}), ["m"], "r/")
     index.rebuild()
-    index.put(_model("broken", (artifact,)))
+    index.put(replace(_model("broken", (artifact,)), verdicts={"c": "compatible"}))
     client.delete(PARTS)
     index.put(_model("empty"))
-    assert [m.key for m in index.models()] == ["empty"]
+    models = {m.key: m for m in index.models()}
+    assert set(models) == {"broken", "empty"}
+    assert models["broken"].verdicts == {"c": "compatible"}  # the header needs no part
+    with pytest.raises(TransientError, match="index rebuild"):
+        _ = models["broken"].artifacts
+    with pytest.raises(TransientError):  # asked again: the same answer, not another error
+        _ = models["broken"].artifacts
+
+
+def test_an_unreadable_entry_is_skipped_not_fatal() -> None:
+    client = FakeRedis()
+    index = ModelIndex(client, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    index.put(_model("fine"))
+    client.hset(HASH, "m/garbled", b"\xf0not lz4 at all")
+    client.hset(HASH, "m/cut", Encoder().entry(_model("cut"))[:9])
+    assert [m.key for m in index.models()] == ["fine"]
+
+
+def test_an_entry_written_before_the_framing_is_still_read() -> None:
+    (artifact,) = read_path(str(PATHS[0]))
+    model = _model("old", (artifact,))
+    encoder = Encoder()
+    document = {
+        "bucket": model.bucket, "key": model.key, "version_id": None,
+        "report_bucket": model.report_bucket, "report_key": model.report_key,
+        "status": model.status, "artifacts": [encoder.artifact(artifact)], "verdicts": {},
+        "consumer_digests": {}, "compatible_releases": [], "owners": [],
+    }  # fmt: skip
+    blob = bytes(cramjam.lz4.compress_block(orjson.dumps(document)))
+    assert blob[:1] != b"\x00"
+    assert Decoder(dict(encoder.parts), lambda ref: None).entry(blob) == model
 
 
 @pytest.fixture

@@ -6,9 +6,24 @@ from worker.catalog.keras import keras_of_release
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 
+_DIGESTS: dict[int, tuple[Consumer, str]] = {}
+
 
 def consumer_digest(consumer: Consumer) -> str:
-    """What a verdict depends on besides the model: equal digests, equal verdicts."""
+    """What a verdict depends on besides the model: equal digests, equal verdicts.
+    Remembered per consumer object: a digest hashes the whole op registry (about a
+    millisecond), and a fleet change asks for each consumer's once per share."""
+    hit = _DIGESTS.get(id(consumer))
+    if hit is not None and hit[0] is consumer:
+        return hit[1]
+    if len(_DIGESTS) >= 4096:
+        _DIGESTS.clear()
+    found = _digest(consumer)
+    _DIGESTS[id(consumer)] = (consumer, found)
+    return found
+
+
+def _digest(consumer: Consumer) -> str:
     registry = consumer.registry
     # Keras files: what a consumer declares beyond its release (none: digests as before)
     keras = (

@@ -18,17 +18,20 @@ Models exported by the same code share most of these, and one decoder decodes
 each part once per pass: the shared objects are the same objects, so the
 per-OpDef caches of `compat` hit across models too.
 
-The entry itself is an LZ4-compressed JSON document (LZ4: inflating zlib cost
-three times as much, for a third less Redis memory) whose artifacts go through
+The entry itself is two LZ4-compressed JSON documents (LZ4: inflating zlib cost
+three times as much, for a third less Redis memory), framed (`Encoder.entry`):
+a header with the verdicts, and the artifacts, which go through
 `worker.model.artifact.artifact_from_json` (the one mapping of artifact fields
-to JSON), with the packed graph and OpDef refs decoded here.
+to JSON), with the packed graph and OpDef refs decoded here. An entry written
+before the framing (one document) is still read.
 
-An entry's artifacts are built when first asked for (`StoredModel`): a fleet
-change that checks a model anew needs them, one that keeps every recorded
-verdict (a consumer removed, renamed, or defined as one the model was judged
-by) reads only the verdicts, and building the artifacts was three quarters of
-decoding an entry (bench/fleet_impact.py). The parts an entry names are looked
-up when it is decoded, so an entry whose parts are gone is still refused then.
+An entry's artifacts are decoded when first asked for (`StoredModel`): a fleet
+change that checks a model anew needs them; one that keeps every recorded
+verdict or takes it from the catalog releases' record (a consumer removed,
+renamed, defined as one the model was judged by, or a catalog release) reads
+only the header, and parsing and building the artifacts was most of decoding
+an entry (bench/fleet_impact.py). A part gone from Redis is found then, as a
+TransientError that says how to restore it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any, TypeVar
 import cramjam
 import orjson
 
+from worker.errors import TransientError
 from worker.model.artifact import (
     Artifact,
     Edge,
@@ -58,6 +62,10 @@ from worker.model.index import IndexedModel, ReleaseVerdicts
 _T = TypeVar("_T")
 Parts = dict[str, bytes]
 """ref -> the part's text."""
+
+# The first byte of an entry in two parts; an older entry (one LZ4 block of JSON that
+# opens with more than 15 literal bytes) starts with a byte of 0xF0 or more.
+FRAMED = b"\x00"
 
 _ARTIFACT_INLINE = [f.name for f in fields(Artifact) if f.name not in ("graph", "meta_graphs")]
 _META_INLINE = [f.name for f in fields(MetaGraph) if f.name not in ("graph", "producer_ops")]
@@ -127,14 +135,15 @@ class Encoder:
         return data
 
     def entry(self, model: IndexedModel) -> bytes:
-        data = {
+        """FRAMED, the header's length (4 bytes, little-endian), the header, the artifacts;
+        each LZ4-compressed JSON."""
+        header = {
             "bucket": model.bucket,
             "key": model.key,
             "version_id": model.version_id,
             "report_bucket": model.report_bucket,
             "report_key": model.report_key,
             "status": model.status,
-            "artifacts": [self.artifact(a) for a in model.artifacts],
             "verdicts": model.verdicts,
             "consumer_digests": model.consumer_digests,
             "compatible_releases": model.compatible_releases,
@@ -142,7 +151,14 @@ class Encoder:
             "releases": model.releases,
         }
         # orjson writes the dataclasses and tuples left inline as JSON objects and lists.
-        return bytes(cramjam.lz4.compress_block(orjson.dumps(data)))
+        head = bytes(cramjam.lz4.compress_block(orjson.dumps(header)))
+        artifacts = orjson.dumps([self.artifact(a) for a in model.artifacts])
+        return (
+            FRAMED
+            + len(head).to_bytes(4, "little")
+            + head
+            + bytes(cramjam.lz4.compress_block(artifacts))
+        )
 
 
 def _build(cls: type[_T], **values: Any) -> _T:
@@ -174,11 +190,21 @@ class StoredModel(IndexedModel):
 
     @cached_property
     def artifacts(self) -> tuple[Artifact, ...]:
-        rows, decoder = self.__dict__.pop("_pending")
-        return tuple(
-            artifact_from_json(a, graph=decoder.graph, producer_ops=decoder.producer_ops)
-            for a in rows
-        )
+        rows, decoder = self.__dict__["_pending"]
+        try:
+            if isinstance(rows, bytes):  # the framed entry's artifacts, still packed
+                rows = orjson.loads(memoryview(cramjam.lz4.decompress_block(rows)))
+            built = tuple(
+                artifact_from_json(a, graph=decoder.graph, producer_ops=decoder.producer_ops)
+                for a in rows
+            )
+        except (KeyError, ValueError, TypeError, cramjam.DecompressionError) as exc:
+            raise TransientError(
+                f"model index: the metadata of {self.location} cannot be read ({exc}); "
+                "`tfcompat index rebuild` restores the index's parts from the stored reports"
+            ) from exc
+        del self.__dict__["_pending"]
+        return built
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IndexedModel):
@@ -279,10 +305,14 @@ class Decoder:
         )
 
     def entry(self, blob: bytes) -> IndexedModel:
-        data = orjson.loads(memoryview(cramjam.lz4.decompress_block(blob)))
-        artifacts = data["artifacts"]
-        for artifact in artifacts:
-            self._check_parts(artifact)
+        pending: bytes | list[Any]
+        if blob[:1] == FRAMED:
+            size = int.from_bytes(blob[1:5], "little")
+            data = orjson.loads(memoryview(cramjam.lz4.decompress_block(blob[5 : 5 + size])))
+            pending = blob[5 + size :]  # decoded when a check needs the artifacts
+        else:  # an entry written before the header was framed apart from the artifacts
+            data = orjson.loads(memoryview(cramjam.lz4.decompress_block(blob)))
+            pending = data["artifacts"]
         model = StoredModel.__new__(StoredModel)  # as _build, with what `artifacts` needs
         model.__dict__.update(
             bucket=data["bucket"],
@@ -296,22 +326,6 @@ class Decoder:
             compatible_releases=tuple(data["compatible_releases"]),
             owners=tuple(data["owners"]),
             releases=_releases(data.get("releases")),
-            _pending=(artifacts, self),
+            _pending=(pending, self),
         )
         return model
-
-    def _check_parts(self, artifact: dict[str, Any]) -> None:
-        """Every part the artifact names is at hand (KeyError: one is gone)."""
-        graphs = [m["graph"] for m in artifact["meta_graphs"]]
-        if artifact["graph"] is not None:
-            graphs.append(artifact["graph"])
-        parts, seen = self._parts, self._attrs
-        for graph in graphs:
-            for row in graph["kinds"]:
-                ref = row[1]
-                if ref not in seen and ref not in parts:
-                    self._text(ref)
-            if graph["edges"] not in self._edges and graph["edges"] not in parts:
-                self._text(graph["edges"])
-        for meta in artifact["meta_graphs"]:
-            self.producer_ops(meta["producer_ops"])
