@@ -127,6 +127,10 @@ def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
         # a catalog release: every verdict, errors included, recorded when the worker
         # checked the model (its report's release_verdicts), none checked again
         assert found["checks_run"] == 0 and found["consumers_rechecked"] == ["tf-2.10.1"]
+        judged = [
+            m for m in found["changed"] if any(c["consumer"] == "tf-2.10.1" for c in m["changes"])
+        ]
+        assert found["verdicts_recorded_at_upload"] == len(judged) >= 7  # all but invalid ones
         reasons = [r for m in found["changed"] for c in m["changes"] for r in c["reasons"]]
         assert any("DecodeWebP" in r for r in reasons)
     finally:

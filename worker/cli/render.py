@@ -272,6 +272,7 @@ def _registry(consumer: Any) -> str:
 def render_impact(impact: Any) -> str:
     lines = [
         f"{impact.examined} model(s) examined, {impact.checks} check(s) run"
+        + (f", {impact.recorded} verdict(s) as recorded at upload" if impact.recorded else "")
         + (f" for {', '.join(impact.rechecked)}" if impact.rechecked else "")
         + (f"; removed: {', '.join(impact.removed)}" if impact.removed else "")
     ]

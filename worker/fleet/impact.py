@@ -114,6 +114,7 @@ class Impact:
     models: list[ModelImpact] = field(default_factory=list)
     examined: int = 0  # models looked at
     checks: int = 0  # (artifact, consumer) checks actually run (once per verdict class)
+    recorded: int = 0  # verdicts taken from what catalog releases did at upload, unchecked
     rechecked: tuple[str, ...] = ()  # consumers checked anew (added or changed)
     removed: tuple[str, ...] = ()
 
@@ -125,6 +126,7 @@ class Impact:
         return {
             "models_examined": self.examined,
             "checks_run": self.checks,
+            "verdicts_recorded_at_upload": self.recorded,
             "consumers_rechecked": list(self.rechecked),
             "consumers_removed": list(self.removed),
             "models_changed": len(self.models),
@@ -142,6 +144,7 @@ def merged(parts: Iterable[Impact]) -> Impact:
         whole.models += part.models
         whole.examined += part.examined
         whole.checks += part.checks
+        whole.recorded += part.recorded
         rechecked.update(part.rechecked)
         removed.update(part.removed)
     whole.rechecked = tuple(sorted(rechecked))
@@ -221,6 +224,7 @@ def assess(
                 release = releases.verdict(model, digest) if releases is not None else None
                 if release is not None:  # a catalog release: its verdict, errors and all
                     rechecked.add(consumer.name)
+                    impact.recorded += 1
                     state, reasons = release
                     after[consumer.name] = state
                     if recorded is None or parse_status(recorded) != parse_status(state):
