@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tarfile
 from pathlib import Path
 
 from tests.truth import SHARED
@@ -92,3 +93,21 @@ def test_a_deleted_object_loses_its_report() -> None:
     removed = ObjectEvent("b", "m/saved_model.pb", "ObjectRemoved:Delete")
     assert process_event(removed, store, CHECKER, LOCATION).action == "removed"
     assert ("b", checked.report) not in store.objects
+
+
+def test_an_archive_of_two_models_tags_the_releases_that_serve_both(tmp_path: Path) -> None:
+    """2.12's SavedModel (tf.saved_model.save) serves 1.13 and 2.10 on; 2.21's frozen
+    graph serves 2.5 on: the object, both, serves 2.10 on."""
+    archive = tmp_path / "models.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(SHARED / "artifacts/tf2.12/savedmodel_v2", arcname="exported")
+        tar.add(SHARED / "artifacts/tf2.21/frozen_graph", arcname="frozen")
+    store = MemoryObjectStore()
+    store.put("b", "m/models.tar.gz", archive.read_bytes())
+    upload = ObjectEvent("b", "m/models.tar.gz", "ObjectCreated:Put")
+    outcome = process_event(upload, store, CHECKER, LOCATION)
+    assert outcome.document is not None
+    ranges = [a["compatible_releases"] for a in outcome.document["artifacts"]]
+    assert sorted(ranges) == [["1.13.1-1.13.2", "2.10.0-2.21.x"], ["2.5.0-2.21.x"]]
+    assert outcome.document["compatible_releases"] == ["2.10.0-2.21.x"]
+    assert outcome.document["min_release"] == "2.10.0"

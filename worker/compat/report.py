@@ -37,13 +37,6 @@ class ReleaseOutcome:
     verdict: Verdict
 
 
-def release_outcomes(
-    artifact: Artifact, releases: Sequence[Consumer], history: History | None
-) -> list[tuple[str, bool]]:
-    """(release, serves) for every catalog release, ascending."""
-    return [(o.release, o.serves) for o in release_verdicts(artifact, releases, history)]
-
-
 def release_verdicts(
     artifact: Artifact, releases: Sequence[Consumer], history: History | None
 ) -> list[ReleaseOutcome]:

@@ -31,9 +31,9 @@ import structlog
 
 from worker.compat.ranges import compress, tag_value
 from worker.compat.report import (
+    ReleaseOutcome,
     artifact_report,
     invalid_report,
-    release_outcomes,
     release_verdicts,
 )
 from worker.compat.unsafe import unsafe_tag
@@ -64,26 +64,17 @@ class ReportLocation:
 
 
 def combined_ranges(
-    artifacts: Sequence[Artifact], reports: Sequence[dict[str, Any]], checker: Checker
+    reports: Sequence[dict[str, Any]], outcomes: Sequence[Sequence[ReleaseOutcome]]
 ) -> tuple[list[str], str | None]:
-    """Releases that load every artifact in the object (an archive may hold several).
-
-    One artifact: its report's own range, checked once. Several: each is checked
-    against every release again, for the releases that load all of them."""
-    if len(artifacts) == 1:
+    """Releases that serve every artifact in the object (an archive may hold several),
+    from each artifact's release outcomes (one artifact: its report's own range)."""
+    if len(reports) == 1:
         return list(reports[0]["compatible_releases"]), reports[0]["min_release"]
-    releases = checker.catalog.range_consumers()
-    combined: list[tuple[str, bool]] | None = None
-    for artifact in artifacts:
-        outcomes = release_outcomes(artifact, releases, checker.catalog)
-        combined = (
-            outcomes
-            if combined is None
-            else [(v, a and b) for (v, a), (_, b) in zip(combined, outcomes, strict=True)]
-        )
-    combined = combined or []
-    loading = [v for v, ok in combined if ok]
-    return compress(combined), loading[0] if loading else None
+    combined = [
+        (each[0].release, all(o.serves for o in each)) for each in zip(*outcomes, strict=True)
+    ]
+    serving = [release for release, ok in combined if ok]
+    return compress(combined), serving[0] if serving else None
 
 
 def graph_def_tag(artifacts: Sequence[Artifact]) -> str | None:
@@ -176,6 +167,7 @@ def check_and_record(
         releases = checker.catalog.range_consumers()
         lookup = release_lookup(checker.catalog)
         reports = []
+        every: list[list[ReleaseOutcome]] = []
         for a in artifacts:
             outcomes = release_verdicts(a, releases, checker.catalog)
             report = artifact_report(
@@ -184,7 +176,8 @@ def check_and_record(
             # for fleet changes: a consumer added as a catalog release takes its verdict
             report["release_verdicts"] = release_record(outcomes, lookup)
             reports.append(report)
-        ranges, min_release = combined_ranges(artifacts, reports, checker)
+            every.append(outcomes)
+        ranges, min_release = combined_ranges(reports, every)
     else:
         reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]
         ranges, min_release = [], None
