@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.truth import FIXTURE_SETS, SHARED
 from worker.catalog.catalog import load_catalog
@@ -50,15 +52,25 @@ def recorded(artifacts: tuple[Artifact, ...], key: str = "k") -> IndexedModel:
     """The index entry the upload path makes: each artifact judged by every release."""
     lookup = release_lookup(CATALOG)
     reports = [
-        {"release_verdicts": release_record(
-            release_verdicts(a, CATALOG.range_consumers(), CATALOG), lookup
-        )}
+        {
+            "release_verdicts": release_record(
+                release_verdicts(a, CATALOG.range_consumers(), CATALOG), lookup
+            )
+        }
         for a in artifacts
-    ]  # fmt: skip
+    ]
     return IndexedModel(
-        "m", key, None, "m", "r.json", "compatible", artifacts, {}, {},
+        "m",
+        key,
+        None,
+        "m",
+        "r.json",
+        "compatible",
+        artifacts,
+        {},
+        {},
         releases=releases_of(reports),
-    )  # fmt: skip
+    )
 
 
 def judged(impact: Any, name: str) -> list[tuple[str, str | None, tuple[str, ...]]]:
@@ -162,7 +174,47 @@ def test_a_malformed_record_is_no_record_and_the_model_is_still_indexed(record: 
 def test_a_consumer_judged_alike_keeps_taking_the_fleet_verdict_first() -> None:
     model = recorded(tuple(read_path(str(SHARED / "artifacts/tf2.21/new_op"))))
     old = CATALOG.consumer("2.21", name="canary")
-    model = replace(model, verdicts={"canary": "compatible"},
-                    consumer_digests={"canary": consumer_digest(old)})  # fmt: skip
+    model = replace(
+        model, verdicts={"canary": "compatible"}, consumer_digests={"canary": consumer_digest(old)}
+    )
     impact = assess([model], [replace(old, name="canary-2")], history=CATALOG)
     assert impact.checks == 0 and impact.rechecked == ()
+
+
+# Any JSON a report may hold where the record goes: a record or none, never a crash; a
+# record answers for every position, and past its end says so.
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 90)
+    | st.sampled_from(["compatible", "at-risk", "incompatible", "unknown", "x", "d"]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["digest", "runs", "errors", "other"]), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+RECORD = st.builds(
+    lambda digest, runs, errors: {"digest": digest, "runs": runs, "errors": errors},
+    st.sampled_from(["d", "e"]),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["compatible", "incompatible", "at-risk", "bogus"]),
+            st.none() | st.integers(-1, 3),
+            st.integers(-1, 4),
+        ).map(list),
+        max_size=5,
+    ),
+    st.lists(st.lists(st.text(max_size=3), max_size=3), max_size=3),
+)
+
+
+@given(st.lists(JSON | RECORD, min_size=1, max_size=3))
+def test_any_stored_record_is_a_record_or_none_never_a_crash(records: list[Any]) -> None:
+    found = releases_of([{"release_verdicts": r} for r in records])
+    if found is not None:
+        total = sum(count for _, _, count in found.runs)
+        assert all(found.at(n) is not None for n in range(total))
+        assert found.at(total) is None

@@ -13,6 +13,8 @@ import cramjam
 import orjson
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
 from tests.truth import FIXTURE_SETS
@@ -340,3 +342,36 @@ def test_a_share_of_the_index_reads_just_those_entries(real_redis: Any) -> None:
     index.remove("m", "k3")  # gone between listing and reading: left out
     share = [b"m/k3", b"m/k4", b"m/k29"]
     assert [m.key for m in index.models_of(share, index.decoder())] == ["k4", "k29"]
+
+
+FRAMED_BLOBS = st.builds(
+    lambda size, head, rest: b"\x00" + size.to_bytes(4, "little") + head + rest,
+    st.integers(0, 300),
+    st.binary(max_size=120),
+    st.binary(max_size=60),
+)
+GOOD_HEAD = bytes(
+    cramjam.lz4.compress_block(
+        orjson.dumps(
+            {"bucket": "m", "key": "k", "version_id": None, "report_bucket": "r",
+             "report_key": "rk", "status": "compatible", "verdicts": {},
+             "consumer_digests": {}, "compatible_releases": [], "owners": []}
+        )
+    )
+)  # fmt: skip
+
+
+@given(st.binary(max_size=200) | FRAMED_BLOBS | st.binary(max_size=80).map(
+    lambda rest: b"\x00" + len(GOOD_HEAD).to_bytes(4, "little") + GOOD_HEAD + rest
+))  # fmt: skip
+def test_any_bytes_are_an_entry_or_refused_and_its_artifacts_read_or_a_transient_error(
+    blob: bytes,
+) -> None:
+    try:
+        model = Decoder({}, lambda ref: None).entry(blob)
+    except (ValueError, KeyError, TypeError, cramjam.DecompressionError):
+        return  # what `models` logs and skips
+    try:
+        assert isinstance(model.artifacts, tuple)
+    except TransientError as exc:
+        assert "index rebuild" in str(exc)
