@@ -68,10 +68,23 @@ def test_nothing_changes_when_the_fleet_is_the_same() -> None:
 
 def test_a_preview_lists_the_same_changes_without_the_models_metadata() -> None:
     catalog = load_catalog()
-    models = [model("tf2.21/new_op", {}, {}), model("tf2.12/savedmodel_v1_stripped", {}, {})]
+    models = [
+        model("tf2.21/new_op", {"old": LOADS}, {"old": "an older definition"}),
+        model("tf2.12/savedmodel_v1_stripped", {}, {}),
+    ]
     new = catalog.consumer("2.12", name="batch")
     full = assess(models, [new], history=catalog)
     preview = assess(models, [new], history=catalog, with_artifacts=False)
     assert [m.to_json() for m in preview.models] == [m.to_json() for m in full.models]
     assert all(m.model.artifacts for m in full.models)
     assert not any(m.model.artifacts for m in preview.models)
+    # nor its recorded verdicts: forked processes send the listing back (impact_run)
+    assert full.models[0].model.verdicts and full.models[0].model.consumer_digests
+    assert not any(m.model.verdicts or m.model.consumer_digests for m in preview.models)
+    shown = [
+        (m.model.location, m.model.version_id, m.model.owners, m.model.status) for m in full.models
+    ]
+    assert [
+        (m.model.location, m.model.version_id, m.model.owners, m.model.status)
+        for m in preview.models
+    ] == shown

@@ -9,12 +9,13 @@ patch release, each loader), and for a fleet policy that bans some releases.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 
 from tests.compat.test_memo import fixture_artifacts
 from worker.catalog.catalog import load_catalog
-from worker.compat.check import check_artifact, verdict_class
+from worker.compat.check import _class_of, check_artifact, verdict_class
 from worker.compat.memo import forget_all
 from worker.compat.policy import BannedRelease, Policy
 from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
@@ -112,3 +113,43 @@ def test_consumers_that_deprecate_nothing_the_model_uses_share_a_class() -> None
     assert verdict_class(artifact, v2_consumer(19, registry)) == verdict_class(
         artifact, v2_consumer(21, registry)
     )
+
+
+def test_a_remembered_class_is_the_class_computed_anew() -> None:
+    """Classes are remembered per artifact and consumer profile (the release aside where
+    every op is registered): each equals the class computed for that very consumer."""
+    catalog = load_catalog()
+    consumers = every_consumer()
+    forget_all()
+    compared = 0
+    for artifact in fixture_artifacts()[::2]:
+        for consumer in consumers:
+            key = verdict_class(artifact, consumer, catalog)
+            if key is None:
+                continue
+            assert key == _class_of(artifact, consumer, catalog, False)[0], (
+                artifact.path,
+                consumer.name,
+            )
+            compared += 1
+    assert compared > 10_000
+
+
+def test_releases_that_share_a_registry_are_classed_apart_where_an_op_was_removed() -> None:
+    """An op the registry lacks is `op.removed` for a release after its last one and
+    `op.not-registered` before: one registry, two releases, two classes."""
+    forget_all()
+    catalog = load_catalog()
+    after = catalog.consumer("2.21")
+    assert after.registry is not None and "Rpc" not in after.registry.ops
+    assert catalog.op_last_release("Rpc") == "2.4.4"
+    before = replace(after, name="before", tensorflow="2.4.0")  # same registry object
+    graph = Graph(VersionDef(1500), 1, (NodeKind("Rpc", {}, 0, 1, "rpc"),), ())
+    artifact = Artifact("m", "graphdef", 0, "", graph=graph)
+    classes = [verdict_class(artifact, c, catalog) for c in (after, before, after)]
+    assert classes[0] != classes[1] and classes[0] == classes[2]
+    codes = [
+        {f.code for f in check_artifact(artifact, c, catalog).findings} for c in (after, before)
+    ]
+    assert "op.removed" in {str(c) for c in codes[0]}
+    assert "op.not-registered" in {str(c) for c in codes[1]}

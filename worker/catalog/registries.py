@@ -80,7 +80,7 @@ class RegistryOps(Mapping[str, OpDef]):
         """`get` of each name (None: not registered), in one pass over the looked-up ones."""
         names = tuple(names)
         found = tuple(map(self._found.get, names))
-        if None in found:
+        if not all(found):  # an OpDef is true (`None in` would call OpDef.__eq__ each)
             found = tuple(
                 f if f is not None else self.get(n) for f, n in zip(found, names, strict=True)
             )

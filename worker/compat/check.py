@@ -532,6 +532,9 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
     return [(name, place(s, f, fn, checked_at_load=at_load)) for name, f, fn, at_load in raw]
 
 
+_CLASSES: Table = remembered({})
+
+
 def verdict_class(
     artifact: Artifact,
     consumer: Consumer,
@@ -546,15 +549,55 @@ def verdict_class(
 
     The class is what the registry-level checks are shared by (`_registry_findings`)
     plus the outcome of the version rules; None where no class is promised (a Keras file,
-    a .tflite file, a consumer without a registry)."""
+    a .tflite file, a consumer without a registry).
+
+    Remembered per artifact and what the class reads of the consumer, its release aside
+    (the patch releases of a minor share one), unless the consumer's registry lacks an op
+    of the graph: whether that op was removed before the release is read then."""
+    registry = consumer.registry
     if (
         artifact.format == "tflite"
         or artifact.keras is not None
-        or consumer.registry is None
+        or registry is None
         or not applies(artifact, consumer)
     ):
         return None
     history = history or NO_HISTORY
+    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
+    key = (
+        id(artifact),
+        id(history),
+        id(registry.ops),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        consumer.graph_def_version,
+        consumer.graph_def_min_producer,
+        consumer.checkpoint_version,
+        consumer.checkpoint_min_producer,
+        banned,
+    )
+    hit = _CLASSES.get(key)
+    if hit is not None:
+        known: tuple[Hashable, bool] = hit[1]  # type: ignore[assignment]
+        if not known[1]:
+            return known[0]
+        hit = _CLASSES.get((key, consumer.tensorflow))
+        if hit is not None:
+            return hit[1][0]  # type: ignore[index,no-any-return]
+    found, by_release = _class_of(artifact, consumer, history, banned)
+    owners = (artifact, history, registry.ops)
+    keep(_CLASSES, key, owners, (found, by_release))
+    if by_release:
+        keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
+    return found
+
+
+def _class_of(
+    artifact: Artifact, consumer: Consumer, history: History, banned: bool
+) -> tuple[Hashable, bool]:
+    """`verdict_class`, computed; and whether it read the consumer's release."""
     _, graph, tf2_load = read_graph(artifact, consumer)
     versions = graph.versions if graph is not None else None
     graph_versions: object = None
@@ -569,8 +612,8 @@ def verdict_class(
         checkpoint = (ckpt, min_producer) if refused else "accepts"
     _, ids = _op_signature(graph, consumer, history)
     deprecation = _deprecation_key(graph, consumer, _judged_at(artifact, graph, consumer))
-    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
-    return (
+    by_release = graph is not None and not isinstance(ids, int)  # some op not registered
+    found = (
         id(history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
@@ -582,6 +625,7 @@ def verdict_class(
         checkpoint,
         banned,
     )
+    return found, by_release
 
 
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:

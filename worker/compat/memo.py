@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
 from worker.model.artifact import Edge, Graph, NodeKind, OpDef
 
 _T = TypeVar("_T")
+_OP = attrgetter("op")
 # Entries per table that holds graphs or artifacts (here and in the checks' own memos):
 # a fleet pass needs the current model's only, and a long-lived worker must not keep
 # hundreds of large graphs alive for nothing.
@@ -43,12 +45,15 @@ def _memo() -> _Table:
     return remembered({})
 
 
-def keep(table: _Table, key: Hashable, owners: tuple[object, ...], value: _T) -> _T:
+def keep(
+    table: _Table, key: Hashable, owners: tuple[object, ...], value: _T, limit: int = _LIMIT
+) -> _T:
     """Remember `value` under `key`: the ids of `owners` (held by the entry, so no other
     object can take those ids while it stays) and whatever else the value depends on.
-    A table holds at most `HELD_LIMIT` entries. Each accessor looks its table up first,
-    inline (`hit[1]` of `table.get(key)`): a hit is the hot path."""
-    if len(table) >= _LIMIT:
+    A table holds at most `limit` entries (`HELD_LIMIT` where entries hold graphs). Each
+    accessor looks its table up first, inline (`hit[1]` of `table.get(key)`): a hit is
+    the hot path."""
+    if len(table) >= limit:
         table.clear()
     table[key] = (owners, value)
     return value
@@ -67,17 +72,27 @@ class GraphFacts:
     ops: frozenset[str]  # every kind's op, function-call ops included
     library_ops: frozenset[str]  # ops that are not calls of a library function
     sorted_ops: tuple[str, ...]  # `ops`, sorted
+    op_set: int  # a number per distinct `sorted_ops`: models of one exporter share it
 
 
 _GRAPHS = _memo()
+_OP_SETS: dict[tuple[str, ...], int] = remembered({})
+_NEXT = [0]  # the last number given (op sets here, identities below): never reused
 
 
 def graph_facts(graph: Graph) -> GraphFacts:
     hit = _GRAPHS.get(id(graph))
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
-    ops = frozenset(k.op for k in graph.kinds)
-    facts = GraphFacts(ops, ops - set(graph.functions), tuple(sorted(ops)))
+    ops = frozenset(map(_OP, graph.kinds))
+    names = tuple(sorted(ops))
+    op_set = _OP_SETS.get(names)
+    if op_set is None:
+        if len(_OP_SETS) >= 200_000:
+            _OP_SETS.clear()
+        _NEXT[0] += 1
+        op_set = _OP_SETS[names] = _NEXT[0]
+    facts = GraphFacts(ops, ops - set(graph.functions), names, op_set)
     return keep(_GRAPHS, id(graph), (graph,), facts)
 
 
@@ -145,7 +160,7 @@ def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozense
     hit = _REQUEST.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
-    ops = frozenset(k.op for k in kinds_in_scope(graph, functions, top_level))
+    ops = frozenset(map(_OP, kinds_in_scope(graph, functions, top_level)))
     return keep(_REQUEST, key, (graph, functions), ops)
 
 
@@ -161,6 +176,10 @@ def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
 
 
 _LOOKUPS = _memo()
+# Keyed by the graph's op set, not the graph: models of one exporter share their ops, so
+# a fleet pass looks each op set up once per registry. Entries hold only the registry
+# and its OpDefs, which the registry holds anyway.
+_LOOKUPS_LIMIT = 16384
 
 
 class Lookup(NamedTuple):
@@ -175,24 +194,26 @@ class Lookup(NamedTuple):
 
 
 def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
-    """The registry's OpDefs of `graph_facts(graph).sorted_ops`, remembered per pair."""
-    key = (id(graph), id(ops))
+    """The registry's OpDefs of `graph_facts(graph).sorted_ops`, remembered per op set
+    and registry."""
+    facts = graph_facts(graph)
+    key = (facts.op_set, id(ops))
     hit = _LOOKUPS.get(key)
     if hit is not None:
         return hit[1]  # type: ignore[return-value]
-    names = graph_facts(graph).sorted_ops
+    names = facts.sorted_ops
     get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
     found: tuple[OpDef | None, ...] = (
         get_many(names) if get_many is not None else tuple(map(ops.get, names))
     )
-    ids = None if None in found else _number(tuple(map(id, found)))
+    # `all`: an OpDef is true, None false (`None in found` called OpDef.__eq__ per op)
+    ids = _number(tuple(map(id, found))) if all(found) else None
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
-    return keep(_LOOKUPS, key, (graph, ops), Lookup(found, ids, deprecates))
+    return keep(_LOOKUPS, key, (ops,), Lookup(found, ids, deprecates), _LOOKUPS_LIMIT)
 
 
 _NUMBERS: dict[tuple[int, ...], int] = remembered({})
-_NEXT = [0]
 
 
 def _number(identities: tuple[int, ...]) -> int:
@@ -208,6 +229,10 @@ def _number(identities: tuple[int, ...]) -> int:
 
 
 _CHANGED = _memo()
+# Its entries hold a producer's op list and a registry, both shared by many models (the
+# index decodes one op list per distinct list): a fleet pass meets each pair again and
+# again, and at `HELD_LIMIT` it computed a pair four times over (bench/fleet_impact.py).
+_CHANGED_LIMIT = 8192
 
 
 def changed_against(
@@ -225,4 +250,4 @@ def changed_against(
         mine = ops.get(name)
         if mine is None or not same(mine, theirs):
             changed.add(name)
-    return keep(_CHANGED, key, (producer_ops, ops), frozenset(changed))
+    return keep(_CHANGED, key, (producer_ops, ops), frozenset(changed), _CHANGED_LIMIT)

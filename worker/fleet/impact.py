@@ -23,7 +23,7 @@ errors: a fleet of 20 consumers costs a model about four checks.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple
 
@@ -160,6 +160,14 @@ def _judged_by_digest(model: IndexedModel) -> dict[str, str]:
     }
 
 
+def _listing(model: IndexedModel) -> IndexedModel:
+    """The model as a preview lists it: where it is, its owners and status before."""
+    return IndexedModel(
+        model.bucket, model.key, model.version_id, model.report_bucket, model.report_key,
+        model.status, (), {}, {}, owners=model.owners,
+    )  # fmt: skip
+
+
 def assess(
     models: Iterable[IndexedModel],
     consumers: Sequence[Consumer],
@@ -174,9 +182,10 @@ def assess(
 
     With a fleet policy, or `recheck_all`, every consumer is checked (a policy
     adds findings no digest captures). Only models whose status or verdicts
-    change are listed; without `with_artifacts`, listed without their metadata
-    (what a preview shows needs none, and adding a consumer lists every model:
-    at 100,000 models they held gigabytes).
+    change are listed; without `with_artifacts`, listed by what a preview shows (where,
+    owners, status before), without their metadata and recorded verdicts (adding a
+    consumer lists every model: at 100,000 models they held gigabytes, and forked
+    processes send the listing back: `worker.pipeline.impact_run`).
     """
     policy = policy or Policy()
     recheck_all = recheck_all or bool(policy.bad_consumers)
@@ -267,7 +276,7 @@ def assess(
         status_after = status_from(set(after.values()), invalid)  # a few distinct states
         changed = tuple(c for c in changes if c is not None)
         if changed or status_after != parse_status(model.status):
-            listed = model if with_artifacts else replace(model, artifacts=())
+            listed = model if with_artifacts else _listing(model)
             impact.models.append(ModelImpact(listed, status_after, changed, after))
         if progress:
             progress(1)
