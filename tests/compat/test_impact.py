@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import replace
 
 from tests.truth import SHARED
 from worker.catalog.catalog import load_catalog
 from worker.fleet.digests import consumer_digest
-from worker.fleet.impact import FAILS, LOADS, assess
+from worker.fleet.impact import FAILS, LOADS, VerdictChange, assess, packed, unpacked
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
 
@@ -88,3 +89,17 @@ def test_a_preview_lists_the_same_changes_without_the_models_metadata() -> None:
         (m.model.location, m.model.version_id, m.model.owners, m.model.status)
         for m in preview.models
     ] == shown
+
+
+def test_a_packed_preview_unpacks_to_the_same_impact() -> None:
+    """What a forked process sends back (plain data) is the preview it assessed."""
+    catalog = load_catalog()
+    models = [
+        model("tf2.21/new_op", {"old": LOADS}, {"old": "an older definition"}),
+        model("tf2.12/savedmodel_v1_stripped", {}, {}),
+    ]
+    preview = assess(models, [catalog.consumer("2.12", name="batch")], history=catalog,
+                     with_artifacts=False)  # fmt: skip
+    back = unpacked(pickle.loads(pickle.dumps(packed(preview))))
+    assert back == preview and back.models and back.to_json() == preview.to_json()
+    assert all(isinstance(c, VerdictChange) for m in back.models for c in m.changes)

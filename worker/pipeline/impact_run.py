@@ -26,7 +26,7 @@ from typing import Any
 
 from worker.compat.check import History
 from worker.compat.policy import Policy
-from worker.fleet.impact import Impact, assess, merged
+from worker.fleet.impact import Impact, Packed, assess, merged, packed, unpacked
 from worker.model.consumer import Consumer
 from worker.sinks.index import ModelIndex, gc_paused
 
@@ -91,6 +91,11 @@ def _assess_share(fields: list[bytes]) -> Impact:
         )
 
 
+def _assess_packed(fields: list[bytes]) -> Packed:
+    """`_assess_share` in a forked process: the result sent back as plain data."""
+    return packed(_assess_share(fields))
+
+
 def _assess_forked(
     index: ModelIndex,
     consumers: Sequence[Consumer],
@@ -122,10 +127,10 @@ def _assess_forked(
                 gc_paused(),
                 multiprocessing.get_context("fork").Pool(min(jobs, len(rest))) as pool,
             ):
-                for part in pool.imap(_assess_share, rest):
-                    parts.append(part)
+                for part in pool.imap(_assess_packed, rest):
+                    parts.append(unpacked(part))
                     if progress:
-                        progress(part.examined)
+                        progress(parts[-1].examined)
         return merged(parts)
     finally:
         _SHARED.clear()
