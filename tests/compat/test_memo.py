@@ -10,6 +10,7 @@ import pytest
 
 from tests.truth import FIXTURE_SETS, artifacts_doc, read_artifacts
 from worker.catalog.catalog import load_catalog
+from worker.compat import memo
 from worker.compat.check import check_artifact
 from worker.compat.memo import forget_all
 from worker.compat.nodes import NodeContext, check_node_kind
@@ -107,3 +108,25 @@ def test_a_remembered_finding_names_each_models_own_node_and_function(
             assert f"in function {function}" in message
         assert "\x00" not in message
     assert "a/concat" not in messages[1]
+
+
+def test_op_set_lookups_stay_bounded_and_right_over_many_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lookups are shared by models with one op set; a long-lived worker meets ever new
+    ones: every table stays within its limit, and each answer is the registry's."""
+    monkeypatch.setattr(memo, "_OP_SETS_LIMIT", 10)
+    monkeypatch.setattr(memo, "_LOOKUPS_LIMIT", 5)
+    memo.forget_all()
+    registry = load_catalog().consumer("2.21").registry
+    assert registry is not None
+    names = sorted(registry.ops)[:60]
+    for n in range(50):
+        ops = [names[n], names[n + 1], "NoSuchOp"] if n % 2 else [names[n], names[n + 3]]
+        graph = Graph(None, len(ops), tuple(NodeKind(op, {}, 0, 1, op) for op in ops), ())
+        twin = Graph(None, len(ops), tuple(NodeKind(op, {}, 0, 1, "x") for op in ops), ())
+        lookup = memo.registry_lookup(graph, registry.ops)
+        assert memo.registry_lookup(twin, registry.ops) is lookup  # one op set, one lookup
+        assert lookup.found == tuple(registry.ops.get(op) for op in sorted(set(ops)))
+        assert (lookup.ids is None) == ("NoSuchOp" in ops)
+        assert len(memo._OP_SETS) <= 10 and len(memo._LOOKUPS) <= 5

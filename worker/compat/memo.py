@@ -77,6 +77,8 @@ class GraphFacts:
 
 _GRAPHS = _memo()
 _OP_SETS: dict[tuple[str, ...], int] = remembered({})
+# Each key holds a model's op names (a kilobyte or so): a long-lived worker keeps ~20 MB.
+_OP_SETS_LIMIT = 20_000
 _NEXT = [0]  # the last number given (op sets here, identities below): never reused
 
 
@@ -88,7 +90,7 @@ def graph_facts(graph: Graph) -> GraphFacts:
     names = tuple(sorted(ops))
     op_set = _OP_SETS.get(names)
     if op_set is None:
-        if len(_OP_SETS) >= 200_000:
+        if len(_OP_SETS) >= _OP_SETS_LIMIT:
             _OP_SETS.clear()
         _NEXT[0] += 1
         op_set = _OP_SETS[names] = _NEXT[0]
@@ -179,7 +181,7 @@ _LOOKUPS = _memo()
 # Keyed by the graph's op set, not the graph: models of one exporter share their ops, so
 # a fleet pass looks each op set up once per registry. Entries hold only the registry
 # and its OpDefs, which the registry holds anyway.
-_LOOKUPS_LIMIT = 16384
+_LOOKUPS_LIMIT = 8192
 
 
 class Lookup(NamedTuple):
@@ -232,7 +234,7 @@ _CHANGED = _memo()
 # Its entries hold a producer's op list and a registry, both shared by many models (the
 # index decodes one op list per distinct list): a fleet pass meets each pair again and
 # again, and at `HELD_LIMIT` it computed a pair four times over (bench/fleet_impact.py).
-_CHANGED_LIMIT = 8192
+_CHANGED_LIMIT = 4096  # an upload judges ~30 registries: ~130 models' op lists held
 
 
 def changed_against(
