@@ -17,7 +17,8 @@ found to have when the model was checked (`worker.fleet.releases`), errors
 included. Consumers checked anew are checked once per verdict class of the model
 (`worker.compat.check.verdict_class`: the patch releases of a minor, loaders
 that read the model alike), since a class promises one status and one set of
-errors: a fleet of 20 consumers costs a model about four checks.
+errors: replacing a fleet of 20 consumers costs a model two or three checks
+(bench/fleet_impact.py).
 """
 
 from __future__ import annotations
