@@ -197,6 +197,62 @@ def since(started: tuple[float, float]) -> tuple[float, float]:
     return time.perf_counter() - started[0], cpu_s() - started[1]
 
 
+def bench_fleet(catalog: Catalog, size: int) -> list[Consumer]:
+    """The fleet the index was checked against: releases and loaders in turn."""
+    loaders = list(Loader)
+    return [
+        catalog.consumer(RELEASES[i % len(RELEASES)], loaders[i % 3], name=f"c{i}")
+        for i in range(size)
+    ]
+
+
+def varied_ops(catalog: Catalog) -> list[str]:
+    """The ops `vary` adds to models."""
+    registry = catalog.consumer("2.21").registry
+    assert registry is not None
+    return sorted(registry.ops)[:400]
+
+
+def model_of(n: int, artifact: Artifact) -> IndexedModel:
+    """Model n, not yet checked (no verdicts)."""
+    return IndexedModel(
+        "models", f"m{n}/saved_model.pb", None, "models", f"r/m{n}.json", "compatible",
+        (artifact,), {}, {},
+    )  # fmt: skip
+
+
+def checked_at_upload(
+    batch: list[IndexedModel], fleet: list[Consumer], catalog: Catalog
+) -> tuple[list[IndexedModel], int]:
+    """The batch as the upload path indexes it: its verdicts for every fleet consumer and
+    what every catalog release did with it (`worker.fleet.releases`); and the checks run."""
+    digests = {c.name: consumer_digest(c) for c in fleet}
+    ranges, lookup = catalog.range_consumers(), release_lookup(catalog)
+    baseline = assess(
+        [replace(m, verdicts={}, consumer_digests={}) for m in batch], fleet, history=catalog
+    )
+    checked = [
+        replace(
+            m.model,
+            verdicts=m.verdicts_after,
+            consumer_digests=digests,
+            status=m.status_after,
+            releases=releases_of(
+                [
+                    {
+                        "release_verdicts": release_record(
+                            release_verdicts(a, ranges, catalog), lookup
+                        )
+                    }
+                    for a in m.model.artifacts
+                ]
+            ),
+        )
+        for m in baseline.models
+    ]
+    return checked, baseline.checks
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", type=int, default=10_000)
@@ -219,20 +275,13 @@ def main() -> int:
     baseline_mode = args.baseline or "checked"
     rng = random.Random(7)
     catalog = load_catalog()
-    loaders = list(Loader)
-    fleet = [
-        catalog.consumer(RELEASES[i % len(RELEASES)], loaders[i % 3], name=f"c{i}")
-        for i in range(args.consumers)
-    ]
+    fleet = bench_fleet(catalog, args.consumers)
     bases = base_artifacts()
-    registry = catalog.consumer("2.21").registry
-    assert registry is not None
-    extra_ops = sorted(registry.ops)[:400]
+    extra_ops = varied_ops(catalog)
     client = redis.Redis.from_url(args.redis_url)
     client.flushdb()
     index = ModelIndex(client, NoReports(), [], "r/")
     digests = {c.name: consumer_digest(c) for c in fleet}
-    ranges, lookup = catalog.range_consumers(), release_lookup(catalog)
 
     t = time.perf_counter()
     checks = 0
@@ -240,39 +289,15 @@ def main() -> int:
     distinct = min(args.models, args.distinct)
     stored: list[IndexedModel] = []
     for n in range(distinct):
-        artifact = vary(rng.choice(bases), rng, extra_ops, n)
-        model = IndexedModel(
-            "models", f"m{n}/saved_model.pb", None, "models", f"r/m{n}.json", "compatible",
-            (artifact,), {c.name: "loads" for c in fleet}, dict(digests),
-        )  # fmt: skip
+        model = model_of(n, vary(rng.choice(bases), rng, extra_ops, n))
+        if baseline_mode != "checked":  # every fleet consumer recorded as loading it
+            model = replace(model, verdicts={c.name: "loads" for c in fleet},
+                            consumer_digests=dict(digests))  # fmt: skip
         batch.append(model)
         if len(batch) == 1000 or n == distinct - 1:
             if baseline_mode == "checked":
-                baseline = assess(
-                    [replace(m, verdicts={}, consumer_digests={}) for m in batch],
-                    fleet,
-                    history=catalog,
-                )
-                checks += baseline.checks
-                batch = [
-                    replace(
-                        m.model,
-                        verdicts=m.verdicts_after,
-                        consumer_digests=digests,
-                        status=m.status_after,
-                        releases=releases_of(
-                            [
-                                {
-                                    "release_verdicts": release_record(
-                                        release_verdicts(a, ranges, catalog), lookup
-                                    )
-                                }
-                                for a in m.model.artifacts
-                            ]
-                        ),
-                    )
-                    for m in baseline.models
-                ]
+                batch, done = checked_at_upload(batch, fleet, catalog)
+                checks += done
             index.put_many(batch)
             stored += batch if distinct < args.models else []
             batch = []

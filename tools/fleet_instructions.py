@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,60 +38,13 @@ def build(n: int, path: Path) -> None:
     import fleet_impact as bench
 
     from worker.catalog.catalog import load_catalog
-    from worker.compat.report import release_verdicts
-    from worker.fleet.digests import consumer_digest
-    from worker.fleet.impact import assess
-    from worker.fleet.releases import release_lookup, release_record, releases_of
-    from worker.model.consumer import Loader
-    from worker.model.index import IndexedModel
 
     rng = random.Random(7)
     catalog = load_catalog()
-    loaders = list(Loader)
-    fleet = [
-        catalog.consumer(bench.RELEASES[i % len(bench.RELEASES)], loaders[i % 3], name=f"c{i}")
-        for i in range(20)
-    ]
-    bases = bench.base_artifacts()
-    registry = catalog.consumer("2.21").registry
-    assert registry is not None
-    extra = sorted(registry.ops)[:400]
-    digests = {c.name: consumer_digest(c) for c in fleet}
-    ranges, lookup = catalog.range_consumers(), release_lookup(catalog)
-    models = [
-        IndexedModel(
-            "models",
-            f"m{k}/saved_model.pb",
-            None,
-            "models",
-            f"r/m{k}.json",
-            "compatible",
-            (bench.vary(rng.choice(bases), rng, extra, k),),
-            {},
-            {},
-        )
-        for k in range(n)
-    ]
-    baseline = assess(models, fleet, history=catalog)
-    models = [
-        replace(
-            m.model,
-            verdicts=m.verdicts_after,
-            consumer_digests=digests,
-            status=m.status_after,
-            releases=releases_of(
-                [
-                    {
-                        "release_verdicts": release_record(
-                            release_verdicts(a, ranges, catalog), lookup
-                        )
-                    }
-                    for a in m.model.artifacts
-                ]
-            ),
-        )
-        for m in baseline.models
-    ]
+    fleet = bench.bench_fleet(catalog, 20)
+    bases, extra = bench.base_artifacts(), bench.varied_ops(catalog)
+    models = [bench.model_of(k, bench.vary(rng.choice(bases), rng, extra, k)) for k in range(n)]
+    models, _ = bench.checked_at_upload(models, fleet, catalog)
     fresh = [(c.tensorflow, c.loader.value, c.name) for c in bench.new_fleet(catalog, fleet)]
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(pickle.dumps((models, fresh)))
