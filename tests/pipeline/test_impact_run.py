@@ -26,9 +26,13 @@ from worker.sinks.index import ModelIndex
 
 pytestmark = pytest.mark.services
 
-SAVED_MODELS = sorted(
-    p.parent for s in FIXTURE_SETS for p in (s / "artifacts").glob("*/*/saved_model.pb")
-)[::4][:48]
+# Every 4th SavedModel of the fixture sets, set by set: an order that does not depend on
+# where the checkout lives (sorting absolute paths did, and then picked a model of one
+# name from both sets, which shared a key)
+SAVED_MODELS = [
+    p.parent for s in FIXTURE_SETS for p in sorted((s / "artifacts").glob("*/*/saved_model.pb"))
+][::4][:48]
+KEYS = {p: f"{n}/{p.parent.name}/{p.name}" for n, p in enumerate(SAVED_MODELS)}
 
 
 class NoReports:
@@ -74,7 +78,7 @@ def test_forked_shares_say_what_one_process_says(
     models = [
         IndexedModel(
             "m",
-            f"{p.parent.name}/{p.name}",
+            KEYS[p],
             None,
             "m",
             f"r/{p.name}.json",
@@ -131,7 +135,7 @@ def test_a_change_that_keeps_every_recorded_verdict_builds_no_artifacts(
     canary = catalog.consumer("2.21", name="canary")
     verdicts, digests = {"canary": "compatible"}, {"canary": consumer_digest(canary)}
     for path in SAVED_MODELS[:5]:
-        key = f"{path.parent.name}/{path.name}"
+        key = KEYS[path]
         artifacts = tuple(read_path(str(path)))
         index.put(
             IndexedModel("m", key, None, "m", "r.json", "compatible", artifacts, verdicts, digests)
