@@ -38,6 +38,7 @@ from worker.compat.memo import (
 )
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.policy import Policy, policy_findings
+from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
 from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, Subject, read_graph, subject_for
 from worker.compat.subject import History as History
@@ -413,6 +414,7 @@ def keras_unknown(s: Subject) -> bool:
 
 
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
+    "saved-model-tags": tag_findings,
     "graph-versions": check_graph_versions,
     "checkpoint": check_checkpoint,
     "registry": check_registry_available,
@@ -423,6 +425,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-nodes": partial(check_nodes, in_functions=True),
     "function-edges": partial(check_edges, in_functions=True),
     "serving": check_serving,
+    "runs": run_findings,
     "keras": check_keras,
     "unsafe": check_unsafe,
     "policy": check_policy,
@@ -664,17 +667,19 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 # 1.13/1.14's v1 loader looks up the stripped op list before anything;
 # tf.saved_model.load instantiates the function library before the graph.
 _GRAPH_FIRST = (
-    "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops", "nodes", "edges",
-    "function-ops", "function-nodes", "function-edges", "serving", "keras", "unsafe", "policy",
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving", "runs",
+    "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
-    "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs", "nodes", "edges",
-    "function-ops", "function-nodes", "function-edges", "serving", "keras", "unsafe", "policy",
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving", "runs",
+    "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
-    "graph-versions", "checkpoint", "registry", "function-ops", "function-nodes",
-    "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving", "keras", "unsafe",
-    "policy",
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
+    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving",
+    "runs", "keras", "unsafe", "policy",
 )  # fmt: skip
 
 

@@ -66,6 +66,8 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     graph, scope = s.graph, s.scope
     if graph is None or scope is None or not s.is_saved_model or s.tf2_load or not scope.restore:
         return []
+    if s.meta_graph is not None and s.meta_graph.serve_plan is not None:
+        return []  # metadata read with a serve plan: worker.compat.runs judges every resource
     # Restore and request functions are the same whatever the loader validates: once a graph.
     hit = _UNFILLED.get(id(graph))
     if hit is not None:

@@ -130,11 +130,35 @@ class Subject:
         return self.consumer.loader == Loader.SAVED_MODEL_V2 and self.is_saved_model
 
 
-def select_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
+def serving_meta_graph(meta_graphs: tuple[MetaGraph, ...]) -> MetaGraph | None:
+    """The MetaGraph TF Serving and the v1 loader load: the one whose tag set is exactly
+    {serve} (loader.cc FindMetaGraphDef compares sets; {serve, gpu} is not it)."""
+    for meta_graph in meta_graphs:
+        if set(meta_graph.tags) == {SERVING_TAG}:
+            return meta_graph
+    return None
+
+
+def select_meta_graph(
+    meta_graphs: tuple[MetaGraph, ...], loader: str | None = None
+) -> MetaGraph | None:
+    """The MetaGraph a loader reads. The v1 loader reads only the exact {serve} set (none:
+    it fails, `saved-model.tags`); `tf.saved_model.load` without `tags=` reads the only
+    one (several: it fails); a graph import takes the first. Without a loader (messages,
+    fixes): the serving one, else one holding `serve`, else the first."""
+    if not meta_graphs:
+        return None
+    if loader == Loader.SAVED_MODEL_V1:
+        return serving_meta_graph(meta_graphs)
+    if loader == Loader.GRAPH_IMPORT:
+        return meta_graphs[0]
+    found = serving_meta_graph(meta_graphs)
+    if found is not None:
+        return found
     for meta_graph in meta_graphs:
         if SERVING_TAG in meta_graph.tags:
             return meta_graph
-    return meta_graphs[0] if meta_graphs else None
+    return meta_graphs[0]
 
 
 def read_graph(
@@ -144,7 +168,8 @@ def read_graph(
     TF2 SavedModel: functions only, no VersionDef)."""
     if artifact.format not in ("savedmodel", "metagraph"):
         return None, artifact.graph, False
-    meta_graph = select_meta_graph(artifact.meta_graphs)
+    loader = consumer.loader if artifact.format == "savedmodel" else None
+    meta_graph = select_meta_graph(artifact.meta_graphs, loader)
     if meta_graph is None:
         return None, None, False
     v2 = consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel"

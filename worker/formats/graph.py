@@ -39,6 +39,8 @@ MAX_TEXT_BYTES = 512 << 20
 M = TypeVar("M", bound=Message)
 _NO_ATTRS: tuple[str, dict[str, AttrJSON]] = ("{}", {})
 NodeViews = Callable[[], Sequence[views.NodeView]]
+TopNodes = dict[str, tuple[str, tuple[str, ...], int]]
+"""Top-level node name -> (op, inputs as written, "^x" for control, its kind's index)."""
 
 
 def parse(cls: type[M], data: bytes, what: str) -> M:
@@ -175,6 +177,11 @@ class GraphBuilder:
             found = self._entries[raw] = (entry.key, value)
         return found
 
+    @property
+    def kind_of_node(self) -> dict[str, int]:
+        """Top-level node name -> the index of its kind in the built graph."""
+        return self._kind_of_node
+
     def build(self, versions: VersionDef | None) -> Graph:
         """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
         kind_of = self._kind_of_node
@@ -219,6 +226,12 @@ def graph_versions(graph_def: pb.GraphDef) -> VersionDef | None:
 def _summarise(
     serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
 ) -> Graph:
+    return _summarised(serialized, functions, versions)[0]
+
+
+def _summarised(
+    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
+) -> tuple[Graph, dict[str, int]]:
     builder = GraphBuilder()
     builder.add_nodes(
         views.GraphNodes.FromString(serialized).node,
@@ -230,7 +243,7 @@ def _summarise(
             views.FunctionNodes.FromString(data).node_def,
             lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
         )
-    return builder.build(versions)
+    return builder.build(versions), builder.kind_of_node
 
 
 def _functions(graph_def: pb.GraphDef) -> list[tuple[str, bytes]]:
@@ -242,6 +255,19 @@ def graph_from_message(graph_def: pb.GraphDef) -> Graph:
     return _summarise(
         graph_def.SerializeToString(), _functions(graph_def), graph_versions(graph_def)
     )
+
+
+def graph_nodes_from_message(graph_def: pb.GraphDef) -> tuple[Graph, TopNodes]:
+    """Summarise a parsed GraphDef, and keep its top-level nodes' names, ops, inputs and
+    kinds: what a run's pruning follows (`worker.formats.serve_plan`)."""
+    serialized = graph_def.SerializeToString()
+    graph, kind_of = _summarised(serialized, _functions(graph_def), graph_versions(graph_def))
+    nodes = {
+        node.name: (node.op, tuple(node.input), kind_of[node.name])
+        for node in views.GraphView.FromString(serialized).node
+        if node.name in kind_of
+    }
+    return graph, nodes
 
 
 def read_graph_def(source: Source) -> Graph:

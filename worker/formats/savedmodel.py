@@ -12,7 +12,13 @@ from google.protobuf import text_format
 from google.protobuf.unknown_fields import UnknownFieldSet
 
 from worker.errors import InvalidArtifact, LimitExceeded
-from worker.formats.graph import MAX_TEXT_BYTES, graph_from_message, read_message
+from worker.formats.graph import (
+    MAX_TEXT_BYTES,
+    graph_from_message,
+    graph_nodes_from_message,
+    read_message,
+)
+from worker.formats.serve_plan import serve_plan
 from worker.formats.source import Source
 from worker.model.artifact import Graph, MetaGraph
 from worker.proto import tensorflow_subset_pb2 as pb
@@ -21,9 +27,10 @@ from worker.proto.convert import op_def
 _MG_OBJECT_GRAPH = 7  # meta_graph.proto: object_graph_def, not in our subset
 
 
-def _meta_graph(
-    info: pb.MetaGraphDef.MetaInfoDef, graph: Graph, signatures: list[str], has_object_graph: bool
-) -> MetaGraph:
+def _meta_graph(message: pb.MetaGraphDef, has_object_graph: bool) -> MetaGraph:
+    info = message.meta_info_def
+    graph, nodes = graph_nodes_from_message(message.graph_def)
+    signatures = list(message.signature_def)
     return MetaGraph(
         tags=tuple(info.tags),
         graph=graph,
@@ -33,6 +40,7 @@ def _meta_graph(
         producer_ops={op.name: op_def(op) for op in info.stripped_op_list.op},
         signatures=tuple(sorted(signatures)),
         has_object_graph=has_object_graph,
+        serve_plan=serve_plan(message, nodes),
     )
 
 
@@ -42,12 +50,7 @@ def _binary_meta_graph(message: pb.MetaGraphDef, name: str) -> MetaGraph:
     # object_graph_def is unknown to our subset; protobuf keeps it as an unknown field.
     unknown = UnknownFieldSet(message)
     has_object_graph = any(unknown[i].field_number == _MG_OBJECT_GRAPH for i in range(len(unknown)))
-    return _meta_graph(
-        message.meta_info_def,
-        graph_from_message(message.graph_def),
-        list(message.signature_def),
-        has_object_graph,
-    )
+    return _meta_graph(message, has_object_graph)
 
 
 def read_saved_model(source: Source) -> tuple[int, list[MetaGraph]]:
@@ -76,12 +79,7 @@ def _parse_text(source: Source, message: pb.SavedModel | pb.MetaGraphDef | pb.Gr
 
 
 def _meta_graph_from_message(message: pb.MetaGraphDef) -> MetaGraph:
-    return _meta_graph(
-        message.meta_info_def,
-        graph_from_message(message.graph_def),
-        list(message.signature_def),
-        has_object_graph=False,  # text form: object_graph_def is an unknown field here
-    )
+    return _meta_graph(message, has_object_graph=False)  # text: object graph unknown
 
 
 def read_saved_model_text(source: Source) -> tuple[int, list[MetaGraph]]:

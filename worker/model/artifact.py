@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from worker.model.serving import ServePlan, serve_plan_from_json
 from worker.model.tflite import TfliteModel, tflite_from_json
 
 AttrJSON = dict[str, Any]
@@ -136,6 +137,7 @@ class MetaGraph:
     producer_ops: dict[str, OpDef] = field(default_factory=dict)  # stripped_op_list
     signatures: tuple[str, ...] = ()
     has_object_graph: bool = False  # written by tf.saved_model.save (TF2)
+    serve_plan: ServePlan | None = None  # what the loader and requests run (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ def artifact_from_json(
                 producer_ops=producer_ops(m["producer_ops"]),
                 signatures=tuple(m["signatures"]),
                 has_object_graph=m["has_object_graph"],
+                serve_plan=serve_plan_from_json(m.get("serve_plan")),
             )
             for m in data["meta_graphs"]
         ),

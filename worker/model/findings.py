@@ -51,6 +51,14 @@ class Code(StrEnum):
     EDGE_TYPE = "edge.type-mismatch"
     EDGE_OUTPUT = "edge.invalid-output"
     RESOURCE_UNINITIALIZED = "resource.uninitialized"
+    # The loader's steps and the first request (worker.compat.runs)
+    SAVED_MODEL_TAGS = "saved-model.tags"  # no MetaGraph the loader's tag set selects
+    RESTORE_FAILED = "restore.failed"  # the saver's restore run cannot run
+    INIT_FAILED = "init.failed"  # the init op (main_op, legacy_init_op) cannot run
+    REQUEST_FEED = "request.feed"  # a placeholder the signature does not feed
+    REQUEST_NO_SIGNATURE = "request.no-signature"  # nothing a request can call
+    REQUEST_PYTHON = "request.python"  # a Python callable on a run: no other process has it
+    KERNEL_MISSING = "kernel.missing"  # registered op, no kernel for the device and types
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
     # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
@@ -114,6 +122,14 @@ class FixKind(StrEnum):
     LINK_CUSTOM_OP = "link_custom_op"  # op: register its kernel with the interpreter's resolver
     MEASURE_TFLITE_RUNTIME = "measure_tflite_runtime"  # runtime, release: tools/tflite there
     SERVE_WITH_TFLITE_RUNTIME = "serve_with_tflite_runtime"  # a .tflite for TF Serving
+    # The loader's steps and the first request
+    EXPORT_SERVE_TAG = "export_serve_tag"  # save with tags=["serve"] (alone)
+    LOAD_WITH_TAGS = "load_with_tags"  # tf.saved_model.load(path, tags=["serve"])
+    ADD_INIT_OP = "add_init_op"  # export with main_op (tables_initializer, local variables)
+    SAVE_VARIABLES = "save_variables"  # export with the variables in the saver (variables/)
+    FEED_PLACEHOLDER = "feed_placeholder"  # make it a signature input, or give it a default
+    ADD_SIGNATURE = "add_signature"  # export a serving_default signature
+    USE_GPU_BUILD = "use_gpu_build"  # op: its kernel exists for GPU only
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,41 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         return f"Move {who} off its banned release"
     if kind == "list_banned_releases":
         return "List the fleet's banned releases in the model's bad_consumers at export"
-    return _tflite_fix_text(kind, fix, who, item, quote) or _keras_fix_text(kind, fix, who, quote)
+    return (
+        _runs_fix_text(kind, who, item, quote)
+        or _tflite_fix_text(kind, fix, who, item, quote)
+        or _keras_fix_text(kind, fix, who, quote)
+    )
+
+
+def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
+    """Fixes for the loader's steps and the first request (worker.compat.runs)."""
+    if kind == "export_serve_tag":
+        return (
+            f"Export a MetaGraph tagged exactly {quote('serve')} "
+            f"({quote('tags=[tf.saved_model.SERVING]')}) for {who}"
+        )
+    if kind == "load_with_tags":
+        call = quote("tf.saved_model.load(path, tags=['serve'])")
+        return f"Load it with {call}"
+    if kind == "add_init_op":
+        init = quote("main_op=tf.compat.v1.tables_initializer()")
+        return (
+            f"Export with an init op that fills it ({init}, or a group with "
+            f"{quote('tf.compat.v1.local_variables_initializer()')})"
+        )
+    if kind == "save_variables":
+        return "Export with the variable in the saver, so variables/ restores it"
+    if kind == "feed_placeholder":
+        return (
+            "Add every placeholder the signature's outputs need to its inputs, or build "
+            f"them with {quote('tf.compat.v1.placeholder_with_default')}"
+        )
+    if kind == "add_signature":
+        return f"Export a {quote('serving_default')} signature"
+    if kind == "use_gpu_build":
+        return f"Serve it from {who} with a GPU, or re-export without op {item}"
+    return ""
 
 
 def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -> str:

@@ -420,7 +420,7 @@ class GraphDef(_message.Message):
     def __init__(self, node: _Optional[_Iterable[_Union[NodeDef, _Mapping]]] = ..., versions: _Optional[_Union[VersionDef, _Mapping]] = ..., version: _Optional[int] = ..., library: _Optional[_Union[FunctionDefLibrary, _Mapping]] = ...) -> None: ...
 
 class MetaGraphDef(_message.Message):
-    __slots__ = ("meta_info_def", "graph_def", "signature_def")
+    __slots__ = ("meta_info_def", "graph_def", "saver_def", "collection_def", "signature_def", "asset_file_def")
     class MetaInfoDef(_message.Message):
         __slots__ = ("meta_graph_version", "stripped_op_list", "tags", "tensorflow_version", "tensorflow_git_version", "stripped_default_attrs", "function_aliases")
         class FunctionAliasesEntry(_message.Message):
@@ -445,6 +445,13 @@ class MetaGraphDef(_message.Message):
         stripped_default_attrs: bool
         function_aliases: _containers.ScalarMap[str, str]
         def __init__(self, meta_graph_version: _Optional[str] = ..., stripped_op_list: _Optional[_Union[OpList, _Mapping]] = ..., tags: _Optional[_Iterable[str]] = ..., tensorflow_version: _Optional[str] = ..., tensorflow_git_version: _Optional[str] = ..., stripped_default_attrs: _Optional[bool] = ..., function_aliases: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    class CollectionDefEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: CollectionDef
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[CollectionDef, _Mapping]] = ...) -> None: ...
     class SignatureDefEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -454,21 +461,89 @@ class MetaGraphDef(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[SignatureDef, _Mapping]] = ...) -> None: ...
     META_INFO_DEF_FIELD_NUMBER: _ClassVar[int]
     GRAPH_DEF_FIELD_NUMBER: _ClassVar[int]
+    SAVER_DEF_FIELD_NUMBER: _ClassVar[int]
+    COLLECTION_DEF_FIELD_NUMBER: _ClassVar[int]
     SIGNATURE_DEF_FIELD_NUMBER: _ClassVar[int]
+    ASSET_FILE_DEF_FIELD_NUMBER: _ClassVar[int]
     meta_info_def: MetaGraphDef.MetaInfoDef
     graph_def: GraphDef
+    saver_def: SaverDef
+    collection_def: _containers.MessageMap[str, CollectionDef]
     signature_def: _containers.MessageMap[str, SignatureDef]
-    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[GraphDef, _Mapping]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ...) -> None: ...
+    asset_file_def: _containers.RepeatedCompositeFieldContainer[AssetFileDef]
+    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[GraphDef, _Mapping]] = ..., saver_def: _Optional[_Union[SaverDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ...) -> None: ...
+
+class SaverDef(_message.Message):
+    __slots__ = ("filename_tensor_name", "save_tensor_name", "restore_op_name")
+    FILENAME_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    SAVE_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_OP_NAME_FIELD_NUMBER: _ClassVar[int]
+    filename_tensor_name: str
+    save_tensor_name: str
+    restore_op_name: str
+    def __init__(self, filename_tensor_name: _Optional[str] = ..., save_tensor_name: _Optional[str] = ..., restore_op_name: _Optional[str] = ...) -> None: ...
+
+class Any(_message.Message):
+    __slots__ = ("type_url", "value")
+    TYPE_URL_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    type_url: str
+    value: bytes
+    def __init__(self, type_url: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class CollectionDef(_message.Message):
+    __slots__ = ("node_list", "bytes_list", "any_list")
+    class NodeList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[str]
+        def __init__(self, value: _Optional[_Iterable[str]] = ...) -> None: ...
+    class BytesList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedScalarFieldContainer[bytes]
+        def __init__(self, value: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    class AnyList(_message.Message):
+        __slots__ = ("value",)
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        value: _containers.RepeatedCompositeFieldContainer[Any]
+        def __init__(self, value: _Optional[_Iterable[_Union[Any, _Mapping]]] = ...) -> None: ...
+    NODE_LIST_FIELD_NUMBER: _ClassVar[int]
+    BYTES_LIST_FIELD_NUMBER: _ClassVar[int]
+    ANY_LIST_FIELD_NUMBER: _ClassVar[int]
+    node_list: CollectionDef.NodeList
+    bytes_list: CollectionDef.BytesList
+    any_list: CollectionDef.AnyList
+    def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., any_list: _Optional[_Union[CollectionDef.AnyList, _Mapping]] = ...) -> None: ...
+
+class AssetFileDef(_message.Message):
+    __slots__ = ("tensor_info", "filename")
+    TENSOR_INFO_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    tensor_info: TensorInfo
+    filename: str
+    def __init__(self, tensor_info: _Optional[_Union[TensorInfo, _Mapping]] = ..., filename: _Optional[str] = ...) -> None: ...
 
 class TensorInfo(_message.Message):
-    __slots__ = ("name", "dtype", "tensor_shape")
+    __slots__ = ("name", "coo_sparse", "dtype", "tensor_shape")
+    class CooSparse(_message.Message):
+        __slots__ = ("values_tensor_name", "indices_tensor_name", "dense_shape_tensor_name")
+        VALUES_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        INDICES_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        DENSE_SHAPE_TENSOR_NAME_FIELD_NUMBER: _ClassVar[int]
+        values_tensor_name: str
+        indices_tensor_name: str
+        dense_shape_tensor_name: str
+        def __init__(self, values_tensor_name: _Optional[str] = ..., indices_tensor_name: _Optional[str] = ..., dense_shape_tensor_name: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
+    COO_SPARSE_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     TENSOR_SHAPE_FIELD_NUMBER: _ClassVar[int]
     name: str
+    coo_sparse: TensorInfo.CooSparse
     dtype: DataType
     tensor_shape: TensorShapeProto
-    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DataType, str]] = ..., tensor_shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., coo_sparse: _Optional[_Union[TensorInfo.CooSparse, _Mapping]] = ..., dtype: _Optional[_Union[DataType, str]] = ..., tensor_shape: _Optional[_Union[TensorShapeProto, _Mapping]] = ...) -> None: ...
 
 class SignatureDef(_message.Message):
     __slots__ = ("inputs", "outputs", "method_name")

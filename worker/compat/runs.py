@@ -1,0 +1,363 @@
+"""The loader's steps and the first request, judged from the MetaGraph's serve plan.
+
+What each loader runs, from TensorFlow's code (the plan itself is data:
+`worker.model.serving`, built by `worker.formats.serve_plan`):
+- **the v1 loader** (`loader.cc` LoadSavedModelInternal; TF Serving): find the
+  MetaGraph whose tag set is exactly {serve} → import its graph → the restore
+  run (only when `variables/variables.index` exists) → the init run (the init
+  op, with the asset files fed). A request runs one signature;
+- **`tf.saved_model.load` of a TF1 SavedModel** (`load_v1_in_v2.py`): without
+  `tags=` it needs a single MetaGraph; it runs the same restore and init, and
+  prunes every signature into a function at load, which fails when a signature's
+  outputs need a placeholder that is not one of its inputs;
+- **a graph import of a SavedModel's graph** (how the fixture matrix runs it):
+  the restore, no init, then the request.
+
+A resource is filled by a run that executes a node assigning or initialising
+it (`Assign`, `AssignVariableOp`, `InitializeTable*`, `LookupTableImport*`,
+`MakeIterator`), or calls a function that does; any other use reads it. A
+read by a run before any run filled the resource fails: "Attempting to use
+uninitialized value", "Error while reading resource variable", "Table not
+initialized", "GetNext() failed because the iterator has not been initialized".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from worker.compat.functions import callees
+from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
+from worker.model.artifact import Graph, MetaGraph
+from worker.model.consumer import Loader
+from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
+from worker.model.serving import Run, ServePlan
+
+DEFAULT_SIGNATURE = "serving_default"
+
+FILL_OPS = frozenset(
+    {
+        "Assign",
+        "AssignVariableOp",
+        "InitializeTable",
+        "InitializeTableV2",
+        "InitializeTableFromTextFile",
+        "InitializeTableFromTextFileV2",
+        "InitializeTableFromDataset",
+        "LookupTableImport",
+        "LookupTableImportV2",
+        "MakeIterator",
+        "MultiDeviceIteratorInit",
+        "DeserializeIterator",
+    }
+)
+# Uses that neither fill nor read: they ask whether it is filled, or drop it.
+NEUTRAL_OPS = frozenset(
+    {"VarIsInitializedOp", "IsVariableInitialized", "DestroyResourceOp", "NoOp"}
+)
+PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+
+_FAILS_WITH = {
+    "variable": "'Attempting to use uninitialized value' / 'Error while reading resource variable'",
+    "table": "'Table not initialized'",
+    "iterator": "'GetNext() failed because the iterator has not been initialized'",
+}
+
+
+def applies(s: Subject) -> bool:
+    """The plan speaks for SavedModels read by the v1 loader, a graph import, or
+    `tf.saved_model.load` of a TF1 SavedModel (a TF2 one restores its object graph)."""
+    return (
+        s.is_saved_model
+        and s.meta_graph is not None
+        and s.meta_graph.serve_plan is not None
+        and not s.tf2_load
+    )
+
+
+def tag_findings(s: Subject) -> list[Finding]:
+    """The MetaGraph the loader's tag set selects must exist (reader.cc FindMetaGraphDef
+    compares tag sets for equality; load_v1_in_v2 needs `tags=` with several)."""
+    artifact = s.artifact
+    if artifact.format != "savedmodel" or not artifact.meta_graphs:
+        return []
+    tag_sets = "; ".join("{" + ", ".join(m.tags) + "}" for m in artifact.meta_graphs)
+    loader = s.consumer.loader
+    if loader == Loader.SAVED_MODEL_V1 and serving_meta_graph(artifact.meta_graphs) is None:
+        return [
+            error(
+                Code.SAVED_MODEL_TAGS,
+                f"Could not find meta graph def matching supplied tags: {{ {SERVING_TAG} }}: "
+                f"the SavedModel's MetaGraphs are tagged {tag_sets}, and the v1 loader (TF "
+                f"Serving's) loads only a MetaGraph whose tag set is exactly {{{SERVING_TAG}}}.",
+                fix=Fix(FixKind.EXPORT_SERVE_TAG),
+            )
+        ]
+    if loader == Loader.SAVED_MODEL_V2 and len(artifact.meta_graphs) > 1:
+        return [
+            error(
+                Code.SAVED_MODEL_TAGS,
+                f"tf.saved_model.load needs a tags= argument: the SavedModel holds "
+                f"{len(artifact.meta_graphs)} MetaGraphs ({tag_sets}).",
+                fix=Fix(FixKind.LOAD_WITH_TAGS),
+            )
+        ]
+    return []
+
+
+@dataclass
+class _Effects:
+    fills: set[int]
+    reads: dict[int, str]  # resource -> the op that reads it
+    ops: set[str]  # every op the run executes, function bodies included
+
+
+def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
+    scope = s.scope
+    functions = frozenset(graph.functions)
+    kinds = graph.kinds
+    ops: set[str] = set()
+    called: set[str] = set()
+    for index in run.kinds:
+        kind = kinds[index]
+        ops.add(kind.op)
+        if scope is not None:
+            called |= scope.top_calls.get(index, frozenset())
+    closure = _closure(called, scope.calls if scope is not None else {})
+    for name in closure:
+        ops |= scope.holds.get(name, frozenset()) if scope is not None else set()
+    fills: set[int] = set()
+    reads: dict[int, str] = {}
+    for use in run.uses:
+        kind = kinds[use.kind]
+        if kind.op in NEUTRAL_OPS:
+            continue
+        if kind.op in FILL_OPS and use.input == 0:
+            fills.add(use.resource)
+            continue
+        targets = callees(kind, functions)
+        if targets and scope is not None:
+            body: set[str] = set()
+            for name in _closure(targets, scope.calls):
+                body |= scope.holds.get(name, frozenset())
+            if body & FILL_OPS:
+                fills.add(use.resource)
+                continue
+        reads.setdefault(use.resource, kind.op)
+    return _Effects(fills, reads, ops)
+
+
+def _closure(start: set[str] | frozenset[str], calls: dict[str, frozenset[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(calls.get(name, ()))
+    return seen
+
+
+def _request(plan: ServePlan) -> Run | None:
+    return plan.request(DEFAULT_SIGNATURE) or (plan.requests[0] if plan.requests else None)
+
+
+def run_findings(s: Subject) -> list[Finding]:
+    """Every step the consumer's loader runs, then the first request (`serving_default`,
+    else the first signature), judged in TensorFlow's order."""
+    if not applies(s):
+        return []
+    meta_graph, graph = s.meta_graph, s.graph
+    assert meta_graph is not None and meta_graph.serve_plan is not None and graph is not None
+    plan = meta_graph.serve_plan
+    loader = s.consumer.loader
+    findings: list[Finding] = []
+    steps: list[Run] = []
+    restores = plan.restore is not None and s.artifact.checkpoint is not None
+    if plan.restore is not None and restores:
+        steps.append(plan.restore)
+    if loader != Loader.GRAPH_IMPORT:
+        if plan.init_error:
+            findings.append(
+                error(
+                    Code.INIT_FAILED,
+                    f"Expected exactly one main op: {plan.init_error}; the loader fails.",
+                    fix=Fix(FixKind.ADD_INIT_OP),
+                )
+            )
+        if plan.init is not None:
+            steps.append(plan.init)
+    filled: set[int] = set()
+    for run in steps:
+        effects = _effects(s, graph, run)
+        findings += _step_findings(s, plan, run, effects, filled, restores, Stage.LOAD)
+        filled |= effects.fills
+    tf1_in_v2 = loader == Loader.SAVED_MODEL_V2
+    if tf1_in_v2:
+        # load_v1_in_v2 prunes every signature at load: a placeholder no signature input
+        # feeds fails the load, whichever signature it is.
+        for run in plan.requests:
+            findings += _feed_findings(run, Stage.LOAD)
+    request = _request(plan)
+    if request is None:
+        findings.append(
+            error(
+                Code.REQUEST_NO_SIGNATURE,
+                "The MetaGraph has no signature: the model loads and no request can name "
+                "what to run.",
+                fix=Fix(FixKind.ADD_SIGNATURE),
+                stage=Stage.REQUEST,
+            )
+        )
+        return findings
+    effects = _effects(s, graph, request)
+    findings += _step_findings(
+        s, plan, request, effects, filled, restores, Stage.REQUEST, feeds=not tf1_in_v2
+    )
+    return findings
+
+
+def _where(run: Run) -> str:
+    if run.role == "request":
+        return f"the {run.name} request"
+    return f"the {run.role} run ({run.name})"
+
+
+def _step_findings(
+    s: Subject,
+    plan: ServePlan,
+    run: Run,
+    effects: _Effects,
+    filled: set[int],
+    restores: bool,
+    stage: Stage,
+    *,
+    feeds: bool = True,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    code = Code.INIT_FAILED if run.role == "init" else Code.RESTORE_FAILED
+    if run.missing:
+        names = ", ".join(run.missing[:4])
+        findings.append(
+            error(
+                code if run.role != "request" else Code.REQUEST_FEED,
+                f"{_where(run).capitalize()} names {names}, which the graph does not hold: "
+                "the run fails.",
+                stage=stage,
+            )
+        )
+    if feeds:
+        findings += _feed_findings(run, stage)
+    python = sorted(effects.ops & PYTHON_OPS)
+    if python:
+        findings.append(
+            error(
+                Code.REQUEST_PYTHON,
+                f"{_where(run).capitalize()} runs {', '.join(python)}: a Python callable "
+                "registered only in the process that built the graph. TF Serving and any "
+                "fresh process fail it ('could not find the Python function').",
+                op=python[0],
+                fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op=python[0]),
+                stage=stage,
+            )
+        )
+    unfilled = sorted(r for r in effects.reads if r not in filled and r not in effects.fills)
+    if unfilled:
+        findings.append(_unfilled(s, plan, run, unfilled, effects, restores, stage))
+    return findings
+
+
+def _feed_findings(run: Run, stage: Stage) -> list[Finding]:
+    if not run.unfed:
+        return []
+    more = len(run.unfed) - 4
+    names = ", ".join(run.unfed[:4]) + (f" and {more} more" if more > 0 else "")
+    if run.role == "request":
+        text = (
+            f"Signature {run.name}'s outputs need placeholder(s) {names}, which are not among "
+            "its inputs: "
+            + (
+                "every request fails with 'You must feed a value for placeholder tensor'."
+                if stage == Stage.REQUEST
+                else "tf.saved_model.load fails ('A SavedModel signature needs an input for "
+                "each placeholder the signature's outputs use')."
+            )
+        )
+        fix = Fix(FixKind.FEED_PLACEHOLDER)
+        return [error(Code.REQUEST_FEED, text, op="Placeholder", fix=fix, stage=stage)]
+    code = Code.INIT_FAILED if run.role == "init" else Code.RESTORE_FAILED
+    return [
+        error(
+            code,
+            f"{_where(run).capitalize()} needs placeholder(s) {names}, which the loader does "
+            "not feed (it feeds only the asset files and the variables path): the load fails.",
+            op="Placeholder",
+            stage=stage,
+        )
+    ]
+
+
+def _unfilled(
+    s: Subject,
+    plan: ServePlan,
+    run: Run,
+    unfilled: list[int],
+    effects: _Effects,
+    restores: bool,
+    stage: Stage,
+) -> Finding:
+    resources = [plan.resources[i] for i in unfilled]
+    first = resources[0]
+    shown = ", ".join(f"{r.kind} {r.node} ({r.op})" for r in resources[:5])
+    if len(resources) > 5:
+        shown += f" and {len(resources) - 5} more"
+    restored_somewhere = plan.restore is not None and first.kind == "variable"
+    if first.kind == "variable" and plan.restore is not None and not restores:
+        cause = "the SavedModel has no variables/variables.index, so the loader skips the restore"
+        fix = Fix(FixKind.SAVE_VARIABLES)
+    elif first.kind == "variable" and _tf2_module_pattern(s.meta_graph, plan, restores):
+        cause = (
+            "the restore fills other variables than the signature reads: variables the "
+            "object graph does not track (a Keras 3 model held by a tf.Module and saved "
+            "with tf.saved_model.save is one such export); tf.saved_model.load restores "
+            "through the object graph and serves it"
+        )
+        fix = Fix(FixKind.USE_MODEL_EXPORT, loader="saved-model-v2")
+    elif first.kind == "variable":
+        cause = (
+            "the variable is outside the saver's var_list (a local variable, or created "
+            "after the saver) and no init op initialises it"
+            if restored_somewhere
+            else "the MetaGraph has no saver and no init op initialises it"
+        )
+        fix = Fix(FixKind.ADD_INIT_OP)
+    elif first.kind == "table":
+        init = plan.init_source or "no init op"
+        cause = (
+            f"the init op ({init}) does not initialise it: exported without "
+            "main_op=tf.compat.v1.tables_initializer() (or legacy_init_op)"
+        )
+        fix = Fix(FixKind.ADD_INIT_OP)
+    else:
+        cause = "no init op runs its MakeIterator"
+        fix = Fix(FixKind.ADD_INIT_OP)
+    reader = effects.reads[unfilled[0]]
+    outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
+    return error(
+        Code.RESOURCE_UNINITIALIZED,
+        f"{_where(run).capitalize()} reads {shown} ({reader}), which no step before it "
+        f"fills: {outcome} with {_FAILS_WITH[first.kind]}. Likely cause: {cause}.",
+        op=first.op,
+        fix=fix,
+        stage=stage,
+    )
+
+
+def _tf2_module_pattern(meta_graph: MetaGraph | None, plan: ServePlan, restores: bool) -> bool:
+    """A TF2 export whose restore fills variables, while the request reads others."""
+    return bool(
+        meta_graph is not None
+        and meta_graph.has_object_graph
+        and restores
+        and plan.restore is not None
+        and plan.restore.uses
+    )

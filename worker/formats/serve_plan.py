@@ -1,0 +1,215 @@
+"""A MetaGraph's serve plan: what the loader's restore and init runs and each
+signature's request execute, pruned as `Session.run` prunes (see
+`worker.model.serving` for the steps and their sources in TensorFlow).
+
+Pruning follows every data and control input from the run's targets and
+fetches, and stops at a fed tensor: a fed output is never computed, so its
+node runs only if something needs another of its outputs. Resource handles
+are followed from the node that creates them through the ops that only pass
+a handle on (`Identity`, control-flow `Enter`/`Switch`/`Merge`/...), to the
+node that uses them; a reference variable's `Identity` is a read of its value,
+so refs pass only through the `Ref*` forms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from worker.formats.graph import TopNodes
+from worker.model.serving import (
+    INIT_OP_SIGNATURE,
+    LEGACY_INIT_OP_COLLECTION,
+    MAIN_OP_COLLECTION,
+    Resource,
+    ResourceUse,
+    Run,
+    ServePlan,
+)
+from worker.proto import tensorflow_subset_pb2 as pb
+
+DEFAULT_SIGNATURE = "serving_default"
+ASSETS_COLLECTION = "saved_model_assets"
+
+# Nodes that create a resource which holds nothing until a run fills it. Mutable hash
+# tables (empty is a valid state), anonymous resources (made and used by one run) and
+# one-shot iterators (they fill themselves) are not listed: nothing can find them empty.
+RESOURCE_OPS: dict[str, str] = {
+    "VariableV2": "variable",
+    "Variable": "variable",
+    "VarHandleOp": "variable",
+    "HashTable": "table",
+    "HashTableV2": "table",
+    "Iterator": "iterator",
+    "IteratorV2": "iterator",
+    "MultiDeviceIterator": "iterator",
+}
+REF_RESOURCE_OPS = frozenset({"VariableV2", "Variable", "HashTable"})  # ref outputs
+
+# Ops that hand a resource handle on unchanged; for a ref, only the Ref forms do.
+HANDLE_PASS_OPS = frozenset(
+    {"Identity", "IdentityN", "Enter", "Switch", "Merge", "Exit", "NextIteration"}
+)
+REF_PASS_OPS = frozenset({"RefIdentity", "RefEnter", "RefSwitch", "RefMerge", "RefExit"})
+PLACEHOLDER_OPS = frozenset({"Placeholder", "PlaceholderV2"})
+
+
+def _tensor(name: str) -> tuple[str, int]:
+    """'node:1' -> ('node', 1); 'node' -> ('node', 0); '^node' -> ('node', -1)."""
+    if name.startswith("^"):
+        return name[1:], -1
+    node, sep, output = name.rpartition(":")
+    if sep and output.isdigit():
+        return node, int(output)
+    return name, 0
+
+
+def _tensor_names(info: pb.TensorInfo) -> list[str]:
+    if info.WhichOneof("encoding") == "coo_sparse":
+        sparse = info.coo_sparse
+        return [
+            sparse.values_tensor_name,
+            sparse.indices_tensor_name,
+            sparse.dense_shape_tensor_name,
+        ]
+    return [info.name] if info.name else []
+
+
+class _Pruner:
+    def __init__(self, nodes: TopNodes) -> None:
+        self.nodes = nodes
+        self.users: dict[str, list[tuple[str, int]]] = {}
+        for name, (_, inputs, _) in nodes.items():
+            for position, text in enumerate(i for i in inputs if not i.startswith("^")):
+                self.users.setdefault(_tensor(text)[0], []).append((name, position))
+        self.resources: list[Resource] = []
+        self.resource_uses: list[list[tuple[str, int]]] = []
+        for name, (op, _, _) in nodes.items():
+            if op in RESOURCE_OPS:
+                self.resources.append(Resource(name, op, RESOURCE_OPS[op]))
+                self.resource_uses.append(self._uses(name, op in REF_RESOURCE_OPS))
+
+    def _uses(self, start: str, is_ref: bool) -> list[tuple[str, int]]:
+        passing = REF_PASS_OPS if is_ref else HANDLE_PASS_OPS | REF_PASS_OPS
+        found: list[tuple[str, int]] = []
+        seen = {start}
+        todo = [start]
+        while todo:
+            for user, position in self.users.get(todo.pop(), ()):
+                if self.nodes[user][0] in passing:
+                    if user not in seen:
+                        seen.add(user)
+                        todo.append(user)
+                else:
+                    found.append((user, position))
+        return found
+
+    def run(self, role: str, name: str, targets: Iterable[str], feeds: Iterable[str]) -> Run:
+        nodes = self.nodes
+        fed = {_tensor(t) for t in feeds}
+        missing = sorted({node for node, _ in fed if node not in nodes})
+        needed: set[str] = set()
+        todo: list[str] = []
+        for target in targets:
+            node, output = _tensor(target)
+            if node not in nodes:
+                missing.append(target)
+            elif (node, output) not in fed:
+                todo.append(node)
+        while todo:
+            node = todo.pop()
+            if node in needed:
+                continue
+            needed.add(node)
+            for text in nodes[node][1]:
+                source = _tensor(text)
+                if source[0] in nodes and source not in fed and source[0] not in needed:
+                    todo.append(source[0])
+        unfed = sorted(n for n in needed if nodes[n][0] in PLACEHOLDER_OPS)
+        uses = [
+            ResourceUse(index, nodes[user][2], position)
+            for index, found in enumerate(self.resource_uses)
+            for user, position in found
+            if user in needed
+        ]
+        return Run(
+            role=role,
+            name=name,
+            kinds=tuple(sorted({nodes[n][2] for n in needed})),
+            unfed=tuple(unfed),
+            missing=tuple(missing),
+            uses=tuple(sorted(set(uses), key=lambda u: (u.resource, u.kind, u.input))),
+        )
+
+
+def _assets(meta_graph: pb.MetaGraphDef) -> list[pb.AssetFileDef]:
+    """The asset files the loader feeds: `asset_file_def` (TF2 writers), else the
+    `saved_model_assets` collection of TF1 writers (loader.cc GetAssetFileDefs)."""
+    if meta_graph.asset_file_def:
+        return list(meta_graph.asset_file_def)
+    found = []
+    collection = meta_graph.collection_def.get(ASSETS_COLLECTION)
+    if collection is not None and collection.WhichOneof("kind") == "any_list":
+        for item in collection.any_list.value:
+            asset = pb.AssetFileDef()
+            try:
+                asset.ParseFromString(item.value)
+            except Exception:  # a malformed entry fails the load: no tensor to feed
+                continue
+            found.append(asset)
+    return found
+
+
+def _init_op(meta_graph: pb.MetaGraphDef) -> tuple[str, str, str]:
+    """(init op name, where it came from, why finding it fails) as loader.cc GetInitOp."""
+    signature = meta_graph.signature_def.get(INIT_OP_SIGNATURE)
+    if signature is not None:
+        output = signature.outputs.get(INIT_OP_SIGNATURE)
+        name = output.name if output is not None else ""
+        return name, f"signature {INIT_OP_SIGNATURE}", ""
+    for key in (MAIN_OP_COLLECTION, LEGACY_INIT_OP_COLLECTION):
+        collection = meta_graph.collection_def.get(key)
+        if collection is None:
+            continue
+        values = (
+            list(collection.node_list.value) if collection.WhichOneof("kind") == "node_list" else []
+        )
+        if len(values) != 1:
+            return "", f"collection {key}", f"collection {key} holds {len(values)} ops, not one"
+        return values[0], f"collection {key}", ""
+    return "", "", ""
+
+
+def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
+    """The runs of one MetaGraph, from its graph's top-level nodes."""
+    pruner = _Pruner(nodes)
+    assets = _assets(meta_graph)
+    asset_feeds = [name for a in assets for name in _tensor_names(a.tensor_info)]
+    restore = None
+    saver = meta_graph.saver_def
+    if meta_graph.HasField("saver_def") and saver.restore_op_name:
+        restore = pruner.run(
+            "restore",
+            saver.restore_op_name,
+            [saver.restore_op_name],
+            [saver.filename_tensor_name, *asset_feeds],
+        )
+    init_name, init_source, init_error = _init_op(meta_graph)
+    init = pruner.run("init", init_name, [init_name], asset_feeds) if init_name else None
+    keys = sorted(k for k in meta_graph.signature_def if k != INIT_OP_SIGNATURE)
+    keys.sort(key=lambda k: k != DEFAULT_SIGNATURE)
+    requests = []
+    for key in keys:
+        signature = meta_graph.signature_def[key]
+        outputs, inputs = signature.outputs, signature.inputs
+        fetches = [n for k in sorted(outputs) for n in _tensor_names(outputs[k])]
+        feeds = [n for k in sorted(inputs) for n in _tensor_names(inputs[k])]
+        requests.append(pruner.run("request", key, fetches, feeds))
+    return ServePlan(
+        restore=restore,
+        init=init,
+        init_source=init_source,
+        init_error=init_error,
+        requests=tuple(requests),
+        resources=tuple(pruner.resources),
+        assets=tuple(sorted({a.filename for a in assets})),
+    )

@@ -1,0 +1,103 @@
+"""What a SavedModel's loader and its requests run, as plain data (no rule in it).
+
+TensorFlow's SavedModel loaders (`tensorflow/cc/saved_model/loader.cc`,
+`python/saved_model/loader_impl.py`, `load_v1_in_v2.py`) make up to three
+kinds of `Session.run` on a MetaGraph's graph:
+- the **restore**: target `saver_def.restore_op_name`, fed
+  `saver_def.filename_tensor_name` (the variables path) and the asset tensors;
+  skipped when `variables/variables.index` is absent;
+- the **init**: target the init op, fed the asset tensors. The init op is the
+  output of signature `__saved_model_init_op`, else the one node of collection
+  `saved_model_main_op`, else of `legacy_init_op` (more than one node there
+  fails the load);
+- each **request**: a signature's outputs fetched, its inputs fed.
+
+A run executes what its targets and fetches need, following data and control
+inputs and stopping at fed tensors (`Session` pruning). A `ServePlan` records,
+for each run, the top-level node kinds it executes, the placeholders it needs
+that nothing feeds, the names it mentions that the graph lacks, and every use
+of a resource (variable, table, iterator) by a node it runs. Which uses fill a
+resource and which read it is a rule (`worker.compat.serving`), not data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+INIT_OP_SIGNATURE = "__saved_model_init_op"
+MAIN_OP_COLLECTION = "saved_model_main_op"
+LEGACY_INIT_OP_COLLECTION = "legacy_init_op"
+
+
+@dataclass(frozen=True)
+class ResourceUse:
+    """Node kind `kind` takes resource `resource`'s handle (or ref) at input `input`."""
+
+    resource: int  # index into ServePlan.resources
+    kind: int  # index into Graph.kinds (a top-level kind)
+    input: int
+
+
+@dataclass(frozen=True)
+class Run:
+    """One Session.run: the restore, the init, or a request of one signature."""
+
+    role: str  # "restore" | "init" | "request"
+    name: str  # the restore op, the init op, or the signature key
+    kinds: tuple[int, ...]  # top-level kinds it executes (indices into Graph.kinds)
+    unfed: tuple[str, ...] = ()  # placeholders it needs that no feed fills
+    missing: tuple[str, ...] = ()  # fetched or fed names the graph lacks
+    uses: tuple[ResourceUse, ...] = ()
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A node that creates a stateful resource a run can find empty."""
+
+    node: str
+    op: str  # VariableV2, VarHandleOp, HashTableV2, IteratorV2, ...
+    kind: str  # "variable" | "table" | "iterator"
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    restore: Run | None  # None: the MetaGraph has no saver
+    init: Run | None  # None: no init op
+    init_source: str  # where the init op came from ("" when none)
+    init_error: str  # why finding the init op fails the load ("" when it does not)
+    requests: tuple[Run, ...]  # one per signature, serving_default first
+    resources: tuple[Resource, ...]
+    assets: tuple[str, ...] = ()  # asset file names the loader feeds
+
+    def request(self, key: str) -> Run | None:
+        for run in self.requests:
+            if run.name == key:
+                return run
+        return None
+
+
+def _run_from_json(d: dict[str, Any]) -> Run:
+    return Run(
+        role=d["role"],
+        name=d["name"],
+        kinds=tuple(d["kinds"]),
+        unfed=tuple(d["unfed"]),
+        missing=tuple(d["missing"]),
+        uses=tuple(ResourceUse(**u) for u in d["uses"]),
+    )
+
+
+def serve_plan_from_json(d: dict[str, Any] | None) -> ServePlan | None:
+    """Inverse of `dataclasses.asdict(plan)`; None for metadata written before plans."""
+    if d is None:
+        return None
+    return ServePlan(
+        restore=_run_from_json(d["restore"]) if d["restore"] is not None else None,
+        init=_run_from_json(d["init"]) if d["init"] is not None else None,
+        init_source=d["init_source"],
+        init_error=d["init_error"],
+        requests=tuple(_run_from_json(r) for r in d["requests"]),
+        resources=tuple(Resource(**r) for r in d["resources"]),
+        assets=tuple(d.get("assets", ())),
+    )
