@@ -28,6 +28,7 @@ from worker.model.consumer import Loader
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"
 OWN = ROOT / "tests" / "fixtures" / "tf-real"
+SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the first request
 
 
 def matrix_path(fixture_set: Path) -> Path:
@@ -36,7 +37,7 @@ def matrix_path(fixture_set: Path) -> Path:
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
 
-FIXTURE_SETS = [p for p in (SHARED, OWN) if matrix_path(p).exists()]
+FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE) if matrix_path(p).exists()]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -97,7 +98,7 @@ def rows() -> list[Row]:
                     bool(r["ok"]),
                     f"{r.get('error_type') or ''}: {r.get('error_key') or r.get('error') or ''}",
                     r.get("ran") is not False,
-                    (r.get("run_error") or ""),
+                    (r.get("run_error_key") or r.get("run_error") or ""),
                 )
             )
     return found
@@ -106,6 +107,14 @@ def rows() -> list[Row]:
 @cache
 def artifacts_doc(fixture_set: Path) -> dict[str, dict[str, Any]]:
     return {a["id"]: a for a in json.loads((fixture_set / "artifacts.json").read_text())}
+
+
+def held_out_after(row: Row) -> str | None:
+    """The commit of the rules this row's artifact was built to test after they were
+    written (`held_out_after` in artifacts.json); None for the rows rules were tuned on."""
+    entry = artifacts_doc(row.fixture_set).get(row.artifact, {})
+    found = entry.get("held_out_after")
+    return str(found) if found else None
 
 
 @cache
@@ -176,8 +185,13 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("iterator has not been initialized", frozenset({"resource.uninitialized"})),
     ("matching supplied tags", frozenset({"saved-model.tags"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
-    ("You must feed a value for placeholder", frozenset({"request.feed"})),
+    ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),
+    ("Unable to lift tensor", frozenset({"request.feed", "init.failed"})),
+    ("MetaGraphDef associated with tags", frozenset({"saved-model.tags"})),
+    ("Expected exactly one", frozenset({"init.failed"})),
+    ("pyfunc_", frozenset({"request.python"})),
+    ("Resource localhost/", frozenset({"resource.uninitialized"})),
     ("No OpKernel was registered", frozenset({"kernel.missing"})),
     ("could not find the Python function", frozenset({"request.python"})),
     ("callback pyfunc_", frozenset({"request.python"})),

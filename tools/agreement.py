@@ -1,11 +1,13 @@
-"""Agreement of our predictions with real TensorFlow, over both fixture matrices.
+"""Agreement of our predictions with real TensorFlow, over every fixture matrix.
 
     .venv/bin/python tools/agreement.py [--family NAME ...] [--producer tfX.Y ...] [--misses N]
 
-Prints rows, loads / serves / first-error-code agreement (code: over the rows
-where TensorFlow failed to load or to run), and the precision of `at-risk`: the
-share of at-risk cells where real TensorFlow failed to load or serve, or returned
-other outputs than the producer's own load of the same model (on the matrix's input, or on
+Prints, for the in-sample rows and apart for each held-out set (artifacts built to
+test rules after those rules were committed: `held_out_after` in artifacts.json),
+rows, loads / serves / first-error-code agreement (code: over the rows where
+TensorFlow failed to load or to run), and the precision of `at-risk`: the share of
+at-risk cells where real TensorFlow failed to load or serve, or returned other
+outputs than the producer's own load of the same model (on the matrix's input, or on
 an input chosen to exercise the hazard: tests/fixtures/tf-real/hazard_probes.jsonl).
 """
 
@@ -26,6 +28,7 @@ from tests.truth import (  # noqa: E402
     Row,
     expected_codes,
     hazard_confirmed,
+    held_out_after,
     matrix_path,
     predict,
     rows,
@@ -60,6 +63,20 @@ def main() -> int:
         and (not args.producer or r.artifact.split("/", 1)[0] in args.producer)
     ]
     outputs = outputs_by_row()
+    groups: dict[str, list[Row]] = {}
+    for row in selected:
+        after = held_out_after(row)
+        label = f"held-out (built after the rules of {after})" if after else "in-sample"
+        groups.setdefault(label, []).append(row)
+    for label in sorted(groups, key=lambda g: g != "in-sample"):
+        print(f"== {label}")
+        report(groups[label], outputs, args.misses)
+    return 0
+
+
+def report(
+    selected: list[Row], outputs: dict[tuple[str, str, str, str], object], shown: int
+) -> None:
     loads_ok = serves_ok = code_ok = code_rows = 0
     misses: list[str] = []
     at_risk = confirmed = 0
@@ -119,9 +136,8 @@ def main() -> int:
     )
     for name, count in risky.most_common():
         print(f"  at-risk {count:5} {name}")
-    for miss in misses[: args.misses]:
+    for miss in misses[:shown]:
         print("  miss:", miss)
-    return 0
 
 
 _CONSUMERS: dict[str, str] = {}

@@ -31,6 +31,7 @@ from worker.catalog.behaviour import (
     validates_library_at_load,
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
+from worker.catalog.kernels import ShippedKernels
 from worker.catalog.registries import ShippedRegistries
 from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
@@ -77,9 +78,13 @@ class Catalog:
     """Releases, their registries (read lazily) and the history of every op."""
 
     def __init__(
-        self, releases_doc: dict[str, Any] | None, registries: ShippedRegistries | None
+        self,
+        releases_doc: dict[str, Any] | None,
+        registries: ShippedRegistries | None,
+        kernels: ShippedKernels | None = None,
     ) -> None:
         self._shipped = registries
+        self._kernels = kernels
         self._registries: dict[str, Registry] = {}
         # One ops mapping per registry: the patch releases of a minor share it, and
         # checks recognise consumers with the same ops by it (compat.check).
@@ -155,7 +160,8 @@ class Catalog:
                 ops = self._registry_ops[release.registry_version] = self._shipped.ops(
                     release.registry_version
                 )
-            found = self._registries[release.version] = Registry(ops, source)
+            kernels = self._kernels.kernels(release.registry_version) if self._kernels else None
+            found = self._registries[release.version] = Registry(ops, source, kernels=kernels)
         return found
 
     def consumer(
@@ -273,7 +279,9 @@ def load_catalog() -> Catalog:
     """The catalog shipped with the package, read once per process."""
     releases = _read_data("releases.json")
     registries = _read_data("registries.jsonl")
+    kernels = _read_data("kernels.json.gz")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
+        ShippedKernels(kernels) if kernels else None,
     )

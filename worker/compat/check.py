@@ -580,6 +580,8 @@ def verdict_class(
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
         banned,
+        id(registry.kernels),
+        consumer.gpu,
     )
     hit = _CLASSES.get(key)
     if hit is not None:
@@ -590,7 +592,7 @@ def verdict_class(
         if hit is not None:
             return hit[1][0]  # type: ignore[index,no-any-return]
     found, by_release = _class_of(artifact, consumer, history, banned)
-    owners = (artifact, history, registry.ops)
+    owners = (artifact, history, registry.ops, registry.kernels)
     keep(_CLASSES, key, owners, (found, by_release))
     if by_release:
         keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
@@ -616,6 +618,7 @@ def _class_of(
     _, ids = _op_signature(graph, consumer, history)
     deprecation = _deprecation_key(graph, consumer, _judged_at(artifact, graph, consumer))
     by_release = graph is not None and not isinstance(ids, int)  # some op not registered
+    kernels = _kernel_signature(graph, consumer)
     found = (
         id(history),
         consumer.loader,
@@ -627,8 +630,20 @@ def _class_of(
         graph_versions,
         checkpoint,
         banned,
+        kernels,
     )
     return found, by_release
+
+
+def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
+    """The consumer's kernel table of every op the graph uses, by identity (releases that
+    measured alike share table objects), and whether it has a GPU: what kernel findings
+    read of the consumer."""
+    registry = consumer.registry
+    if graph is None or registry is None or registry.kernels is None:
+        return None
+    kernels = registry.kernels
+    return (consumer.gpu, tuple(id(kernels.get(op)) for op in graph_facts(graph).sorted_ops))
 
 
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:

@@ -7,9 +7,10 @@ What each loader runs, from TensorFlow's code (the plan itself is data:
   run (only when `variables/variables.index` exists) → the init run (the init
   op, with the asset files fed). A request runs one signature;
 - **`tf.saved_model.load` of a TF1 SavedModel** (`load_v1_in_v2.py`): without
-  `tags=` it needs a single MetaGraph; it runs the same restore and init, and
-  prunes every signature into a function at load, which fails when a signature's
-  outputs need a placeholder that is not one of its inputs;
+  `tags=` it needs a single MetaGraph; it runs the same restore, then the init op
+  or, without one, `Scaffold.default_local_init_op` (local variables' and tables'
+  initializers), and prunes every signature into a function at load, which fails
+  when a signature's outputs need a placeholder that is not one of its inputs;
 - **a graph import of a SavedModel's graph** (how the fixture matrix runs it):
   the restore, no init, then the request.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.compat.functions import callees
+from worker.compat.kernels import kernel_gap
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
@@ -34,22 +36,23 @@ from worker.model.serving import Run, ServePlan
 
 DEFAULT_SIGNATURE = "serving_default"
 
-FILL_OPS = frozenset(
-    {
-        "Assign",
-        "AssignVariableOp",
-        "InitializeTable",
-        "InitializeTableV2",
-        "InitializeTableFromTextFile",
-        "InitializeTableFromTextFileV2",
-        "InitializeTableFromDataset",
-        "LookupTableImport",
-        "LookupTableImportV2",
-        "MakeIterator",
-        "MultiDeviceIteratorInit",
-        "DeserializeIterator",
-    }
-)
+# Ops that fill the resource they take at the given input (their OpDefs: MakeIterator
+# takes the dataset first, the iterator second).
+FILL_INPUTS: dict[str, int] = {
+    "Assign": 0,
+    "AssignVariableOp": 0,
+    "InitializeTable": 0,
+    "InitializeTableV2": 0,
+    "InitializeTableFromTextFile": 0,
+    "InitializeTableFromTextFileV2": 0,
+    "InitializeTableFromDataset": 0,
+    "LookupTableImport": 0,
+    "LookupTableImportV2": 0,
+    "MakeIterator": 1,
+    "MultiDeviceIteratorInit": 1,
+    "DeserializeIterator": 0,
+}
+FILL_OPS = frozenset(FILL_INPUTS)
 # Uses that neither fill nor read: they ask whether it is filled, or drop it.
 NEUTRAL_OPS = frozenset(
     {"VarIsInitializedOp", "IsVariableInitialized", "DestroyResourceOp", "NoOp"}
@@ -109,6 +112,7 @@ class _Effects:
     fills: set[int]
     reads: dict[int, str]  # resource -> the op that reads it
     ops: set[str]  # every op the run executes, function bodies included
+    kinds: list[int]  # every kind it executes: top-level, then the bodies it calls
 
 
 def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
@@ -125,13 +129,16 @@ def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
     closure = _closure(called, scope.calls if scope is not None else {})
     for name in closure:
         ops |= scope.holds.get(name, frozenset()) if scope is not None else set()
+    executed = list(run.kinds)
+    if closure:
+        executed += [i for i, k in enumerate(kinds) if k.function in closure]
     fills: set[int] = set()
     reads: dict[int, str] = {}
     for use in run.uses:
         kind = kinds[use.kind]
         if kind.op in NEUTRAL_OPS:
             continue
-        if kind.op in FILL_OPS and use.input == 0:
+        if FILL_INPUTS.get(kind.op) == use.input:
             fills.add(use.resource)
             continue
         targets = callees(kind, functions)
@@ -143,7 +150,7 @@ def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
                 fills.add(use.resource)
                 continue
         reads.setdefault(use.resource, kind.op)
-    return _Effects(fills, reads, ops)
+    return _Effects(fills, reads, ops, executed)
 
 
 def _closure(start: set[str] | frozenset[str], calls: dict[str, frozenset[str]]) -> set[str]:
@@ -186,6 +193,8 @@ def run_findings(s: Subject) -> list[Finding]:
             )
         if plan.init is not None:
             steps.append(plan.init)
+        elif loader == Loader.SAVED_MODEL_V2 and plan.default_init is not None:
+            steps.append(plan.default_init)
     filled: set[int] = set()
     for run in steps:
         effects = _effects(s, graph, run)
@@ -260,9 +269,47 @@ def _step_findings(
                 stage=stage,
             )
         )
+    findings += _kernel_findings(s, run, effects, stage)
     unfilled = sorted(r for r in effects.reads if r not in filled and r not in effects.fills)
     if unfilled:
         findings.append(_unfilled(s, plan, run, unfilled, effects, restores, stage))
+    return findings
+
+
+def _kernel_findings(s: Subject, run: Run, effects: _Effects, stage: Stage) -> list[Finding]:
+    """Each op the run executes that the consumer registers and has no kernel for (the
+    first kind of each op; unregistered ops are the op checks' to report)."""
+    registry = s.consumer.registry
+    graph = s.graph
+    if registry is None or registry.kernels is None or graph is None:
+        return []
+    functions = set(graph.functions)
+    findings: list[Finding] = []
+    seen: set[str] = set()
+    for index in effects.kinds:
+        kind = graph.kinds[index]
+        if kind.op in seen or kind.op in functions or kind.op not in registry.ops:
+            continue
+        gap = kernel_gap(kind, registry.ops.get(kind.op), registry.kernels, s.consumer.gpu)
+        if gap is None:
+            continue
+        seen.add(kind.op)
+        where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+        release = f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "it"
+        outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
+        gpu_only = "none for the CPU" in gap
+        findings.append(
+            error(
+                Code.KERNEL_MISSING,
+                f"No OpKernel was registered to support Op '{kind.op}' ({where}, run by "
+                f"{_where(run)}): {release} {gap}. {outcome.capitalize()}.",
+                op=kind.op,
+                fix=Fix(
+                    FixKind.USE_GPU_BUILD if gpu_only else FixKind.REEXPORT_WITHOUT_OP, op=kind.op
+                ),
+                stage=stage,
+            )
+        )
     return findings
 
 

@@ -48,8 +48,18 @@ def _digest(consumer: Consumer) -> str:
             sorted(registry.ops) if registry else None,
             *_tflite_digest(consumer),
             *keras,
+            *_kernel_digest(consumer),
         ]
     )
+
+
+def _kernel_digest(consumer: Consumer) -> list[object]:
+    """What kernel verdicts depend on: which ops the measured table has kernels for, and
+    whether the consumer runs on a GPU (left out where no table was measured)."""
+    registry = consumer.registry
+    if registry is None or registry.kernels is None:
+        return ["gpu"] if consumer.gpu else []
+    return ["kernels", len(registry.kernels), sorted(registry.kernels), consumer.gpu]
 
 
 def _tflite_digest(consumer: Consumer) -> list[object]:

@@ -15,7 +15,9 @@ The manifest holds:
   installed package ships (Python does not expose them);
 - the full op registry, as TensorFlow's own OpList serialised to JSON, taken
   after importing any extra op libraries named with `--import` or
-  `--load-op-library` (custom builds, tensorflow-text and the like).
+  `--load-op-library` (custom builds, tensorflow-text and the like);
+- the kernel registry: for each op, the devices it has kernels for and each
+  kernel's type constraints (what "No OpKernel was registered" is decided by).
 """
 
 from __future__ import print_function
@@ -57,6 +59,46 @@ def _op_list_bytes():
         return c_api.TF_GetBuffer(buf)
     finally:
         c_api.TF_DeleteBuffer(buf)
+
+
+def _kernel_table():
+    """op -> device -> the type constraints of each kernel registered for it (a kernel
+    is a sorted list of [attr, [allowed DataType names]]; [] takes every type).
+
+    Labelled kernels are left out: TensorFlow picks one only for a node that names
+    its label (`_kernel`). `kernels.get_all_registered_kernels` exists from 1.14; 1.13
+    has the same C call in `pywrap_tensorflow`. None where neither answers."""
+    from tensorflow.core.framework import kernel_def_pb2, types_pb2
+
+    try:
+        from tensorflow.python.framework import kernels
+
+        kernel_list = kernels.get_all_registered_kernels()
+    except (ImportError, AttributeError):
+        try:
+            from tensorflow.python import pywrap_tensorflow as c_api
+
+            buf = c_api.TF_GetAllRegisteredKernels()
+            kernel_list = kernel_def_pb2.KernelList()
+            kernel_list.ParseFromString(c_api.TF_GetBuffer(buf))
+        except Exception:
+            return None
+    table = {}
+    for kernel in kernel_list.kernel:
+        if kernel.label:
+            continue
+        constraints = sorted(
+            [c.name, sorted(types_pb2.DataType.Name(t) for t in c.allowed_values.list.type)]
+            for c in kernel.constraint
+        )
+        devices = table.setdefault(kernel.op, {})
+        found = devices.setdefault(kernel.device_type, [])
+        if constraints not in found:
+            found.append(constraints)
+    for devices in table.values():
+        for found in devices.values():
+            found.sort()
+    return table
 
 
 def _read_version_header(tf):
@@ -136,6 +178,7 @@ def build_manifest(import_modules, op_libraries):
         "python": platform.python_version(),
         "platform": platform.platform(),
         "ops": ops,
+        "kernels": _kernel_table(),
     }
 
 

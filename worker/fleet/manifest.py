@@ -15,7 +15,7 @@ from worker.catalog.behaviour import (
 )
 from worker.catalog.opdefs import OpDefCache
 from worker.errors import ConfigError
-from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.consumer import Consumer, KernelDefs, Loader, Registry
 from worker.model.digest import digest
 
 MANIFEST_FORMAT = "tfcompat-manifest/1"
@@ -73,12 +73,33 @@ def consumer_from_manifest(
         graph_def_min_producer=int(graph.get("min_producer") or 0),
         checkpoint_version=int(ckpt.get("producer") or 1),
         checkpoint_min_producer=int(ckpt.get("min_producer") or 0),
-        registry=Registry(ops, f"manifest {path}", doc_fingerprint(doc)),
+        registry=Registry(
+            ops, f"manifest {path}", doc_fingerprint(doc), kernels=_kernels(doc.get("kernels"))
+        ),
         loader=loader,
         rejects_unknown_attrs=rejects,
         validates_library=library,
         looks_up_op_list_first=op_list_first,
     )
+
+
+def _kernels(raw: Any) -> KernelDefs | None:
+    """A manifest's kernel table (manifests dumped before kernels were recorded: None)."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return {
+            str(op): {
+                str(device): tuple(
+                    tuple((str(attr), tuple(str(t) for t in types)) for attr, types in kernel)
+                    for kernel in kernels
+                )
+                for device, kernels in devices.items()
+            }
+            for op, devices in raw.items()
+        }
+    except (AttributeError, TypeError, ValueError):
+        raise ConfigError("manifest: malformed kernels table") from None
 
 
 def run_dumper(python: str | None, args: list[str]) -> int:

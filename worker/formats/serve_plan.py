@@ -29,6 +29,8 @@ from worker.proto import tensorflow_subset_pb2 as pb
 
 DEFAULT_SIGNATURE = "serving_default"
 ASSETS_COLLECTION = "saved_model_assets"
+LOCAL_VARIABLES_COLLECTION = "local_variables"
+TABLE_INITIALIZERS_COLLECTION = "table_initializer"
 
 # Nodes that create a resource which holds nothing until a run fills it. Mutable hash
 # tables (empty is a valid state), anonymous resources (made and used by one run) and
@@ -159,6 +161,26 @@ def _assets(meta_graph: pb.MetaGraphDef) -> list[pb.AssetFileDef]:
     return found
 
 
+def _default_init_targets(meta_graph: pb.MetaGraphDef) -> list[str]:
+    """Scaffold.default_local_init_op's targets: every local variable's initializer and
+    every op of the `table_initializer` collection, as import_meta_graph restores them."""
+    targets: list[str] = []
+    local = meta_graph.collection_def.get(LOCAL_VARIABLES_COLLECTION)
+    if local is not None and local.WhichOneof("kind") == "bytes_list":
+        for raw in local.bytes_list.value:
+            variable = pb.VariableDef()
+            try:
+                variable.ParseFromString(raw)
+            except Exception:  # import_meta_graph fails on it: no initializer to run
+                continue
+            if variable.initializer_name:
+                targets.append(variable.initializer_name)
+    tables = meta_graph.collection_def.get(TABLE_INITIALIZERS_COLLECTION)
+    if tables is not None and tables.WhichOneof("kind") == "node_list":
+        targets += list(tables.node_list.value)
+    return targets
+
+
 def _init_op(meta_graph: pb.MetaGraphDef) -> tuple[str, str, str]:
     """(init op name, where it came from, why finding it fails) as loader.cc GetInitOp."""
     signature = meta_graph.signature_def.get(INIT_OP_SIGNATURE)
@@ -195,6 +217,12 @@ def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
         )
     init_name, init_source, init_error = _init_op(meta_graph)
     init = pruner.run("init", init_name, [init_name], asset_feeds) if init_name else None
+    default_targets = _default_init_targets(meta_graph)
+    default_init = (
+        pruner.run("init", "default_local_init_op", default_targets, asset_feeds)
+        if default_targets
+        else None
+    )
     keys = sorted(k for k in meta_graph.signature_def if k != INIT_OP_SIGNATURE)
     keys.sort(key=lambda k: k != DEFAULT_SIGNATURE)
     requests = []
@@ -212,4 +240,5 @@ def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
         requests=tuple(requests),
         resources=tuple(pruner.resources),
         assets=tuple(sorted({a.filename for a in assets})),
+        default_init=default_init,
     )

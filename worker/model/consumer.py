@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -18,13 +18,19 @@ class Loader(StrEnum):
     GRAPH_IMPORT = "graph-import"  # tf.import_graph_def of the bare GraphDef
 
 
+KernelDefs = Mapping[str, Mapping[str, Sequence[Sequence[tuple[str, Sequence[str]]]]]]
+"""op -> device ("CPU", "GPU", "DEFAULT") -> each kernel's type constraints, a list of
+(attr, allowed DataType names); an empty list of constraints takes every type."""
+
+
 @dataclass(frozen=True)
 class Registry:
-    """The ops a consumer's binary registers."""
+    """The ops a consumer's binary registers, and the kernels it has for them."""
 
     ops: Mapping[str, OpDef]
     source: str  # "catalog 2.12.1", a manifest path, ...
     fingerprint: str = ""  # names the contents: a manifest's sha256 (a re-dump changes it)
+    kernels: KernelDefs | None = None  # None: not measured for this binary
 
 
 @dataclass(frozen=True)
@@ -53,3 +59,4 @@ class Consumer:
     # What it runs .tflite files with: a TensorFlow release's tf.lite.Interpreter, or a
     # TFLite runtime of its own (`standalone`: it reads nothing else). None: unknown.
     tflite: TfliteInterpreter | None = None
+    gpu: bool = False  # it runs on a GPU: an op with a GPU kernel only still runs

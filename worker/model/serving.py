@@ -11,6 +11,9 @@ kinds of `Session.run` on a MetaGraph's graph:
   `saved_model_main_op`, else of `legacy_init_op` (more than one node there
   fails the load);
 - each **request**: a signature's outputs fetched, its inputs fed.
+`tf.saved_model.load` of a TF1 SavedModel (`load_v1_in_v2.py`) runs the same
+restore, then the init op or, when there is none, `Scaffold.default_local_init_op`:
+the initializers of the `local_variables` and `table_initializer` collections.
 
 A run executes what its targets and fetches need, following data and control
 inputs and stopping at fed tensors (`Session` pruning). A `ServePlan` records,
@@ -69,6 +72,9 @@ class ServePlan:
     requests: tuple[Run, ...]  # one per signature, serving_default first
     resources: tuple[Resource, ...]
     assets: tuple[str, ...] = ()  # asset file names the loader feeds
+    # What tf.saved_model.load runs when the MetaGraph has no init op (load_v1_in_v2:
+    # Scaffold.default_local_init_op: the local variables' and the tables' initializers)
+    default_init: Run | None = None
 
     def request(self, key: str) -> Run | None:
         for run in self.requests:
@@ -100,4 +106,5 @@ def serve_plan_from_json(d: dict[str, Any] | None) -> ServePlan | None:
         requests=tuple(_run_from_json(r) for r in d["requests"]),
         resources=tuple(Resource(**r) for r in d["resources"]),
         assets=tuple(d.get("assets", ())),
+        default_init=_run_from_json(d["default_init"]) if d.get("default_init") else None,
     )

@@ -516,6 +516,20 @@ class CollectionDef(_message.Message):
     any_list: CollectionDef.AnyList
     def __init__(self, node_list: _Optional[_Union[CollectionDef.NodeList, _Mapping]] = ..., bytes_list: _Optional[_Union[CollectionDef.BytesList, _Mapping]] = ..., any_list: _Optional[_Union[CollectionDef.AnyList, _Mapping]] = ...) -> None: ...
 
+class VariableDef(_message.Message):
+    __slots__ = ("variable_name", "initializer_name", "snapshot_name", "is_resource", "initial_value_name")
+    VARIABLE_NAME_FIELD_NUMBER: _ClassVar[int]
+    INITIALIZER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_NAME_FIELD_NUMBER: _ClassVar[int]
+    IS_RESOURCE_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_VALUE_NAME_FIELD_NUMBER: _ClassVar[int]
+    variable_name: str
+    initializer_name: str
+    snapshot_name: str
+    is_resource: bool
+    initial_value_name: str
+    def __init__(self, variable_name: _Optional[str] = ..., initializer_name: _Optional[str] = ..., snapshot_name: _Optional[str] = ..., is_resource: _Optional[bool] = ..., initial_value_name: _Optional[str] = ...) -> None: ...
+
 class AssetFileDef(_message.Message):
     __slots__ = ("tensor_info", "filename")
     TENSOR_INFO_FIELD_NUMBER: _ClassVar[int]

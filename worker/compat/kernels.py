@@ -1,0 +1,89 @@
+"""Whether a consumer's binary has a kernel for a node: TensorFlow's kernel lookup.
+
+When a run places a node, TensorFlow looks for a kernel registered for the
+node's op on the device, whose type constraints all hold for the node's attrs
+(`FindKernelDef` in `core/framework/op_kernel.cc`); a kernel registered for
+`DEFAULT` serves every device. None found: "No OpKernel was registered to
+support Op 'X' used by node ... with these attrs". An op can stay registered
+after its kernel is gone, and a CPU build lacks GPU-only kernels.
+
+The kernel tables are measured per release (`tools/build_kernels.py`) or per
+manifest; without one, nothing is said ("not measured" is never "fine" and
+never "missing").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from worker.model.artifact import AttrJSON, NodeKind, OpDef
+from worker.model.consumer import KernelDefs
+
+# Ops an always-on graph pass rewrites before placement, so no kernel is looked up:
+# AccumulateNV2 (AccumulateNV2RemovePass, core/common_runtime/accumulate_n_optimizer.cc).
+REWRITTEN_BEFORE_PLACEMENT = frozenset({"AccumulateNV2"})
+
+CPU_DEVICES = ("CPU", "DEFAULT")
+GPU_DEVICES = ("GPU", "DEFAULT")
+
+
+def _types(value: AttrJSON | None) -> tuple[str, ...] | None:
+    """The DataType names an attr value holds; None when not a type (or unknown)."""
+    if not value:
+        return None
+    if "type" in value:
+        return (str(value["type"]),)
+    listed = value.get("list")
+    if isinstance(listed, dict) and "type" in listed:
+        return tuple(str(t) for t in listed["type"])
+    return None
+
+
+def _matches(kernel: Sequence[tuple[str, Sequence[str]]], kind: NodeKind, op: OpDef | None) -> bool:
+    for attr, allowed in kernel:
+        value = kind.attrs.get(attr)
+        if value is None and op is not None:
+            attr_def = op.attr(attr)
+            value = attr_def.default if attr_def is not None else None
+        types = _types(value)
+        if types is None:
+            continue  # not known from the graph: never call it missing on a guess
+        if any(t not in allowed for t in types):
+            return False
+    return True
+
+
+def has_kernel(
+    kind: NodeKind, op: OpDef | None, kernels: KernelDefs, devices: Sequence[str]
+) -> bool:
+    by_device: Mapping[str, Sequence[Sequence[tuple[str, Sequence[str]]]]] = kernels.get(
+        kind.op, {}
+    )
+    return any(
+        _matches(kernel, kind, op) for device in devices for kernel in by_device.get(device, ())
+    )
+
+
+def kernel_gap(kind: NodeKind, op: OpDef | None, kernels: KernelDefs, gpu: bool) -> str | None:
+    """Why the consumer has no kernel for this kind ('' wording ready for a message);
+    None when it has one, or when the op is not looked up at all."""
+    if kind.op in REWRITTEN_BEFORE_PLACEMENT:
+        return None
+    devices = CPU_DEVICES + (GPU_DEVICES if gpu else ())
+    if has_kernel(kind, op, kernels, devices):
+        return None
+    by_device = kernels.get(kind.op)
+    if not by_device:
+        return "it registers the op and no kernel for it on any device"
+    cpu = [k for d in CPU_DEVICES for k in by_device.get(d, ())]
+    if not cpu:
+        gpu_only = ", ".join(sorted(by_device))
+        return f"it has kernels for {gpu_only} only, none for the CPU"
+    attrs = sorted({attr for kernel in cpu for attr, _ in kernel})
+    shown = ", ".join(f"{a}={'/'.join(_types(kind.attrs.get(a)) or ('default',))}" for a in attrs)
+    allowed = sorted({t for kernel in cpu for _, types in kernel for t in types})
+    return (
+        f"its CPU kernels do not take these attrs ({shown}); they take "
+        f"{', '.join(t.removeprefix('DT_').lower() for t in allowed[:12])}"
+        + (" and more" if len(allowed) > 12 else "")
+    )
