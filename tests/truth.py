@@ -169,6 +169,7 @@ def _and(a: bool | None, b: bool | None) -> bool | None:
 # TensorFlow's error classes (the phrase its message holds) and the codes naming them.
 ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("Op type not registered", frozenset({"op.not-registered", "op.removed", "op.custom"})),
+    ("KeyError: 'serving_default'", frozenset({"request.no-signature"})),
     ("KeyError: ", frozenset({"op.not-registered", "op.removed", "op.custom"})),
     ("NodeDef mentions attr", frozenset({"attr.unknown"})),
     ("is not available in GraphDef version", frozenset({"op.deprecated"})),
@@ -182,7 +183,8 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("uninitialized value", frozenset({"resource.uninitialized"})),
     ("Error while reading resource variable", frozenset({"resource.uninitialized"})),
     ("Table not initialized", frozenset({"resource.uninitialized"})),
-    ("iterator has not been initialized", frozenset({"resource.uninitialized"})),
+    ("has not been initialized", frozenset({"resource.uninitialized"})),
+    ("Incompatible shapes: [0]", frozenset({"resource.uninitialized"})),
     ("matching supplied tags", frozenset({"saved-model.tags"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),

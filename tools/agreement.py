@@ -79,7 +79,7 @@ def report(
 ) -> None:
     loads_ok = serves_ok = code_ok = code_rows = 0
     misses: list[str] = []
-    at_risk = confirmed = 0
+    at_risk = confirmed = security = 0
     risky: Counter[str] = Counter()
     for row in selected:
         p = predict(row)
@@ -99,6 +99,13 @@ def report(
                 f"loads {p.loads}/{row.ok} serves {p.serves}/{row.serves}: {row.id} "
                 f"{row.failure[:120]!r} ours {p.reasons[:2]}"
             )
+        if (
+            "at-risk" in p.statuses
+            and p.warnings
+            and all(w.startswith("unsafe.") for w in p.warnings)
+        ):
+            security += 1  # flagged by what the graph holds: the op is the evidence
+            continue
         if "at-risk" in p.statuses and p.serves:
             at_risk += 1
             own = outputs.get(
@@ -134,6 +141,8 @@ def report(
         f"at-risk cells {at_risk}; real TF failed or returned other outputs in {confirmed}"
         + (f" (precision {100 * confirmed / at_risk:.1f}%)" if at_risk else "")
     )
+    if security:
+        print(f"security hazards (unsafe.*, the op in the graph is the evidence): {security}")
     for name, count in risky.most_common():
         print(f"  at-risk {count:5} {name}")
     for miss in misses[:shown]:

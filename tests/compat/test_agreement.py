@@ -1,4 +1,5 @@
-"""Every prediction agrees with what real TensorFlow did (both fixture matrices).
+"""Every prediction agrees with what real TensorFlow did (every fixture matrix: the
+shared set, ours, and tests/fixtures/tf-serve for the loader's steps and the request).
 
 For every row, with no skips: `loads` equals TensorFlow's `ok`, `serves` equals
 `ok and ran` (it loaded and answered the fed input), and where it failed, our
@@ -17,8 +18,8 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 2, "both fixture matrices (shared and ours) must be present"
-    assert len(ROWS) >= 288 + 16988
+    assert len(FIXTURE_SETS) == 3, "every fixture matrix (shared, ours, serve) must be present"
+    assert len(ROWS) >= 288 + 16988 + 1600
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])

@@ -32,7 +32,7 @@ from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
-from worker.model.serving import Run, ServePlan
+from worker.model.serving import INIT_OP_SIGNATURE, Run, ServePlan
 
 DEFAULT_SIGNATURE = "serving_default"
 
@@ -165,14 +165,40 @@ def _closure(start: set[str] | frozenset[str], calls: dict[str, frozenset[str]])
 
 
 def _request(plan: ServePlan) -> Run | None:
-    return plan.request(DEFAULT_SIGNATURE) or (plan.requests[0] if plan.requests else None)
+    return plan.request(DEFAULT_SIGNATURE)
+
+
+def _no_default_signature(names: list[str]) -> Finding:
+    """A request that names no signature runs `serving_default` (TF Serving's default,
+    `model.signatures["serving_default"]`); without it there is no default request."""
+    others = ", ".join(sorted(names)[:6])
+    return error(
+        Code.REQUEST_NO_SIGNATURE,
+        "The model loads and has no serving_default signature: a request that names no "
+        + (
+            f"signature fails (a client naming one of {others} is served)."
+            if names
+            else "signature fails, and it has no signature at all."
+        ),
+        fix=Fix(FixKind.ADD_SIGNATURE),
+        stage=Stage.REQUEST,
+    )
+
+
+def tf2_signature_findings(s: Subject) -> list[Finding]:
+    """`tf.saved_model.load` of a TF2 SavedModel: the request calls serving_default."""
+    meta_graph = s.meta_graph
+    if not s.tf2_load or meta_graph is None:
+        return []
+    names = [n for n in meta_graph.signatures if n != INIT_OP_SIGNATURE]
+    return [] if DEFAULT_SIGNATURE in names else [_no_default_signature(names)]
 
 
 def run_findings(s: Subject) -> list[Finding]:
     """Every step the consumer's loader runs, then the first request (`serving_default`,
     else the first signature), judged in TensorFlow's order."""
     if not applies(s):
-        return []
+        return tf2_signature_findings(s)
     meta_graph, graph = s.meta_graph, s.graph
     assert meta_graph is not None and meta_graph.serve_plan is not None and graph is not None
     plan = meta_graph.serve_plan
@@ -195,6 +221,10 @@ def run_findings(s: Subject) -> list[Finding]:
             steps.append(plan.init)
         elif loader == Loader.SAVED_MODEL_V2 and plan.default_init is not None:
             steps.append(plan.default_init)
+    request = _request(plan)
+    first = steps[0] if steps else request
+    if first is not None and _session_places_graph(s):
+        findings += _graph_kernel_findings(s, graph, first, Stage.LOAD if steps else Stage.REQUEST)
     filled: set[int] = set()
     for run in steps:
         effects = _effects(s, graph, run)
@@ -206,17 +236,8 @@ def run_findings(s: Subject) -> list[Finding]:
         # feeds fails the load, whichever signature it is.
         for run in plan.requests:
             findings += _feed_findings(run, Stage.LOAD)
-    request = _request(plan)
     if request is None:
-        findings.append(
-            error(
-                Code.REQUEST_NO_SIGNATURE,
-                "The MetaGraph has no signature: the model loads and no request can name "
-                "what to run.",
-                fix=Fix(FixKind.ADD_SIGNATURE),
-                stage=Stage.REQUEST,
-            )
-        )
+        findings.append(_no_default_signature([r.name for r in plan.requests]))
         return findings
     effects = _effects(s, graph, request)
     findings += _step_findings(
@@ -269,15 +290,34 @@ def _step_findings(
                 stage=stage,
             )
         )
-    findings += _kernel_findings(s, run, effects, stage)
+    findings += _kernel_findings(s, run, effects.kinds, stage)
     unfilled = sorted(r for r in effects.reads if r not in filled and r not in effects.fills)
     if unfilled:
         findings.append(_unfilled(s, plan, run, unfilled, effects, restores, stage))
     return findings
 
 
-def _kernel_findings(s: Subject, run: Run, effects: _Effects, stage: Stage) -> list[Finding]:
-    """Each op the run executes that the consumer registers and has no kernel for (the
+def _session_places_graph(s: Subject) -> bool:
+    """A Session (the v1 loader, a graph import) places every node of the graph at its
+    first run, whether that run needs it or not (GraphOptions.place_pruned_graph is off
+    by default), after lowering `If`/`While`/`Case` and inlining function calls into
+    it: a node with no kernel, in the graph or in a function it reaches, fails that
+    run. Measured: 2.4 and 2.5 fail the restore of a model whose unused branch holds
+    bfloat16 Erf (a `StatelessIf` branch from 2.12 on); 2.21 fails a run that does not
+    fetch a KthOrderStatistic node. tf.saved_model.load prunes first."""
+    return s.consumer.loader != Loader.SAVED_MODEL_V2
+
+
+def _graph_kernel_findings(s: Subject, graph: Graph, first: Run, stage: Stage) -> list[Finding]:
+    reached = s.scope.reachable if s.scope is not None else frozenset()
+    placed = [i for i, k in enumerate(graph.kinds) if k.function is None or k.function in reached]
+    return _kernel_findings(s, first, placed, stage, whole_graph=True)
+
+
+def _kernel_findings(
+    s: Subject, run: Run, kinds: list[int], stage: Stage, *, whole_graph: bool = False
+) -> list[Finding]:
+    """Each op among `kinds` that the consumer registers and has no kernel for (the
     first kind of each op; unregistered ops are the op checks' to report)."""
     registry = s.consumer.registry
     graph = s.graph
@@ -286,10 +326,12 @@ def _kernel_findings(s: Subject, run: Run, effects: _Effects, stage: Stage) -> l
     functions = set(graph.functions)
     findings: list[Finding] = []
     seen: set[str] = set()
-    for index in effects.kinds:
+    for index in kinds:
         kind = graph.kinds[index]
         if kind.op in seen or kind.op in functions or kind.op not in registry.ops:
             continue
+        if _session_places_graph(s) and not whole_graph:
+            continue  # placed with the whole graph at the first run
         gap = kernel_gap(kind, registry.ops.get(kind.op), registry.kernels, s.consumer.gpu)
         if gap is None:
             continue
@@ -297,16 +339,19 @@ def _kernel_findings(s: Subject, run: Run, effects: _Effects, stage: Stage) -> l
         where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
         release = f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "it"
         outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
-        gpu_only = "none for the CPU" in gap
+        placed = (
+            f"placed with the whole graph at {_where(run)}, whether a request needs it or not"
+            if whole_graph
+            else f"run by {_where(run)}"
+        )
+        kind_of_fix = FixKind.USE_GPU_BUILD if gap.gpu_only else FixKind.REEXPORT_WITHOUT_OP
         findings.append(
             error(
                 Code.KERNEL_MISSING,
-                f"No OpKernel was registered to support Op '{kind.op}' ({where}, run by "
-                f"{_where(run)}): {release} {gap}. {outcome.capitalize()}.",
+                f"No OpKernel was registered to support Op '{kind.op}' ({where}, {placed}): "
+                f"{release} {gap.reason}. {outcome.capitalize()}.",
                 op=kind.op,
-                fix=Fix(
-                    FixKind.USE_GPU_BUILD if gpu_only else FixKind.REEXPORT_WITHOUT_OP, op=kind.op
-                ),
+                fix=Fix(kind_of_fix, op=kind.op),
                 stage=stage,
             )
         )
@@ -389,10 +434,17 @@ def _unfilled(
         fix = Fix(FixKind.ADD_INIT_OP)
     reader = effects.reads[unfilled[0]]
     outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
+    fails_with = _FAILS_WITH[first.kind]
+    if first.kind == "variable" and s.consumer.loader == Loader.SAVED_MODEL_V2:
+        # load_v1_in_v2 lifts every variable out of the graph; one nothing filled reads
+        # as an empty tensor (seen: "Incompatible shapes: [0] vs. [3]" on 2.12-2.21)
+        fails_with = (
+            "an error, or computes with an empty tensor (tf.saved_model.load lifts it unfilled)"
+        )
     return error(
         Code.RESOURCE_UNINITIALIZED,
         f"{_where(run).capitalize()} reads {shown} ({reader}), which no step before it "
-        f"fills: {outcome} with {_FAILS_WITH[first.kind]}. Likely cause: {cause}.",
+        f"fills: {outcome} with {fails_with}. Likely cause: {cause}.",
         op=first.op,
         fix=fix,
         stage=stage,

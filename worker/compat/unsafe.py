@@ -13,7 +13,7 @@ Lambda that carries marshalled Python (Keras 3 refuses it unless
 Not listed, by design: the saver's own ops (`SaveV2`, `RestoreV2`,
 `MergeV2Checkpoints` and TF 1's `Save`/`Restore`/`SaveSlices`/`RestoreSlice`)
 where they belong, in the graph or the saver's functions (they are flagged when
-a request runs them, see `saver_on_request_path`); lookup tables initialised from
+a request runs them: `request.checkpoint-io`, worker.compat.serving); lookup tables initialised from
 the model's own asset files (`InitializeTableFromTextFile*`); `Print` (stderr);
 dataset caches (`CacheDataset*`, in memory unless given a file name, which is a
 tensor we do not read). Checked against `tests/fixtures/unsafe` (SavedModels

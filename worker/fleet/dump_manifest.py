@@ -61,14 +61,30 @@ def _op_list_bytes():
         c_api.TF_DeleteBuffer(buf)
 
 
+def _local_device_types():
+    """The device types this process creates by default (CPU, XLA_CPU up to 2.3, GPU
+    where one is visible); None where the call is missing."""
+    try:
+        from tensorflow.python.client import device_lib
+
+        return sorted({d.device_type for d in device_lib.list_local_devices()})
+    except Exception:
+        return None
+
+
 def _kernel_table():
     """op -> device -> the type constraints of each kernel registered for it (a kernel
     is a sorted list of [attr, [allowed DataType names]]; [] takes every type).
 
     Labelled kernels are left out: TensorFlow picks one only for a node that names
-    its label (`_kernel`). `kernels.get_all_registered_kernels` exists from 1.14; 1.13
-    has the same C call in `pywrap_tensorflow`. None where neither answers."""
+    its label (`_kernel`). Only the devices this process creates are kept (and
+    `DEFAULT`, which serves any): up to 2.3 that includes `XLA_CPU`, whose kernels the
+    placer uses where the CPU has none, and creating the devices is what registers
+    them. `kernels.get_all_registered_kernels` exists from 1.14; 1.13 has the same C
+    call in `pywrap_tensorflow`. None where neither answers."""
     from tensorflow.core.framework import kernel_def_pb2, types_pb2
+
+    placed_on = set(_local_device_types() or ["CPU"]) | {"DEFAULT"}
 
     try:
         from tensorflow.python.framework import kernels
@@ -85,18 +101,18 @@ def _kernel_table():
             return None
     table = {}
     for kernel in kernel_list.kernel:
-        if kernel.label:
+        if kernel.label or kernel.device_type not in placed_on:
             continue
         constraints = sorted(
             [c.name, sorted(types_pb2.DataType.Name(t) for t in c.allowed_values.list.type)]
             for c in kernel.constraint
         )
-        devices = table.setdefault(kernel.op, {})
-        found = devices.setdefault(kernel.device_type, [])
+        by_device = table.setdefault(kernel.op, {})
+        found = by_device.setdefault(kernel.device_type, [])
         if constraints not in found:
             found.append(constraints)
-    for devices in table.values():
-        for found in devices.values():
+    for by_device in table.values():
+        for found in by_device.values():
             found.sort()
     return table
 
@@ -179,6 +195,7 @@ def build_manifest(import_modules, op_libraries):
         "platform": platform.platform(),
         "ops": ops,
         "kernels": _kernel_table(),
+        "devices": _local_device_types(),
     }
 
 
