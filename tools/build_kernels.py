@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rebuild the kernel-registry catalog from real TensorFlow installs.
+"""Rebuild the kernel registries and revived object types from real TensorFlow installs.
 
     python3 tools/build_kernels.py [--envs /work/tfenvs] [--output FILE.json.gz]
 
@@ -7,7 +7,9 @@ For every `<envs>/<version>/READY` venv (made by `tools/build_registries.py`, on
 release of its RECIPES: the CPU wheel, `tensorflow-cpu` from 2.1), runs the project's
 own `worker/fleet/dump_manifest.py` with that interpreter (the same file
 `tfcompat fleet dump-manifest` runs in a consumer's environment) and keeps its
-`kernels` table: per op, per device, each kernel's type constraints.
+`kernels` table (per op, per device, each kernel's type constraints) and its
+`revived_types` (the object types `tf.saved_model.load` revives by identifier, with
+the methods the revived object has), packed into `revived_types.json` beside it.
 
 The packed file (`tfcompat-kernels/1`, gzip, sorted keys, no timestamps, so the same
 installs give the same bytes) holds each distinct per-op table once (`tables`) and,
@@ -31,7 +33,7 @@ DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernels.json.gz"
 FORMAT = "tfcompat-kernels/1"
 
 
-def dump(python: str) -> tuple[str, dict]:
+def dump(python: str) -> tuple[str, dict, dict | None]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "manifest.json"
         subprocess.run([python, str(DUMPER), "-o", str(out)], check=True,
@@ -40,7 +42,7 @@ def dump(python: str) -> tuple[str, dict]:
     kernels = manifest.get("kernels")
     if kernels is None:
         raise RuntimeError(f"{python}: this TensorFlow exposes no kernel registry")
-    return manifest["tensorflow"]["version"], kernels
+    return manifest["tensorflow"]["version"], kernels, manifest.get("revived_types")
 
 
 def read_packed(path: Path) -> dict[str, dict]:
@@ -82,16 +84,26 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args()
     releases = read_packed(args.output)
+    revived_path = args.output.parent / "revived_types.json"
+    revived = json.loads(revived_path.read_text())["releases"] if revived_path.exists() else {}
     for ready in sorted(args.envs.glob("*/READY")):
         python = ready.read_text().strip().splitlines()[0].strip()
         try:
-            version, kernels = dump(python)
+            version, kernels, types = dump(python)
         except (subprocess.CalledProcessError, RuntimeError) as exc:
             sys.stderr.write(f"{ready.parent.name}: {exc}\n")
             continue
         releases[version] = kernels
+        if types is not None:
+            revived[version] = types
         sys.stderr.write(f"{version}: kernels for {len(kernels)} ops\n")
     args.output.write_bytes(pack(releases))
+    doc = {
+        "format": "tfcompat-revived-types/1",
+        "source": "tools/build_kernels.py: dump_manifest.py's revived_types in each release",
+        "releases": dict(sorted(revived.items())),
+    }
+    revived_path.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")
     sys.stderr.write(f"{len(releases)} releases -> {args.output}\n")
     return 0
 

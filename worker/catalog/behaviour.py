@@ -52,6 +52,16 @@ def validates_library_at_load(release: str) -> bool:
 
 LOOKS_UP_OP_LIST_FIRST_BEFORE = Version("1.15.0")
 
+# tf.saved_model.load of a TF1 SavedModel lifts its variables; from 2.8 a read of one
+# nothing filled gives an empty tensor, before it an error ("Could not find variable").
+# Measured (tests/fixtures/tf-serve `init_reads_unrestored_variable`, and load.py --path
+# on every release between): 2.4.4 to 2.7.4 fail the init run, 2.8.4 to 2.21.0 load it.
+LIFTED_READS_EMPTY_FROM = Version("2.8.0")
+
+
+def lifted_reads_empty(release: str) -> bool:
+    return release_version(release) >= LIFTED_READS_EMPTY_FROM
+
 
 def looks_up_op_list_first(release: str) -> bool:
     return release_version(release) < LOOKS_UP_OP_LIST_FIRST_BEFORE

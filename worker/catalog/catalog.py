@@ -25,13 +25,14 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from worker.catalog.behaviour import (
+    lifted_reads_empty,
     looks_up_op_list_first,
     rejects_unknown_attrs,
     release_version,
     validates_library_at_load,
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
-from worker.catalog.kernels import ShippedKernels
+from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
 from worker.catalog.registries import ShippedRegistries
 from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
@@ -82,9 +83,11 @@ class Catalog:
         releases_doc: dict[str, Any] | None,
         registries: ShippedRegistries | None,
         kernels: ShippedKernels | None = None,
+        revived: ShippedRevivedTypes | None = None,
     ) -> None:
         self._shipped = registries
         self._kernels = kernels
+        self._revived = revived
         self._registries: dict[str, Registry] = {}
         # One ops mapping per registry: the patch releases of a minor share it, and
         # checks recognise consumers with the same ops by it (compat.check).
@@ -161,7 +164,10 @@ class Catalog:
                     release.registry_version
                 )
             kernels = self._kernels.kernels(release.registry_version) if self._kernels else None
-            found = self._registries[release.version] = Registry(ops, source, kernels=kernels)
+            revived = self._revived.revived(release.registry_version) if self._revived else None
+            found = self._registries[release.version] = Registry(
+                ops, source, kernels=kernels, revived=revived
+            )
         return found
 
     def consumer(
@@ -243,6 +249,7 @@ def consumer_for_release(
         rejects_unknown_attrs=rejects_unknown_attrs(release.version),
         validates_library=validates_library_at_load(release.version),
         looks_up_op_list_first=looks_up_op_list_first(release.version),
+        lifted_reads_empty=lifted_reads_empty(release.version),
         tflite=load_tflite_catalog().interpreter(TENSORFLOW, release.version),
     )
 
@@ -280,8 +287,10 @@ def load_catalog() -> Catalog:
     releases = _read_data("releases.json")
     registries = _read_data("registries.jsonl")
     kernels = _read_data("kernels.json.gz")
+    revived = _read_data("revived_types.json")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
         ShippedKernels(kernels) if kernels else None,
+        ShippedRevivedTypes(revived) if revived else None,
     )

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from worker.model.consumer import KernelDefs
+from worker.model.consumer import KernelDefs, RevivedType, RevivedTypes
 
 KERNELS_FORMAT = "tfcompat-kernels/1"
 
@@ -51,3 +51,39 @@ def _table(
         device: tuple(tuple((attr, tuple(types)) for attr, types in kernel) for kernel in kernels)
         for device, kernels in raw.items()
     }
+
+
+def revived_types_from_json(raw: Any) -> RevivedTypes | None:
+    """A release's (or a manifest's) `revived_types`; None when absent or malformed."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return {
+            str(identifier): tuple(
+                RevivedType(
+                    int(row["version"]),
+                    int(row["min_producer_version"]),
+                    int(row["min_consumer_version"]),
+                    tuple(int(b) for b in row["bad_consumers"]),
+                    tuple(str(m) for m in row["methods"]),
+                )
+                for row in rows
+            )
+            for identifier, rows in raw.items()
+        }
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+class ShippedRevivedTypes:
+    """`data/revived_types.json` (tools/build_kernels.py): per release, what
+    tf.saved_model.load revives by identifier."""
+
+    def __init__(self, data: bytes) -> None:
+        self._releases: dict[str, Any] = json.loads(data)["releases"]
+        self._decoded: dict[str, RevivedTypes | None] = {}
+
+    def revived(self, version: str) -> RevivedTypes | None:
+        if version not in self._decoded:
+            self._decoded[version] = revived_types_from_json(self._releases.get(version))
+        return self._decoded[version]

@@ -37,6 +37,7 @@ from worker.compat.memo import (
     remembered,
 )
 from worker.compat.nodes import NodeContext, check_node_kind
+from worker.compat.objects import object_findings
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
@@ -426,6 +427,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-edges": partial(check_edges, in_functions=True),
     "serving": check_serving,
     "runs": run_findings,
+    "objects": object_findings,
     "keras": check_keras,
     "unsafe": check_unsafe,
     "policy": check_policy,
@@ -575,12 +577,14 @@ def verdict_class(
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
         consumer.looks_up_op_list_first,
+        consumer.lifted_reads_empty,
         consumer.graph_def_version,
         consumer.graph_def_min_producer,
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
         banned,
         id(registry.kernels),
+        id(registry.revived),
         consumer.gpu,
     )
     hit = _CLASSES.get(key)
@@ -592,7 +596,7 @@ def verdict_class(
         if hit is not None:
             return hit[1][0]  # type: ignore[index,no-any-return]
     found, by_release = _class_of(artifact, consumer, history, banned)
-    owners = (artifact, history, registry.ops, registry.kernels)
+    owners = (artifact, history, registry.ops, registry.kernels, registry.revived)
     keep(_CLASSES, key, owners, (found, by_release))
     if by_release:
         keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
@@ -625,12 +629,14 @@ def _class_of(
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
         consumer.looks_up_op_list_first,
+        consumer.lifted_reads_empty,
         deprecation,
         ids,
         graph_versions,
         checkpoint,
         banned,
         kernels,
+        id(consumer.registry.revived) if artifact.meta_graphs and consumer.registry else None,
     )
     return found, by_release
 
@@ -683,18 +689,18 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 # tf.saved_model.load instantiates the function library before the graph.
 _GRAPH_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
-    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving", "runs",
-    "keras", "unsafe", "policy",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
+    "runs", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
-    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "serving", "runs",
-    "keras", "unsafe", "policy",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
+    "runs", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
-    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "serving",
-    "runs", "keras", "unsafe", "policy",
+    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "objects",
+    "serving", "runs", "keras", "unsafe", "policy",
 )  # fmt: skip
 
 

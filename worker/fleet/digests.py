@@ -43,6 +43,7 @@ def _digest(consumer: Consumer) -> str:
             str(consumer.loader),
             consumer.rejects_unknown_attrs,
             consumer.validates_library,
+            *(["lifted-reads-empty"] if consumer.lifted_reads_empty else []),
             registry.source if registry else None,
             registry.fingerprint if registry else None,
             sorted(registry.ops) if registry else None,

@@ -17,7 +17,9 @@ The manifest holds:
   after importing any extra op libraries named with `--import` or
   `--load-op-library` (custom builds, tensorflow-text and the like);
 - the kernel registry: for each op, the devices it has kernels for and each
-  kernel's type constraints (what "No OpKernel was registered" is decided by).
+  kernel's type constraints (what "No OpKernel was registered" is decided by);
+- the object types `tf.saved_model.load` revives by identifier (optimizers whose
+  slot variables it restores through `add_slot`).
 """
 
 from __future__ import print_function
@@ -117,6 +119,48 @@ def _kernel_table():
     return table
 
 
+def _revived_types():
+    """identifier -> each registration tf.saved_model.load revives that user object
+    type with (its version numbers, as `revived_types.VersionedTypeRegistration` keeps
+    them) and which methods the revived object has that the loader calls (`add_slot`,
+    for an object holding slot variables). What `import tensorflow` (and `--import`)
+    registered; an identifier not listed is revived as a plain `_UserObject`."""
+    try:
+        from tensorflow.core.protobuf import saved_object_graph_pb2
+        from tensorflow.python.saved_model import revived_types
+    except ImportError:
+        return None
+    registry = getattr(revived_types, "_REVIVED_TYPE_REGISTRY", None)
+    if not isinstance(registry, dict):
+        return None
+    found = {}
+    for identifier, value in registry.items():
+        registrations = value[1] if isinstance(value, tuple) else value
+        rows = []
+        for reg in registrations:
+            version = getattr(reg, "version", 0)
+            proto = saved_object_graph_pb2.SavedUserObject(identifier=identifier)
+            proto.version.producer = version
+            try:
+                revived = reg._object_factory(proto)
+                cls = type(revived).__name__
+                methods = sorted(m for m in ("add_slot",) if hasattr(revived, m))
+            except Exception:
+                cls, methods = None, []
+            rows.append(
+                {
+                    "version": version,
+                    "min_producer_version": getattr(reg, "_min_producer_version", 0),
+                    "min_consumer_version": getattr(reg, "_min_consumer_version", 0),
+                    "bad_consumers": list(getattr(reg, "_bad_consumers", [])),
+                    "class": cls,
+                    "methods": methods,
+                }
+            )
+        found[identifier] = rows
+    return found
+
+
 def _read_version_header(tf):
     """Version macros from the `version.h` the package ships, or {} if absent."""
     found = {}
@@ -196,6 +240,7 @@ def build_manifest(import_modules, op_libraries):
         "ops": ops,
         "kernels": _kernel_table(),
         "devices": _local_device_types(),
+        "revived_types": _revived_types(),
     }
 
 

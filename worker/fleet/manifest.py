@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from worker.catalog.behaviour import (
+    lifted_reads_empty,
     looks_up_op_list_first,
     rejects_unknown_attrs,
     validates_library_at_load,
 )
+from worker.catalog.kernels import revived_types_from_json
 from worker.catalog.opdefs import OpDefCache
 from worker.errors import ConfigError
 from worker.model.consumer import Consumer, KernelDefs, Loader, Registry
@@ -64,8 +66,9 @@ def consumer_from_manifest(
         rejects = rejects_unknown_attrs(version) if version else False
         library = validates_library_at_load(version) if version else True
         op_list_first = looks_up_op_list_first(version) if version else False
+        lifted_empty = lifted_reads_empty(version) if version else False
     except ValueError:
-        rejects, library, op_list_first = False, True, False
+        rejects, library, op_list_first, lifted_empty = False, True, False, False
     return Consumer(
         name=name,
         tensorflow=version,
@@ -74,12 +77,17 @@ def consumer_from_manifest(
         checkpoint_version=int(ckpt.get("producer") or 1),
         checkpoint_min_producer=int(ckpt.get("min_producer") or 0),
         registry=Registry(
-            ops, f"manifest {path}", doc_fingerprint(doc), kernels=_kernels(doc.get("kernels"))
+            ops,
+            f"manifest {path}",
+            doc_fingerprint(doc),
+            kernels=_kernels(doc.get("kernels")),
+            revived=revived_types_from_json(doc.get("revived_types")),
         ),
         loader=loader,
         rejects_unknown_attrs=rejects,
         validates_library=library,
         looks_up_op_list_first=op_list_first,
+        lifted_reads_empty=lifted_empty,
     )
 
 

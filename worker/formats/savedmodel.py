@@ -9,7 +9,6 @@ accepts it.
 from __future__ import annotations
 
 from google.protobuf import text_format
-from google.protobuf.unknown_fields import UnknownFieldSet
 
 from worker.errors import InvalidArtifact, LimitExceeded
 from worker.formats.graph import (
@@ -20,11 +19,23 @@ from worker.formats.graph import (
 )
 from worker.formats.serve_plan import serve_plan
 from worker.formats.source import Source
-from worker.model.artifact import Graph, MetaGraph
+from worker.model.artifact import Graph, MetaGraph, RevivedObject
 from worker.proto import tensorflow_subset_pb2 as pb
-from worker.proto.convert import op_def
+from worker.proto.convert import op_def, version_def
 
-_MG_OBJECT_GRAPH = 7  # meta_graph.proto: object_graph_def, not in our subset
+
+def _revived_objects(message: pb.MetaGraphDef) -> tuple[RevivedObject, ...]:
+    """The object graph's user objects that hold slot variables (see RevivedObject)."""
+    found = []
+    for index, node in enumerate(message.object_graph_def.nodes):
+        if node.slot_variables and node.WhichOneof("kind") == "user_object":
+            user = node.user_object
+            found.append(
+                RevivedObject(
+                    user.identifier, version_def(user.version), len(node.slot_variables), index
+                )
+            )
+    return tuple(found)
 
 
 def _meta_graph(message: pb.MetaGraphDef, has_object_graph: bool) -> MetaGraph:
@@ -41,16 +52,14 @@ def _meta_graph(message: pb.MetaGraphDef, has_object_graph: bool) -> MetaGraph:
         signatures=tuple(sorted(signatures)),
         has_object_graph=has_object_graph,
         serve_plan=serve_plan(message, nodes),
+        revived_objects=_revived_objects(message),
     )
 
 
 def _binary_meta_graph(message: pb.MetaGraphDef, name: str) -> MetaGraph:
     if not message.HasField("graph_def"):
         raise InvalidArtifact(f"{name}: MetaGraphDef has no graph_def")
-    # object_graph_def is unknown to our subset; protobuf keeps it as an unknown field.
-    unknown = UnknownFieldSet(message)
-    has_object_graph = any(unknown[i].field_number == _MG_OBJECT_GRAPH for i in range(len(unknown)))
-    return _meta_graph(message, has_object_graph)
+    return _meta_graph(message, message.HasField("object_graph_def"))
 
 
 def read_saved_model(source: Source) -> tuple[int, list[MetaGraph]]:

@@ -126,6 +126,18 @@ class Graph:
 
 
 @dataclass(frozen=True)
+class RevivedObject:
+    """A user object of a TF2 SavedModel's object graph that tf.saved_model.load must
+    revive as its own class: one holding slot variables (an optimizer), which the
+    loader hands to the revived object's `add_slot`."""
+
+    identifier: str  # SavedUserObject.identifier ("optimizer", "tf_deprecated_optimizer")
+    version: VersionDef  # SavedUserObject.version
+    slots: int  # slot variables it holds
+    node: int  # its index in the object graph
+
+
+@dataclass(frozen=True)
 class MetaGraph:
     """One MetaGraphDef (a SavedModel holds one per tag set)."""
 
@@ -138,6 +150,7 @@ class MetaGraph:
     signatures: tuple[str, ...] = ()
     has_object_graph: bool = False  # written by tf.saved_model.save (TF2)
     serve_plan: ServePlan | None = None  # what the loader and requests run (None: unknown)
+    revived_objects: tuple[RevivedObject, ...] = ()  # TF2 object graph: objects with slots
 
 
 @dataclass(frozen=True)
@@ -257,6 +270,15 @@ def artifact_from_json(
                 signatures=tuple(m["signatures"]),
                 has_object_graph=m["has_object_graph"],
                 serve_plan=serve_plan_from_json(m.get("serve_plan")),
+                revived_objects=tuple(
+                    RevivedObject(
+                        o["identifier"],
+                        versions_from_json(o["version"]) or VersionDef(0),
+                        o["slots"],
+                        o["node"],
+                    )
+                    for o in m.get("revived_objects", ())
+                ),
             )
             for m in data["meta_graphs"]
         ),

@@ -24,6 +24,29 @@ KernelDefs = Mapping[str, Mapping[str, Sequence[Sequence[tuple[str, Sequence[str
 
 
 @dataclass(frozen=True)
+class RevivedType:
+    """One registration tf.saved_model.load revives a user object identifier with
+    (`revived_types.VersionedTypeRegistration`), measured in the consumer's process."""
+
+    version: int
+    min_producer_version: int
+    min_consumer_version: int
+    bad_consumers: tuple[int, ...]
+    methods: tuple[str, ...]  # methods the revived object has that the loader calls
+
+    def should_load(self, producer: int, min_consumer: int, bad: tuple[int, ...]) -> bool:
+        """VersionedTypeRegistration.should_load: this registration revives the object."""
+        return (
+            producer >= self.min_producer_version
+            and self.version >= min_consumer
+            and self.version not in bad
+        )
+
+
+RevivedTypes = Mapping[str, tuple[RevivedType, ...]]
+
+
+@dataclass(frozen=True)
 class Registry:
     """The ops a consumer's binary registers, and the kernels it has for them."""
 
@@ -31,6 +54,7 @@ class Registry:
     source: str  # "catalog 2.12.1", a manifest path, ...
     fingerprint: str = ""  # names the contents: a manifest's sha256 (a re-dump changes it)
     kernels: KernelDefs | None = None  # None: not measured for this binary
+    revived: RevivedTypes | None = None  # what tf.saved_model.load revives (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -46,6 +70,8 @@ class Consumer:
     rejects_unknown_attrs: bool = False  # up to 2.4 reject; 2.5 and later ignore
     validates_library: bool = True  # 1.13 and older check function bodies only when called
     looks_up_op_list_first: bool = False  # 1.13/1.14 v1 loader: the stripped op list first
+    # tf.saved_model.load reads an unfilled lifted variable as an empty tensor (2.8+)
+    lifted_reads_empty: bool = False
     # Keras files (`worker.compat.keras`): the Keras `load_model` runs ("2.15", "3.6"; derived
     # from the release, or declared), the Python it runs on ("3.11"; None: not declared), and
     # whether the consumer is a TensorFlow Serving binary (it reads SavedModels only)

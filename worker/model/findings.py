@@ -59,6 +59,7 @@ class Code(StrEnum):
     REQUEST_NO_SIGNATURE = "request.no-signature"  # nothing a request can call
     REQUEST_PYTHON = "request.python"  # a Python callable on a run: no other process has it
     KERNEL_MISSING = "kernel.missing"  # registered op, no kernel for the device and types
+    OBJECT_NOT_REVIVED = "object.not-revived"  # tf.saved_model.load cannot rebuild it
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
     # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
@@ -130,6 +131,7 @@ class FixKind(StrEnum):
     FEED_PLACEHOLDER = "feed_placeholder"  # make it a signature input, or give it a default
     ADD_SIGNATURE = "add_signature"  # export a serving_default signature
     USE_GPU_BUILD = "use_gpu_build"  # op: its kernel exists for GPU only
+    EXPORT_WITHOUT_OPTIMIZER = "export_without_optimizer"  # save the model, not its optimizer
 
 
 @dataclass(frozen=True)

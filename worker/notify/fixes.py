@@ -106,6 +106,12 @@ def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
         )
     if kind == "add_signature":
         return f"Export a {quote('serving_default')} signature"
+    if kind == "export_without_optimizer":
+        return (
+            "Export for serving without the optimizer "
+            f"({quote('model.export(DIR)')}, or save a tf.Module holding only the "
+            "model's variables), or load it with the v1 loader"
+        )
     if kind == "use_gpu_build":
         return f"Serve it from {who} with a GPU, or re-export without op {item}"
     return ""

@@ -420,7 +420,7 @@ class GraphDef(_message.Message):
     def __init__(self, node: _Optional[_Iterable[_Union[NodeDef, _Mapping]]] = ..., versions: _Optional[_Union[VersionDef, _Mapping]] = ..., version: _Optional[int] = ..., library: _Optional[_Union[FunctionDefLibrary, _Mapping]] = ...) -> None: ...
 
 class MetaGraphDef(_message.Message):
-    __slots__ = ("meta_info_def", "graph_def", "saver_def", "collection_def", "signature_def", "asset_file_def")
+    __slots__ = ("meta_info_def", "graph_def", "saver_def", "collection_def", "signature_def", "asset_file_def", "object_graph_def")
     class MetaInfoDef(_message.Message):
         __slots__ = ("meta_graph_version", "stripped_op_list", "tags", "tensorflow_version", "tensorflow_git_version", "stripped_default_attrs", "function_aliases")
         class FunctionAliasesEntry(_message.Message):
@@ -465,13 +465,46 @@ class MetaGraphDef(_message.Message):
     COLLECTION_DEF_FIELD_NUMBER: _ClassVar[int]
     SIGNATURE_DEF_FIELD_NUMBER: _ClassVar[int]
     ASSET_FILE_DEF_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_GRAPH_DEF_FIELD_NUMBER: _ClassVar[int]
     meta_info_def: MetaGraphDef.MetaInfoDef
     graph_def: GraphDef
     saver_def: SaverDef
     collection_def: _containers.MessageMap[str, CollectionDef]
     signature_def: _containers.MessageMap[str, SignatureDef]
     asset_file_def: _containers.RepeatedCompositeFieldContainer[AssetFileDef]
-    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[GraphDef, _Mapping]] = ..., saver_def: _Optional[_Union[SaverDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ...) -> None: ...
+    object_graph_def: SavedObjectGraph
+    def __init__(self, meta_info_def: _Optional[_Union[MetaGraphDef.MetaInfoDef, _Mapping]] = ..., graph_def: _Optional[_Union[GraphDef, _Mapping]] = ..., saver_def: _Optional[_Union[SaverDef, _Mapping]] = ..., collection_def: _Optional[_Mapping[str, CollectionDef]] = ..., signature_def: _Optional[_Mapping[str, SignatureDef]] = ..., asset_file_def: _Optional[_Iterable[_Union[AssetFileDef, _Mapping]]] = ..., object_graph_def: _Optional[_Union[SavedObjectGraph, _Mapping]] = ...) -> None: ...
+
+class SavedObjectGraph(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[SavedObject]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[SavedObject, _Mapping]]] = ...) -> None: ...
+
+class SavedObject(_message.Message):
+    __slots__ = ("slot_variables", "user_object")
+    class SlotVariableReference(_message.Message):
+        __slots__ = ("original_variable_node_id", "slot_name", "slot_variable_node_id")
+        ORIGINAL_VARIABLE_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+        SLOT_NAME_FIELD_NUMBER: _ClassVar[int]
+        SLOT_VARIABLE_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+        original_variable_node_id: int
+        slot_name: str
+        slot_variable_node_id: int
+        def __init__(self, original_variable_node_id: _Optional[int] = ..., slot_name: _Optional[str] = ..., slot_variable_node_id: _Optional[int] = ...) -> None: ...
+    SLOT_VARIABLES_FIELD_NUMBER: _ClassVar[int]
+    USER_OBJECT_FIELD_NUMBER: _ClassVar[int]
+    slot_variables: _containers.RepeatedCompositeFieldContainer[SavedObject.SlotVariableReference]
+    user_object: SavedUserObject
+    def __init__(self, slot_variables: _Optional[_Iterable[_Union[SavedObject.SlotVariableReference, _Mapping]]] = ..., user_object: _Optional[_Union[SavedUserObject, _Mapping]] = ...) -> None: ...
+
+class SavedUserObject(_message.Message):
+    __slots__ = ("identifier", "version")
+    IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    identifier: str
+    version: VersionDef
+    def __init__(self, identifier: _Optional[str] = ..., version: _Optional[_Union[VersionDef, _Mapping]] = ...) -> None: ...
 
 class SaverDef(_message.Message):
     __slots__ = ("filename_tensor_name", "save_tensor_name", "restore_op_name")
