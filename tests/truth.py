@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -29,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"
 OWN = ROOT / "tests" / "fixtures" / "tf-real"
 SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the first request
+REAL = ROOT / "tests" / "fixtures" / "real-models"  # models PyPI packages ship (not committed)
+REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
 def matrix_path(fixture_set: Path) -> Path:
@@ -37,7 +41,7 @@ def matrix_path(fixture_set: Path) -> Path:
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
 
-FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE) if matrix_path(p).exists()]
+FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL) if matrix_path(p).exists()]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -120,6 +124,12 @@ def held_out_after(row: Row) -> str | None:
 @cache
 def read_artifacts(fixture_set: Path, artifact_id: str) -> tuple[Artifact, ...]:
     entry = artifacts_doc(fixture_set)[artifact_id]
+    if entry.get("cache"):  # a real model: fetched by pinned version and checksum
+        path = REAL_CACHE / entry["load_path"]
+        if not path.exists():
+            tool = ROOT / "tools" / "fixtures" / "real_models.py"
+            subprocess.run([sys.executable, str(tool), "fetch"], check=True)
+        return tuple(read_path(str(path)))
     return tuple(read_path(str(fixture_set / entry["load_path"])))
 
 
@@ -192,6 +202,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("Unable to lift tensor", frozenset({"request.feed", "init.failed"})),
     ("MetaGraphDef associated with tags", frozenset({"saved-model.tags"})),
     ("Expected exactly one", frozenset({"init.failed"})),
+    ("has no attribute 'add_slot'", frozenset({"object.not-revived"})),
     ("pyfunc_", frozenset({"request.python"})),
     ("Resource localhost/", frozenset({"resource.uninitialized"})),
     ("No OpKernel was registered", frozenset({"kernel.missing"})),

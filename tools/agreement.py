@@ -66,7 +66,11 @@ def main() -> int:
     groups: dict[str, list[Row]] = {}
     for row in selected:
         after = held_out_after(row)
-        label = f"held-out (built after the rules of {after})" if after else "in-sample"
+        label = (
+            f"held-out {row.fixture_set.name} (built after the rules of {after})"
+            if after
+            else "in-sample"
+        )
         groups.setdefault(label, []).append(row)
     for label in sorted(groups, key=lambda g: g != "in-sample"):
         print(f"== {label}")

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.truth import FIXTURE_SETS
-from worker.formats.read import read_path
+from tests.truth import FIXTURE_SETS, read_artifacts
 from worker.model.artifact import Artifact, artifact_from_json
 
 
@@ -25,7 +24,8 @@ ENTRIES = _entries()
 
 
 def _read(fixture_set: Path, entry: dict[str, Any]) -> list[Artifact]:
-    return read_path(str(fixture_set / entry["load_path"]))
+    """The entry's artifacts (a real model from the cache, fetched when absent)."""
+    return list(read_artifacts(fixture_set, entry["id"]))
 
 
 @pytest.mark.parametrize(

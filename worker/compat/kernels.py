@@ -86,16 +86,16 @@ def kernel_gap(
         return None
     by_device = kernels.get(kind.op)
     if not by_device:
-        return KernelGap("it registers the op and no kernel for it on any device", False)
+        return KernelGap("the binary registers the op and no kernel for it on any device", False)
     cpu = [k for d in CPU_DEVICES for k in by_device.get(d, ())]
     if not cpu:
         others = ", ".join(sorted(by_device))
-        return KernelGap(f"it has kernels for {others} only, none for the CPU", True)
+        return KernelGap(f"the binary has kernels for {others} only, none for the CPU", True)
     attrs = sorted({attr for kernel in cpu for attr, _ in kernel})
     shown = ", ".join(f"{a}={'/'.join(_types(kind.attrs.get(a)) or ('default',))}" for a in attrs)
     allowed = sorted({t for kernel in cpu for _, types in kernel for t in types})
     return KernelGap(
-        f"its CPU kernels do not take these attrs ({shown}); they take "
+        f"the binary's CPU kernels do not take these attrs ({shown}); they take "
         f"{', '.join(t.removeprefix('DT_').lower() for t in allowed[:12])}"
         + (" and more" if len(allowed) > 12 else ""),
         False,

@@ -43,7 +43,6 @@ def object_findings(s: Subject) -> list[Finding]:
         if revived_as is not None and SLOT_METHOD in revived_as.methods:
             continue
         seen.add(obj.identifier)
-        release = f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "It"
         why = (
             "registers no type for it"
             if revived_as is None
@@ -54,7 +53,7 @@ def object_findings(s: Subject) -> list[Finding]:
                 Code.OBJECT_NOT_REVIVED,
                 f"'_UserObject' object has no attribute 'add_slot': object {obj.node} of the "
                 f"object graph ('{obj.identifier}', {obj.slots} slot variables: an optimizer's "
-                f"state) must be revived as an optimizer, and {release} {why}. "
+                f"state) must be revived as an optimizer, and the consumer's TensorFlow {why}. "
                 "tf.saved_model.load fails.",
                 fix=Fix(FixKind.EXPORT_WITHOUT_OPTIMIZER),
             )

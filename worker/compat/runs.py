@@ -205,7 +205,7 @@ def run_findings(s: Subject) -> list[Finding]:
     loader = s.consumer.loader
     findings: list[Finding] = []
     steps: list[Run] = []
-    restores = plan.restore is not None and s.artifact.checkpoint is not None
+    restores = plan.restore is not None and not s.artifact.restore_skipped
     if plan.restore is not None and restores:
         steps.append(plan.restore)
     if loader != Loader.GRAPH_IMPORT:
@@ -346,7 +346,6 @@ def _kernel_findings(
             continue
         seen.add(kind.op)
         where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
-        release = f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "it"
         outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
         placed = (
             f"placed with the whole graph at {_where(run)}, whether a request needs it or not"
@@ -358,7 +357,7 @@ def _kernel_findings(
             error(
                 Code.KERNEL_MISSING,
                 f"No OpKernel was registered to support Op '{kind.op}' ({where}, {placed}): "
-                f"{release} {gap.reason}. {outcome.capitalize()}.",
+                f"{gap.reason}. {outcome.capitalize()}.",
                 op=kind.op,
                 fix=Fix(kind_of_fix, op=kind.op),
                 stage=stage,
@@ -413,7 +412,7 @@ def _unfilled(
         shown += f" and {len(resources) - 5} more"
     restored_somewhere = plan.restore is not None and first.kind == "variable"
     if first.kind == "variable" and plan.restore is not None and not restores:
-        cause = "the SavedModel has no variables/variables.index, so the loader skips the restore"
+        cause = "variables/ holds no variables.index, so the loader skips the restore"
         fix = Fix(FixKind.SAVE_VARIABLES)
     elif first.kind == "variable" and _tf2_module_pattern(s.meta_graph, plan, restores):
         cause = (

@@ -98,11 +98,13 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
         source = tree.open(f"{prefix}saved_model.pbtxt")
         (schema, meta_graphs), sha256 = _with_digest(source, read_saved_model_text)
     checkpoint = None
+    restore_skipped = False
     variables = f"{prefix}variables/variables.index"
     if variables in names:
         checkpoint = _checkpoint(tree.open(variables))
     elif any(n.startswith(f"{prefix}variables/") for n in names):
-        notes.append("variables/ has no variables.index")
+        notes.append("variables/ has no variables.index: the loader skips the restore")
+        restore_skipped = True
     return Artifact(
         path=display,
         format="savedmodel",
@@ -112,6 +114,7 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
         checkpoint=checkpoint,
         saved_model_schema_version=schema,
         notes=tuple(notes),
+        restore_skipped=restore_skipped,
     )
 
 

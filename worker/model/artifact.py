@@ -184,6 +184,10 @@ class Artifact:
     saved_model_schema_version: int | None = None
     notes: tuple[str, ...] = ()
     tflite: TfliteModel | None = None  # a .tflite flatbuffer
+    # A SavedModel whose variables/ holds files but no variables.index: the loader skips
+    # the restore (loader.cc RunRestore). A SavedModel read without any variables/ (a
+    # lone saved_model.pb in a repository or a bucket) is judged as the whole directory.
+    restore_skipped: bool = False
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -288,4 +292,5 @@ def artifact_from_json(
         saved_model_schema_version=data.get("saved_model_schema_version"),
         notes=tuple(data.get("notes", ())),
         tflite=tflite_from_json(data["tflite"]) if data.get("tflite") is not None else None,
+        restore_skipped=bool(data.get("restore_skipped", False)),
     )
