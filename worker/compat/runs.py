@@ -58,6 +58,17 @@ NEUTRAL_OPS = frozenset(
     {"VarIsInitializedOp", "IsVariableInitialized", "DestroyResourceOp", "NoOp"}
 )
 PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+# Ops that open the file a fed asset path names (an absent asset: "No such file").
+ASSET_READING_OPS = frozenset(
+    {
+        "InitializeTableFromTextFile",
+        "InitializeTableFromTextFileV2",
+        "ReadFile",
+        "TextLineDataset",
+        "TFRecordDataset",
+        "FixedLengthRecordDataset",
+    }
+)
 
 _FAILS_WITH = {
     "variable": "'Attempting to use uninitialized value' / 'Error while reading resource variable'",
@@ -277,6 +288,7 @@ def _step_findings(
         )
     if feeds:
         findings += _feed_findings(run, stage)
+    findings += _asset_findings(s, plan, run, effects, stage)
     python = sorted(effects.ops & PYTHON_OPS)
     if python:
         findings.append(
@@ -364,6 +376,31 @@ def _kernel_findings(
             )
         )
     return findings
+
+
+def _asset_findings(
+    s: Subject, plan: ServePlan, run: Run, effects: _Effects, stage: Stage
+) -> list[Finding]:
+    """An asset the MetaGraph names that assets/ lacks fails the run that opens it (the
+    loader feeds its path whether the file exists or not)."""
+    present = s.artifact.asset_files
+    if present is None or not plan.assets or run.role == "request":
+        return []
+    missing = [a for a in plan.assets if a not in present]
+    opens = sorted(effects.ops & ASSET_READING_OPS)
+    if not missing or not opens:
+        return []
+    return [
+        error(
+            Code.INIT_FAILED,
+            f"{_where(run).capitalize()} runs {opens[0]} on the asset files the loader feeds, "
+            f"and assets/ lacks {', '.join(missing[:4])}: the load fails ('No such file or "
+            "directory').",
+            op=opens[0],
+            fix=Fix(FixKind.SHIP_ASSETS),
+            stage=stage,
+        )
+    ]
 
 
 def _feed_findings(run: Run, stage: Stage) -> list[Finding]:

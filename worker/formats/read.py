@@ -105,6 +105,13 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
     elif any(n.startswith(f"{prefix}variables/") for n in names):
         notes.append("variables/ has no variables.index: the loader skips the restore")
         restore_skipped = True
+    seen_whole = any(n.startswith(prefix) and n[len(prefix) :].count("/") > 0 for n in names)
+    assets = f"{prefix}assets/"
+    asset_files = (
+        tuple(sorted(n[len(assets) :] for n in names if n.startswith(assets)))
+        if seen_whole
+        else None
+    )
     return Artifact(
         path=display,
         format="savedmodel",
@@ -115,6 +122,7 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
         saved_model_schema_version=schema,
         notes=tuple(notes),
         restore_skipped=restore_skipped,
+        asset_files=asset_files,
     )
 
 

@@ -188,6 +188,9 @@ class Artifact:
     # the restore (loader.cc RunRestore). A SavedModel read without any variables/ (a
     # lone saved_model.pb in a repository or a bucket) is judged as the whole directory.
     restore_skipped: bool = False
+    # The files under a SavedModel's assets/ (None: the directory was not seen whole,
+    # e.g. a lone saved_model.pb): what the loader feeds the asset tensors with.
+    asset_files: tuple[str, ...] | None = None
 
     def graphs(self) -> list[Graph]:
         found = [m.graph for m in self.meta_graphs]
@@ -293,4 +296,5 @@ def artifact_from_json(
         notes=tuple(data.get("notes", ())),
         tflite=tflite_from_json(data["tflite"]) if data.get("tflite") is not None else None,
         restore_skipped=bool(data.get("restore_skipped", False)),
+        asset_files=(tuple(data["asset_files"]) if data.get("asset_files") is not None else None),
     )

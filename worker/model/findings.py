@@ -132,6 +132,7 @@ class FixKind(StrEnum):
     ADD_SIGNATURE = "add_signature"  # export a serving_default signature
     USE_GPU_BUILD = "use_gpu_build"  # op: its kernel exists for GPU only
     EXPORT_WITHOUT_OPTIMIZER = "export_without_optimizer"  # save the model, not its optimizer
+    SHIP_ASSETS = "ship_assets"  # upload the SavedModel's assets/ with it
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,8 @@ def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
         )
     if kind == "add_signature":
         return f"Export a {quote('serving_default')} signature"
+    if kind == "ship_assets":
+        return f"Ship the SavedModel's {quote('assets/')} directory with it, every file it names"
     if kind == "export_without_optimizer":
         return (
             "Export for serving without the optimizer "
