@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from worker.cli.errors import UsageError
@@ -152,21 +153,24 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 2 if failed else 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def check_reports(
+    paths: list[str], specs: list[str], fleet_path: str | None
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The `check --json` report of every path, and the consumers it was judged for
+    (the `--consumer` specs, then the fleet's); what `check` and the CI Action render."""
     from worker.catalog.catalog import load_catalog
     from worker.catalog.opdefs import OpDefCache
-    from worker.cli.render import render_check
     from worker.compat.policy import Policy
-    from worker.compat.report import artifact_report, exit_status, invalid_report
+    from worker.compat.report import artifact_report, invalid_report
 
     catalog = load_catalog()
     cache = OpDefCache()
-    consumers = consumers_from_specs(args.consumer, catalog, cache)
+    consumers = consumers_from_specs(specs, catalog, cache)
     policy = Policy()
-    if args.fleet:
+    if fleet_path:
         from worker.fleet.fleet import load_fleet  # YAML: imported only when a fleet is given
 
-        fleet = load_fleet(args.fleet, catalog)
+        fleet = load_fleet(fleet_path, catalog)
         consumers += list(fleet.consumers)
         policy = fleet.policy
     names = [c.name for c in consumers]
@@ -175,7 +179,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"consumer named twice: {', '.join(duplicates)}")
     releases = catalog.range_consumers()
     reports: list[dict[str, Any]] = []
-    for target in args.paths:
+    for target in paths:
         try:
             artifacts = read_any(target)
         except TfcompatError as exc:
@@ -185,14 +189,46 @@ def cmd_check(args: argparse.Namespace) -> int:
             report = artifact_report(artifact, consumers, releases, catalog, policy)
             add_fixable(report, artifact, consumers, catalog)
             reports.append(report)
-    if args.json:
-        json.dump({"artifacts": reports}, sys.stdout, indent=1)
-        print()
+    return reports, consumers
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.cli.render import render_check
+    from worker.compat.report import exit_status
+
+    catalog = load_catalog()
+    releases = catalog.range_consumers()
+    reports, consumers = check_reports(args.paths, args.consumer, args.fleet)
+    form = args.format or ("json" if args.json else "text")
+    if form == "json":
+        text = json.dumps({"artifacts": reports}, indent=1) + "\n"
+    elif form == "sarif":
+        from worker.cli.ci_formats import sarif_document
+
+        text = json.dumps(sarif_document(reports, _version()), indent=1) + "\n"
+    elif form == "junit":
+        from worker.cli.ci_formats import junit_document
+
+        text = junit_document(reports) + "\n"
     else:
         first, last = releases[0].tensorflow, releases[-1].tensorflow
         checked = f"{len(releases)} catalog releases with an op registry ({first} to {last})"
-        print(render_check(reports, checked if not consumers else None), end="")
+        text = render_check(reports, checked if not consumers else None)
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
     return exit_status(reports)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tfcompat-worker")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def add_fixable(report: dict[str, Any], artifact: Any, consumers: list[Any], catalog: Any) -> None:

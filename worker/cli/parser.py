@@ -90,6 +90,16 @@ def add_model_commands(sub: Subparsers) -> None:
         help="check every consumer of a fleet file; 'builtin': every catalogued release",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "sarif", "junit"),
+        help="text (default), json (as --json), sarif (SARIF 2.1.0: one result per "
+        "finding, for code scanning) or junit (JUnit XML: a test case per model and "
+        "consumer, failed where it cannot serve it)",
+    )
+    p.add_argument(
+        "--output", metavar="FILE", help="write the report there instead of standard output"
+    )
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser(
