@@ -60,7 +60,7 @@ def summary(reports: list[dict[str, Any]], consumers: list[str]) -> str:
             consumer = by_name.get(name)
             cells.append(_MARKS[consumer.get("serves")] if consumer else "")
         releases = report.get("compatible_releases") or []
-        cells.append(f"{releases[0]} to {releases[-1]}" if releases else "none")
+        cells.append(", ".join(releases) if releases else "none")
         lines.append("| " + " | ".join(cells) + " |")
     failing = []
     for report in reports:

@@ -18,6 +18,7 @@ runs it, and never for the saver's save function.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
@@ -26,7 +27,9 @@ from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
+from worker.compat.kernels import kernel_gap
 from worker.compat.memo import (
+    HELD_LIMIT,
     Table,
     edges_touching,
     graph_facts,
@@ -37,7 +40,7 @@ from worker.compat.memo import (
     remembered,
 )
 from worker.compat.nodes import NodeContext, check_node_kind
-from worker.compat.objects import object_findings
+from worker.compat.objects import object_findings, revival_gaps
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
@@ -46,7 +49,7 @@ from worker.compat.subject import History as History
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
-from worker.model.artifact import Artifact, Graph, OpDef, VersionDef
+from worker.model.artifact import Artifact, Graph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
 from worker.model.findings import (
     Code,
@@ -636,20 +639,68 @@ def _class_of(
         checkpoint,
         banned,
         kernels,
-        id(consumer.registry.revived) if artifact.meta_graphs and consumer.registry else None,
+        _revival_signature(artifact, consumer),
     )
     return found, by_release
 
 
 def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
-    """The consumer's kernel table of every op the graph uses, by identity (releases that
-    measured alike share table objects), and whether it has a GPU: what kernel findings
-    read of the consumer."""
+    """Which of the graph's kinds (op and attrs) the consumer has no kernel for, and
+    whether it has a GPU: what kernel findings read of the consumer (two releases whose
+    tables differ only in types the model does not use are of one class). Remembered
+    per distinct set of kinds and kernel table: models of one exporter share both."""
     registry = consumer.registry
     if graph is None or registry is None or registry.kernels is None:
         return None
-    kernels = registry.kernels
-    return (consumer.gpu, tuple(id(kernels.get(op)) for op in graph_facts(graph).sorted_ops))
+    kinds = _kind_set(graph)
+    key = (kinds[0], id(registry.kernels), id(registry.ops), consumer.gpu)
+    hit = _KERNEL_GAPS.get(key)
+    if hit is not None:
+        return hit[1]
+    kernels, ops = registry.kernels, registry.ops
+    missing = frozenset(
+        (kind.op, kind.key[1])
+        for kind in kinds[1]
+        if kind.op in ops and kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu)
+    )
+    return keep(_KERNEL_GAPS, key, (kernels, ops), (consumer.gpu, missing), limit=8192)
+
+
+def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
+    """A number per distinct set of (op, attrs) the graph's kinds hold, and one kind of
+    each: what a kernel lookup reads of a graph."""
+    hit = _KIND_SETS_BY_GRAPH.get(id(graph))
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    distinct: dict[tuple[str, str], NodeKind] = {}
+    for kind in graph.kinds:
+        distinct.setdefault((kind.op, kind.key[1]), kind)
+    names = frozenset(distinct)
+    number = _KIND_SET_NUMBERS.get(names)
+    if number is None:
+        if len(_KIND_SET_NUMBERS) >= 20_000:
+            _KIND_SET_NUMBERS.clear()
+        number = _KIND_SET_NUMBERS[names] = next(_KIND_SET_COUNTER)  # never reused
+    found = (number, tuple(distinct.values()))
+    return keep(_KIND_SETS_BY_GRAPH, id(graph), (graph,), found, limit=HELD_LIMIT)
+
+
+_KIND_SETS_BY_GRAPH: Table = remembered({})
+_KIND_SET_NUMBERS: dict[frozenset[tuple[str, str]], int] = remembered({})
+_KIND_SET_COUNTER = itertools.count(1)
+_KERNEL_GAPS: Table = remembered({})
+
+
+def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
+    """Whether tf.saved_model.load revives each object that needs it (object findings)."""
+    registry = consumer.registry
+    if registry is None or registry.revived is None or consumer.loader != Loader.SAVED_MODEL_V2:
+        return None
+    return tuple(
+        (obj.node, why)
+        for m in artifact.meta_graphs
+        for obj, why in revival_gaps(m, registry.revived)
+    )
 
 
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from worker.compat.memo import remembered
 from worker.model.artifact import AttrJSON, NodeKind, OpDef
 from worker.model.consumer import KernelDefs
 
@@ -74,11 +75,33 @@ class KernelGap:
     gpu_only: bool  # kernels exist, for another device than the CPU
 
 
+_GAPS: dict[tuple[str, str, int, int, bool], tuple[object, object, KernelGap | None]] = remembered(
+    {}
+)
+_GAPS_LIMIT = 100_000
+
+
 def kernel_gap(
     kind: NodeKind, op: OpDef | None, kernels: KernelDefs, gpu: bool
 ) -> KernelGap | None:
     """Why the consumer has no kernel for this kind; None when it has one, or when the
-    op is not looked up at all."""
+    op is not looked up at all. Remembered per op, attrs, OpDef and table (a fleet
+    asks the same few hundred kinds of every model); the entry holds the OpDef and the
+    table, so their ids name nothing else while it stays."""
+    key = (kind.op, kind.key[1], id(op), id(kernels), gpu)
+    hit = _GAPS.get(key)
+    if hit is not None:
+        return hit[2]
+    if len(_GAPS) >= _GAPS_LIMIT:
+        _GAPS.clear()
+    found = _kernel_gap(kind, op, kernels, gpu)
+    _GAPS[key] = (op, kernels, found)
+    return found
+
+
+def _kernel_gap(
+    kind: NodeKind, op: OpDef | None, kernels: KernelDefs, gpu: bool
+) -> KernelGap | None:
     if kind.op in REWRITTEN_BEFORE_PLACEMENT:
         return None
     devices = CPU_DEVICES + (GPU_DEVICES if gpu else ())

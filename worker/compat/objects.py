@@ -14,19 +14,17 @@ model, basic-pitch 0.4.0's `nmp`, in 2.21).
 from __future__ import annotations
 
 from worker.compat.subject import Subject
+from worker.model.artifact import MetaGraph, RevivedObject
+from worker.model.consumer import RevivedTypes
 from worker.model.findings import Code, Finding, Fix, FixKind, error
 
 SLOT_METHOD = "add_slot"
 
 
-def object_findings(s: Subject) -> list[Finding]:
-    """One finding per identifier the consumer cannot revive with `add_slot`; nothing
-    when the consumer's revived types were not measured."""
-    meta_graph = s.meta_graph
-    registry = s.consumer.registry
-    if not s.tf2_load or meta_graph is None or registry is None or registry.revived is None:
-        return []
-    findings: list[Finding] = []
+def revival_gaps(meta_graph: MetaGraph, revived: RevivedTypes) -> list[tuple[RevivedObject, str]]:
+    """Each object (one per identifier) the consumer cannot revive with `add_slot`, and
+    why: no registration accepts it, or the one that does has no add_slot."""
+    gaps: list[tuple[RevivedObject, str]] = []
     seen: set[str] = set()
     for obj in meta_graph.revived_objects:
         if obj.identifier in seen:
@@ -35,7 +33,7 @@ def object_findings(s: Subject) -> list[Finding]:
         revived_as = next(
             (
                 r
-                for r in registry.revived.get(obj.identifier, ())
+                for r in revived.get(obj.identifier, ())
                 if r.should_load(version.producer, version.min_consumer, version.bad_consumers)
             ),
             None,
@@ -48,14 +46,25 @@ def object_findings(s: Subject) -> list[Finding]:
             if revived_as is None
             else "revives it as a type without add_slot"
         )
-        findings.append(
-            error(
-                Code.OBJECT_NOT_REVIVED,
-                f"'_UserObject' object has no attribute 'add_slot': object {obj.node} of the "
-                f"object graph ('{obj.identifier}', {obj.slots} slot variables: an optimizer's "
-                f"state) must be revived as an optimizer, and the consumer's TensorFlow {why}. "
-                "tf.saved_model.load fails.",
-                fix=Fix(FixKind.EXPORT_WITHOUT_OPTIMIZER),
-            )
+        gaps.append((obj, why))
+    return gaps
+
+
+def object_findings(s: Subject) -> list[Finding]:
+    """One finding per identifier the consumer cannot revive with `add_slot`; nothing
+    when the consumer's revived types were not measured."""
+    meta_graph = s.meta_graph
+    registry = s.consumer.registry
+    if not s.tf2_load or meta_graph is None or registry is None or registry.revived is None:
+        return []
+    return [
+        error(
+            Code.OBJECT_NOT_REVIVED,
+            f"'_UserObject' object has no attribute 'add_slot': object {obj.node} of the "
+            f"object graph ('{obj.identifier}', {obj.slots} slot variables: an optimizer's "
+            f"state) must be revived as an optimizer, and the consumer's TensorFlow {why}. "
+            "tf.saved_model.load fails.",
+            fix=Fix(FixKind.EXPORT_WITHOUT_OPTIMIZER),
         )
-    return findings
+        for obj, why in revival_gaps(meta_graph, registry.revived)
+    ]

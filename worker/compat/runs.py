@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from worker.compat.functions import callees
 from worker.compat.kernels import kernel_gap
+from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
@@ -205,11 +206,41 @@ def tf2_signature_findings(s: Subject) -> list[Finding]:
     return [] if DEFAULT_SIGNATURE in names else [_no_default_signature(names)]
 
 
+_RUNS: Table = remembered({})
+
+
 def run_findings(s: Subject) -> list[Finding]:
     """Every step the consumer's loader runs, then the first request (`serving_default`,
-    else the first signature), judged in TensorFlow's order."""
+    else the first signature), judged in TensorFlow's order.
+
+    Remembered per artifact and what the findings read of the consumer (its loader, op
+    registry and kernel table by identity, GPU, lifted reads): an upload is judged
+    against 79 releases and a fleet change against every model, and most of them share
+    those with many others."""
     if not applies(s):
         return tf2_signature_findings(s)
+    registry = s.consumer.registry
+    key = (
+        id(s.artifact),
+        s.consumer.loader,
+        id(registry.ops) if registry is not None else None,
+        id(registry.kernels) if registry is not None else None,
+        s.consumer.gpu,
+        s.consumer.lifted_reads_empty,
+    )
+    hit = _RUNS.get(key)
+    if hit is not None:
+        found: tuple[Finding, ...] = hit[1]  # type: ignore[assignment]
+        return list(found)
+    owners = (
+        s.artifact,
+        registry.ops if registry else None,
+        registry.kernels if registry else None,
+    )
+    return list(keep(_RUNS, key, owners, tuple(_run_findings(s)), limit=HELD_LIMIT))
+
+
+def _run_findings(s: Subject) -> list[Finding]:
     meta_graph, graph = s.meta_graph, s.graph
     assert meta_graph is not None and meta_graph.serve_plan is not None and graph is not None
     plan = meta_graph.serve_plan
