@@ -658,11 +658,13 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     if hit is not None:
         return hit[1]
     kernels, ops = registry.kernels, registry.ops
-    missing = frozenset(
-        (kind.op, kind.key[1])
+    gaps = (
+        (kind, kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu))
         for kind in kinds[1]
-        if kind.op in ops and kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu)
+        if kind.op in ops
     )
+    # the reason too: the message says which types the consumer's kernels take
+    missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
     return keep(_KERNEL_GAPS, key, (kernels, ops), (consumer.gpu, missing), limit=8192)
 
 
