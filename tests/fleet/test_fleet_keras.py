@@ -63,3 +63,34 @@ def test_a_declared_keras_changes_the_consumer_digest_and_a_derived_one_does_not
 def test_bad_keras_entries_are_config_errors(tmp_path: Path, text: str, pattern: str) -> None:
     with pytest.raises(ConfigError, match=pattern):
         load_fleet(write(tmp_path, text), load_catalog())
+
+
+def test_a_gpu_consumer_runs_ops_whose_kernels_are_gpu_only(tmp_path: Path) -> None:
+    """`gpu: true` reaches the kernel rule: an op a table has GPU kernels for only is a
+    `kernel.missing` error for the CPU build, and no error for the GPU consumer."""
+    from dataclasses import replace
+
+    from worker.compat.kernels import kernel_gap
+    from worker.model.artifact import NodeKind
+
+    fleet = load_fleet(
+        write(
+            tmp_path,
+            "consumers:\n  - {name: gpu, tensorflow: '2.21', gpu: true}\n"
+            "  - {name: cpu, tensorflow: '2.21'}\n",
+        ),
+        load_catalog(),
+    )
+    gpu, cpu = fleet.consumers
+    assert (gpu.gpu, cpu.gpu) == (True, False)
+    assert consumer_digest(gpu) != consumer_digest(cpu)
+    kind = NodeKind("GpuOnly", {}, 0, 1, "g")
+    table = {"GpuOnly": {"GPU": ((),)}}
+    assert kernel_gap(kind, None, table, cpu.gpu) is not None
+    assert kernel_gap(kind, None, table, gpu.gpu) is None
+    with pytest.raises(ConfigError, match="gpu must be true or false"):
+        load_fleet(
+            write(tmp_path, "consumers:\n  - {name: a, tensorflow: '2.21', gpu: 1}\n"),
+            load_catalog(),
+        )
+    assert replace(cpu, gpu=True).gpu

@@ -19,7 +19,8 @@ policy:
   unsafe_ops: warning              # file I/O, Python, network ops: warning (default) | error
 ```
 A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
-`python: "3.11"`; the Keras defaults to the one its TensorFlow release brings).
+`python: "3.11"`; the Keras defaults to the one its TensorFlow release brings),
+and `gpu: true` when it runs on a GPU (an op with GPU kernels only then runs).
 Every error names the file and line of the entry at fault.
 
 A TensorFlow consumer checks a `.tflite` file with that release's
@@ -154,7 +155,17 @@ def parse_consumer(
         keras=_version_entry(entry, "keras", where) or consumer.keras,
         python=_version_entry(entry, "python", where) or consumer.python,
         tf_serving=sources[0] == "serving",
+        gpu=_gpu_entry(entry, where),
     )
+
+
+def _gpu_entry(entry: dict[str, Any], where: str) -> bool:
+    """`gpu: true`: the binary runs on a GPU, so an op whose kernels are GPU-only still
+    runs (the measured kernel tables are the CPU builds')."""
+    value = entry.get("gpu", False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: gpu must be true or false (got {value!r})")
+    return value
 
 
 def _version_entry(entry: dict[str, Any], key: str, where: str) -> str | None:
