@@ -203,7 +203,10 @@ class Catalog:
         if self._anchor is None:
             return None
         day, version = self._anchor
-        date = day + dt.timedelta(days=graph_def_version - version)
+        try:
+            date = day + dt.timedelta(days=graph_def_version - version)
+        except OverflowError:  # a producer no binary was built with (2**31 - 1): no date
+            return None
         return date if date >= DAILY_SINCE else None
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:

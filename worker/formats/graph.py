@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 from worker.errors import InvalidArtifact, LimitExceeded
 from worker.formats.skim import skim
@@ -215,11 +215,11 @@ class GraphBuilder:
 
 
 def graph_versions(graph_def: pb.GraphDef) -> VersionDef | None:
-    """The VersionDef, or the deprecated `version` field as a producer, or None."""
+    """The VersionDef, or None. The deprecated `version` field is not read: graph.proto
+    says TensorFlow ignores it entirely (every change before `versions` was forward
+    compatible), so a graph holding only it reads as producer 0, as TensorFlow reads it."""
     if graph_def.HasField("versions"):
         return version_def(graph_def.versions)
-    if graph_def.version:
-        return VersionDef(producer=graph_def.version)
     return None
 
 
@@ -229,7 +229,24 @@ def _summarise(
     return _summarised(serialized, functions, versions)[0]
 
 
+def _too_deep(exc: DecodeError) -> LimitExceeded:
+    """A message nested past protobuf's depth limit (100): TensorFlow's parser refuses
+    it too. A text-format file can hold one (the Python text parser has no such
+    limit), and the binary re-reading of it is where the limit bites."""
+    reason = " ".join(str(exc).split()).rsplit(": ", 1)[-1]
+    return LimitExceeded(f"graph nested more deeply than protobuf's limit of 100 ({reason})")
+
+
 def _summarised(
+    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
+) -> tuple[Graph, dict[str, int]]:
+    try:
+        return _build(serialized, functions, versions)
+    except DecodeError as exc:
+        raise _too_deep(exc) from exc
+
+
+def _build(
     serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
 ) -> tuple[Graph, dict[str, int]]:
     builder = GraphBuilder()
@@ -262,9 +279,13 @@ def graph_nodes_from_message(graph_def: pb.GraphDef) -> tuple[Graph, TopNodes]:
     kinds: what a run's pruning follows (`worker.formats.serve_plan`)."""
     serialized = graph_def.SerializeToString()
     graph, kind_of = _summarised(serialized, _functions(graph_def), graph_versions(graph_def))
+    try:
+        top = views.GraphView.FromString(serialized).node
+    except DecodeError as exc:
+        raise _too_deep(exc) from exc
     nodes = {
         node.name: (node.op, tuple(node.input), kind_of[node.name])
-        for node in views.GraphView.FromString(serialized).node
+        for node in top
         if node.name in kind_of
     }
     return graph, nodes

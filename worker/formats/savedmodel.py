@@ -115,7 +115,10 @@ def read_meta_graph_file(source: Source) -> MetaGraph:
 def read_graph_def_text(source: Source) -> Graph:
     message = pb.GraphDef()
     _parse_text(source, message)
-    return graph_from_message(message)
+    try:
+        return graph_from_message(message)
+    except LimitExceeded as exc:
+        raise LimitExceeded(f"{source.name}: {exc}") from exc
 
 
 def looks_like_text(source: Source) -> bool:
