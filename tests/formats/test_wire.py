@@ -103,8 +103,9 @@ def test_versions_split_over_occurrences_merge_as_protobuf_merges(path: str) -> 
     assert read.node_count == 1
 
 
-def test_deprecated_version_alone_is_the_producer(path: str) -> None:
-    assert _read(b"\x18\x07\x18\x08" + NODE_FIELD).versions == VersionDef(producer=8)
+def test_deprecated_version_alone_is_ignored_as_tensorflow_ignores_it(path: str) -> None:
+    # graph.proto: the deprecated `version` "is entirely ignored"; no VersionDef: producer 0
+    assert _read(b"\x18\x07\x18\x08" + NODE_FIELD).versions == VersionDef(producer=0)
 
 
 def test_text_format_named_pb_is_refused_as_tensorflow_reads_pb_as_binary() -> None:
