@@ -106,10 +106,11 @@ def main() -> int:
         return 0
     if sarif_path:
         Path(sarif_path).write_text(json.dumps(sarif_document(reports, _version()), indent=1))
-    _append("GITHUB_STEP_SUMMARY", summary(reports, [c.name for c in consumers]))
+    table = summary(reports, [c.name for c in consumers])
+    _append("GITHUB_STEP_SUMMARY", table)
     worst = {0: "compatible", 1: "incompatible", 2: "invalid", 3: "unknown"}[status]
     _append("GITHUB_OUTPUT", f"exit-code={status}\nsarif={sarif_path}\nstatus={worst}\n")
-    print(summary(reports, [c.name for c in consumers]))
+    print(table)
     return 0
 
 

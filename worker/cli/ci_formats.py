@@ -47,17 +47,15 @@ def _location(path: str) -> dict[str, Any]:
 
 def sarif_document(reports: Iterable[dict[str, Any]], version: str) -> dict[str, Any]:
     """A SARIF 2.1.0 log of every finding of every report (one run)."""
-    rules: dict[str, dict[str, Any]] = {}
+    rules: list[dict[str, Any]] = []
+    index_of: dict[str, int] = {}
     results: list[dict[str, Any]] = []
 
     def rule_index(code: str, description: str) -> int:
-        if code not in rules:
-            rules[code] = {
-                "id": code,
-                "name": code,
-                "shortDescription": {"text": description},
-            }
-        return list(rules).index(code)
+        if code not in index_of:
+            index_of[code] = len(rules)
+            rules.append({"id": code, "name": code, "shortDescription": {"text": description}})
+        return index_of[code]
 
     for report in reports:
         path = report["path"]
@@ -105,7 +103,7 @@ def sarif_document(reports: Iterable[dict[str, Any]], version: str) -> dict[str,
                     "driver": {
                         "name": "tfcompat",
                         "version": version,
-                        "rules": list(rules.values()),
+                        "rules": rules,
                     }
                 },
                 "results": results,

@@ -90,7 +90,8 @@ class FunctionScope:
     top_calls: dict[int, frozenset[str]]  # top-level kind index -> functions it calls
 
 
-def _closure(start: Iterable[str], calls: dict[str, frozenset[str]]) -> set[str]:
+def call_closure(start: Iterable[str], calls: dict[str, frozenset[str]]) -> set[str]:
+    """The functions `start` names and every function they call, transitively."""
     seen: set[str] = set()
     todo = list(start)
     while todo:
@@ -120,18 +121,18 @@ def function_scope(graph: Graph) -> FunctionScope:
                 calls[function] |= callees(kind, functions)
             holds[function].add(kind.op)
     frozen_calls = {name: frozenset(v) for name, v in calls.items()}
-    reachable = _closure((n for c in top_calls.values() for n in c), frozen_calls)
+    reachable = call_closure((n for c in top_calls.values() for n in c), frozen_calls)
 
     def runs_any(start: frozenset[str], ops: frozenset[str]) -> bool:
-        return any(holds.get(name, set()) & ops for name in _closure(start, frozen_calls))
+        return any(holds.get(name, set()) & ops for name in call_closure(start, frozen_calls))
 
     restore: set[str] = set()
     request: set[str] = set()
     for target in top_calls.values():
         if runs_any(target, RESTORE_OPS):
-            restore |= _closure(target, frozen_calls)
+            restore |= call_closure(target, frozen_calls)
         elif not runs_any(target, SAVE_OPS):
-            request |= _closure(target, frozen_calls)
+            request |= call_closure(target, frozen_calls)
     return FunctionScope(
         frozenset(reachable),
         frozenset(restore),

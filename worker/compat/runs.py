@@ -26,16 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.compat.functions import callees
+from worker.compat.functions import call_closure, callees
 from worker.compat.kernels import kernel_gap
 from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
-from worker.model.serving import INIT_OP_SIGNATURE, Run, ServePlan
-
-DEFAULT_SIGNATURE = "serving_default"
+from worker.model.serving import DEFAULT_SIGNATURE, INIT_OP_SIGNATURE, Run, ServePlan
 
 # Ops that fill the resource they take at the given input (their OpDefs: MakeIterator
 # takes the dataset first, the iterator second).
@@ -138,7 +136,7 @@ def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
         ops.add(kind.op)
         if scope is not None:
             called |= scope.top_calls.get(index, frozenset())
-    closure = _closure(called, scope.calls if scope is not None else {})
+    closure = call_closure(called, scope.calls if scope is not None else {})
     for name in closure:
         ops |= scope.holds.get(name, frozenset()) if scope is not None else set()
     executed = list(run.kinds)
@@ -156,28 +154,13 @@ def _effects(s: Subject, graph: Graph, run: Run) -> _Effects:
         targets = callees(kind, functions)
         if targets and scope is not None:
             body: set[str] = set()
-            for name in _closure(targets, scope.calls):
+            for name in call_closure(targets, scope.calls):
                 body |= scope.holds.get(name, frozenset())
             if body & FILL_OPS:
                 fills.add(use.resource)
                 continue
         reads.setdefault(use.resource, kind.op)
     return _Effects(fills, reads, ops, executed)
-
-
-def _closure(start: set[str] | frozenset[str], calls: dict[str, frozenset[str]]) -> set[str]:
-    seen: set[str] = set()
-    todo = list(start)
-    while todo:
-        name = todo.pop()
-        if name not in seen:
-            seen.add(name)
-            todo.extend(calls.get(name, ()))
-    return seen
-
-
-def _request(plan: ServePlan) -> Run | None:
-    return plan.request(DEFAULT_SIGNATURE)
 
 
 def _no_default_signature(names: list[str]) -> Finding:
@@ -263,7 +246,7 @@ def _run_findings(s: Subject) -> list[Finding]:
             steps.append(plan.init)
         elif loader == Loader.SAVED_MODEL_V2 and plan.default_init is not None:
             steps.append(plan.default_init)
-    request = _request(plan)
+    request = plan.request(DEFAULT_SIGNATURE)
     first = steps[0] if steps else request
     if first is not None and _session_places_graph(s):
         findings += _graph_kernel_findings(s, graph, first, Stage.LOAD if steps else Stage.REQUEST)

@@ -74,7 +74,7 @@ def _local_device_types():
         return None
 
 
-def _kernel_table():
+def _kernel_table(device_types):
     """op -> device -> the type constraints of each kernel registered for it (a kernel
     is a sorted list of [attr, [allowed DataType names]]; [] takes every type).
 
@@ -86,7 +86,7 @@ def _kernel_table():
     call in `pywrap_tensorflow`. None where neither answers."""
     from tensorflow.core.framework import kernel_def_pb2, types_pb2
 
-    placed_on = set(_local_device_types() or ["CPU"]) | {"DEFAULT"}
+    placed_on = set(device_types or ["CPU"]) | {"DEFAULT"}
 
     try:
         from tensorflow.python.framework import kernels
@@ -208,6 +208,7 @@ def build_manifest(import_modules, op_libraries):
             value = header.get(macro)
         return value
 
+    devices = _local_device_types()
     return {
         "format": MANIFEST_FORMAT,
         "created_at": datetime.datetime.utcnow().replace(microsecond=0).isoformat() + "Z",
@@ -238,8 +239,8 @@ def build_manifest(import_modules, op_libraries):
         "python": platform.python_version(),
         "platform": platform.platform(),
         "ops": ops,
-        "kernels": _kernel_table(),
-        "devices": _local_device_types(),
+        "kernels": _kernel_table(devices),
+        "devices": devices,
         "revived_types": _revived_types(),
     }
 

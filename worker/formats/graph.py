@@ -75,7 +75,9 @@ def _summary_attr(value: pb.AttrValue) -> AttrJSON:
 class GraphBuilder:
     """Collects nodes into kinds; edges are resolved once every name is known."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_nodes: bool = False) -> None:
+        # top-level node name -> (op, inputs as written, kind index), when asked for
+        self.nodes: TopNodes | None = {} if keep_nodes else None
         self._kinds: dict[tuple[str, str, int, str | None], int] = {}
         self._kind_list: list[NodeKind] = []
         self._counts: list[int] = []
@@ -147,6 +149,8 @@ class GraphBuilder:
             return
         self.node_count += count
         self._kind_of_node[node.name] = index
+        if self.nodes is not None:
+            self.nodes[node.name] = (op, tuple(node.input), index)
         pending = self._pending
         for position, text in enumerate(inputs):
             name, sep, output = text.rpartition(":")
@@ -176,11 +180,6 @@ class GraphBuilder:
             value = None if entry.key.startswith("_") else _summary_attr(entry.value)
             found = self._entries[raw] = (entry.key, value)
         return found
-
-    @property
-    def kind_of_node(self) -> dict[str, int]:
-        """Top-level node name -> the index of its kind in the built graph."""
-        return self._kind_of_node
 
     def build(self, versions: VersionDef | None) -> Graph:
         """The summary; an absent VersionDef reads as producer 0, as TensorFlow reads it."""
@@ -224,9 +223,27 @@ def graph_versions(graph_def: pb.GraphDef) -> VersionDef | None:
 
 
 def _summarise(
-    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
-) -> Graph:
-    return _summarised(serialized, functions, versions)[0]
+    serialized: bytes,
+    functions: list[tuple[str, bytes]],
+    versions: VersionDef | None,
+    keep_nodes: bool = False,
+) -> tuple[Graph, TopNodes]:
+    """The graph's summary, and its top-level nodes when `keep_nodes` (else empty)."""
+    builder = GraphBuilder(keep_nodes)
+    try:
+        builder.add_nodes(
+            views.GraphNodes.FromString(serialized).node,
+            lambda: views.GraphView.FromString(serialized).node,
+        )
+        for name, data in functions:
+            builder.add_function(
+                name,
+                views.FunctionNodes.FromString(data).node_def,
+                lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
+            )
+    except DecodeError as exc:
+        raise _too_deep(exc) from exc
+    return builder.build(versions), builder.nodes or {}
 
 
 def _too_deep(exc: DecodeError) -> LimitExceeded:
@@ -237,58 +254,26 @@ def _too_deep(exc: DecodeError) -> LimitExceeded:
     return LimitExceeded(f"graph nested more deeply than protobuf's limit of 100 ({reason})")
 
 
-def _summarised(
-    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
-) -> tuple[Graph, dict[str, int]]:
-    try:
-        return _build(serialized, functions, versions)
-    except DecodeError as exc:
-        raise _too_deep(exc) from exc
-
-
-def _build(
-    serialized: bytes, functions: list[tuple[str, bytes]], versions: VersionDef | None
-) -> tuple[Graph, dict[str, int]]:
-    builder = GraphBuilder()
-    builder.add_nodes(
-        views.GraphNodes.FromString(serialized).node,
-        lambda: views.GraphView.FromString(serialized).node,
-    )
-    for name, data in functions:
-        builder.add_function(
-            name,
-            views.FunctionNodes.FromString(data).node_def,
-            lambda data=data: views.FunctionView.FromString(data).node_def,  # type: ignore[misc]
-        )
-    return builder.build(versions), builder.kind_of_node
-
-
 def _functions(graph_def: pb.GraphDef) -> list[tuple[str, bytes]]:
     return [(f.signature.name, f.SerializeToString()) for f in graph_def.library.function]
 
 
 def graph_from_message(graph_def: pb.GraphDef) -> Graph:
     """Summarise a parsed GraphDef."""
-    return _summarise(
-        graph_def.SerializeToString(), _functions(graph_def), graph_versions(graph_def)
-    )
+    return graph_nodes_from_message(graph_def, keep_nodes=False)[0]
 
 
-def graph_nodes_from_message(graph_def: pb.GraphDef) -> tuple[Graph, TopNodes]:
+def graph_nodes_from_message(
+    graph_def: pb.GraphDef, keep_nodes: bool = True
+) -> tuple[Graph, TopNodes]:
     """Summarise a parsed GraphDef, and keep its top-level nodes' names, ops, inputs and
     kinds: what a run's pruning follows (`worker.formats.serve_plan`)."""
-    serialized = graph_def.SerializeToString()
-    graph, kind_of = _summarised(serialized, _functions(graph_def), graph_versions(graph_def))
-    try:
-        top = views.GraphView.FromString(serialized).node
-    except DecodeError as exc:
-        raise _too_deep(exc) from exc
-    nodes = {
-        node.name: (node.op, tuple(node.input), kind_of[node.name])
-        for node in top
-        if node.name in kind_of
-    }
-    return graph, nodes
+    return _summarise(
+        graph_def.SerializeToString(),
+        _functions(graph_def),
+        graph_versions(graph_def),
+        keep_nodes,
+    )
 
 
 def read_graph_def(source: Source) -> Graph:
@@ -299,4 +284,4 @@ def read_graph_def(source: Source) -> Graph:
     if not graph_def.node and not functions and versions is None:
         raise InvalidArtifact(f"{source.name}: not a GraphDef (no nodes, functions or versions)")
     del graph_def  # the summary reads views of `data`; the parsed copy can go
-    return _summarise(data, functions, versions)
+    return _summarise(data, functions, versions)[0]

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from worker.formats.graph import TopNodes
 from worker.model.serving import (
+    DEFAULT_SIGNATURE,
     INIT_OP_SIGNATURE,
     LEGACY_INIT_OP_COLLECTION,
     MAIN_OP_COLLECTION,
@@ -27,7 +28,6 @@ from worker.model.serving import (
 )
 from worker.proto import tensorflow_subset_pb2 as pb
 
-DEFAULT_SIGNATURE = "serving_default"
 ASSETS_COLLECTION = "saved_model_assets"
 LOCAL_VARIABLES_COLLECTION = "local_variables"
 TABLE_INITIALIZERS_COLLECTION = "table_initializer"

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 INIT_OP_SIGNATURE = "__saved_model_init_op"
+DEFAULT_SIGNATURE = "serving_default"  # what a request that names no signature calls
 MAIN_OP_COLLECTION = "saved_model_main_op"
 LEGACY_INIT_OP_COLLECTION = "legacy_init_op"
 
