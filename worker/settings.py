@@ -8,9 +8,9 @@ the package reads the environment anywhere else, and nothing at import time.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL_PATTERNS = (
@@ -30,6 +30,11 @@ DEFAULT_MODEL_PATTERNS = (
     "*.h5",
     "*.hdf5",
 )
+
+
+RECEIVER_ROUTES = ("s3", "eventbridge", "sns", "github")
+"""The event routes `tfcompat serve` can serve: /events/s3, /events/eventbridge,
+/events/sns, /webhooks/github."""
 
 
 class Settings(BaseSettings):
@@ -92,7 +97,29 @@ class Settings(BaseSettings):
         None, description="Bearer token required on /events/* (MinIO webhook auth_token)"
     )
     sns_topic_arns: list[str] = Field(
-        default_factory=list, description="SNS topics accepted (JSON list); empty: any"
+        default_factory=list,
+        description="SNS topics accepted (JSON list); empty: any, which only "
+        "`TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` permits",
+    )
+    receiver_routes: list[str] = Field(
+        default_factory=lambda: list(RECEIVER_ROUTES),
+        description="Event routes `tfcompat serve` serves (JSON list of `s3`, `eventbridge`, "
+        "`sns`, `github`); each must authenticate its sender: `s3` and `eventbridge` need "
+        "`TFCOMPAT_EVENTS_TOKEN`, `sns` `TFCOMPAT_SNS_TOPIC_ARNS`, `github` "
+        "`TFCOMPAT_GITHUB_WEBHOOK_SECRET`, or the receiver does not start",
+    )
+    buckets: list[str] = Field(
+        default_factory=list,
+        description="Buckets and key prefixes events may name (JSON list of globs: `models-*`, "
+        "`ml-data/prod/*`); an event naming anything else is refused (403) and the receiver, "
+        "the SQS bridge and the worker's task never read it. Required by the receiver and "
+        "the bridge unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` is set",
+    )
+    allow_unauthenticated_events: bool = Field(
+        False,
+        description="Start the receiver and the SQS bridge even when a route accepts "
+        "unauthenticated events or `TFCOMPAT_BUCKETS` is empty, with a warning at every "
+        "start; for local experiments only",
     )
     sns_cert_url_pattern: str = Field(
         r"^https://sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/[^?#]*\.pem$",
@@ -119,7 +146,7 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = Field(None, description="Bot token for chat.postMessage")
     slack_api_url: str = Field("https://slack.com/api/", description="Slack Web API root")
     log_level: str = Field("INFO", description="Log level")
-    log_format: str = Field("json", description="'json' or 'console'")
+    log_format: Literal["json", "console"] = Field("json", description="'json' or 'console'")
     notify_dedupe_ttl: int = Field(
         7 * 24 * 3600,
         description="Seconds a Slack message is remembered: one per artifact version and verdict",
@@ -149,6 +176,43 @@ class Settings(BaseSettings):
         "when the worker starts; a new temporary directory if unset",
     )
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Settings:
+        """Settings that contradict each other are refused with one line, before any
+        process starts on them."""
+        for name in (
+            "publish_timeout",
+            "visibility_timeout",
+            "notify_lease",
+            "notify_dedupe_ttl",
+            "github_delivery_ttl",
+            "max_event_bytes",
+        ):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")
+        if self.task_time_limit < 0:
+            raise ValueError("TFCOMPAT_TASK_TIME_LIMIT must be 0 (no limit) or positive")
+        unknown = sorted(set(self.receiver_routes) - set(RECEIVER_ROUTES))
+        if unknown:
+            raise ValueError(
+                f"TFCOMPAT_RECEIVER_ROUTES names {', '.join(unknown)}; "
+                f"the routes are {', '.join(RECEIVER_ROUTES)}"
+            )
+        if self.broker_url.split("://", 1)[0] == "sqs":
+            visibility = self.broker_transport_options.get(
+                "visibility_timeout", self.visibility_timeout
+            )
+            if not self.task_time_limit or visibility <= self.task_time_limit:
+                limit = f"{self.task_time_limit} s" if self.task_time_limit else "no limit"
+                raise ValueError(
+                    f"with an sqs:// broker a task is given to another worker after the "
+                    f"visibility timeout ({visibility} s) and nothing renews it, so a check "
+                    f"longer than that runs twice: set TFCOMPAT_VISIBILITY_TIMEOUT above "
+                    f"TFCOMPAT_TASK_TIME_LIMIT ({limit}), e.g. "
+                    f"{(self.task_time_limit or 1200) + 60}"
+                )
+        return self
+
 
 def state_redis_url(settings: Settings) -> str:
     """The Redis that holds claims and the model index: TFCOMPAT_REDIS_URL, else the
@@ -166,11 +230,29 @@ def state_redis_url(settings: Settings) -> str:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Build the settings; a settings file named by TFCOMPAT_SETTINGS_FILE is read too."""
+    """Build the settings; a settings file named by TFCOMPAT_SETTINGS_FILE is read too.
+    Values that are malformed or contradict each other raise ConfigError, one line each."""
+    from pydantic import ValidationError
+
+    from worker.errors import ConfigError
+
     settings_file = os.environ.get("TFCOMPAT_SETTINGS_FILE")
-    if settings_file:
-        return Settings(_env_file=settings_file, **overrides)  # type: ignore[call-arg]
-    return Settings(**overrides)
+    try:
+        if settings_file:
+            return Settings(_env_file=settings_file, **overrides)  # type: ignore[call-arg]
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(f"settings refused: {settings_problems(exc)}") from None
+
+
+def settings_problems(exc: Any) -> str:
+    """A pydantic ValidationError as one line: `TFCOMPAT_X: reason; ...`."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error.get("loc", ()))
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        problems.append(f"TFCOMPAT_{field.upper()}: {message}" if field else message)
+    return "; ".join(problems)
 
 
 def masked(settings: Settings) -> dict[str, Any]:

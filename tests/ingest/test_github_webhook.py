@@ -53,7 +53,8 @@ class Receiver:
         client = redis.Redis(host="127.0.0.1", port=REDIS_PORT, db=REDIS_DB, socket_timeout=5)
         client.flushdb()
         route = github_route(settings, self._enqueue, RedisClaims(client, prefix="test:"))
-        app = create_http_app(settings, self.events.append, lambda: {}, [route])
+        served = settings.model_copy(update={"receiver_routes": ["github"], "buckets": ["*"]})
+        app = create_http_app(served, self.events.append, lambda: {}, [route])
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/webhooks/github"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_config=None)
@@ -195,7 +196,9 @@ def test_oversized_body_is_rejected_before_anything_else(tmp_path: Path) -> None
 
 
 def test_without_a_secret_github_webhooks_are_refused_and_the_log_says_why() -> None:
-    with Receiver(Settings()) as open_receiver, capture_logs() as logs:
+    """Even under the opt-out that lets such a receiver start, GitHub deliveries fail closed."""
+    opted_out = Settings(allow_unauthenticated_events=True)
+    with Receiver(opted_out) as open_receiver, capture_logs() as logs:
         response = open_receiver.deliver("pull_request", fixture("pull_request.opened.json"))
         assert response.status_code == 503
         assert open_receiver.jobs == []

@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from tests.pipeline.services import (
+    AUTH,
     cli,
     free_port,
     moto_server,
@@ -47,7 +48,8 @@ class Stack:
         return name
 
     def post(self, path: str, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
-        return httpx.post(f"{self.receiver}{path}", json=body, headers=headers, timeout=30)
+        sent = {**AUTH, **(headers or {})}
+        return httpx.post(f"{self.receiver}{path}", json=body, headers=sent, timeout=30)
 
 
 def _redis_ready(db: int) -> redis.Redis:

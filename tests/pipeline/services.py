@@ -99,10 +99,27 @@ def _creds() -> dict[str, str]:
     }
 
 
+EVENTS_TOKEN = "tests-events-token"
+AUTH = {"Authorization": f"Bearer {EVENTS_TOKEN}"}
+"""What every test receiver asks of /events/s3 and /events/eventbridge."""
+TOPIC = "arn:aws:sns:us-east-1:123456789012:tfcompat-tests"
+GITHUB_SECRET = "tests-github-secret"
+
+RECEIVER_ENV = {
+    "TFCOMPAT_EVENTS_TOKEN": EVENTS_TOKEN,
+    "TFCOMPAT_SNS_TOPIC_ARNS": json.dumps([TOPIC]),
+    "TFCOMPAT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
+    # Every bucket, said explicitly: tests/ingest/test_access.py covers narrow lists.
+    "TFCOMPAT_BUCKETS": json.dumps(["*"]),
+}
+"""A receiver that starts: every route authenticates and the bucket list is set."""
+
+
 def worker_env(endpoint: str, redis_db: int, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
         **AWS_ENV,
+        **RECEIVER_ENV,
         "TFCOMPAT_BROKER_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
         "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),

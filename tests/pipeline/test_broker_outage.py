@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.pipeline.brokers import RedisServer, redis_server
-from tests.pipeline.services import cli, free_port, process, wait_until, worker_env
+from tests.pipeline.services import AUTH, cli, free_port, process, wait_until, worker_env
 
 pytestmark = pytest.mark.services
 BOUND = 5.0  # seconds: six times the publish timeout
@@ -43,7 +43,7 @@ def receiver(tmp_path: Path, endpoint: str, logs: Path) -> Iterator[tuple[str, R
 
 
 def deliver(url: str) -> int:
-    return httpx.post(f"{url}/events/s3", json=EVENT, timeout=BOUND).status_code
+    return httpx.post(f"{url}/events/s3", json=EVENT, headers=AUTH, timeout=BOUND).status_code
 
 
 def probes_answer(url: str) -> tuple[int, int]:

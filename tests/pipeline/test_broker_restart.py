@@ -31,6 +31,7 @@ from tests.pipeline.brokers import rabbitmq_stopped, rabbitmq_vhost, redis_serve
 from tests.pipeline.conftest import _redis_ready
 from tests.pipeline.proxy import FaultyProxy
 from tests.pipeline.services import (
+    AUTH,
     cli,
     free_port,
     process,
@@ -67,7 +68,9 @@ class Burst:
         time.sleep(max(0.0, at - time.monotonic()))
         while time.monotonic() < deadline:
             try:
-                answer = httpx.post(f"{self.receiver}/events/s3", json=body, timeout=5)
+                answer = httpx.post(
+                    f"{self.receiver}/events/s3", json=body, headers=AUTH, timeout=5
+                )
             except httpx.HTTPError:
                 answer = None
             if answer is not None and answer.status_code == 202:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.pipeline.conftest import Stack
 from tests.pipeline.services import (
+    AUTH,
     cli,
     process,
     report_of,
@@ -220,13 +221,15 @@ def test_not_a_model_and_our_own_writes_start_nothing(stack: Stack) -> None:
 )
 def test_malformed_events_are_rejected(stack: Stack, path: str, body: object, status: int) -> None:
     content = body if isinstance(body, str) else json.dumps(body)
-    response = httpx.post(f"{stack.receiver}{path}", content=content, timeout=10)
+    response = httpx.post(f"{stack.receiver}{path}", content=content, headers=AUTH, timeout=10)
     assert response.status_code == status
     assert "error" in response.json()
 
 
 def test_oversized_body_is_rejected(stack: Stack) -> None:
-    response = httpx.post(f"{stack.receiver}/events/s3", content=b"x" * (2 << 20), timeout=10)
+    response = httpx.post(
+        f"{stack.receiver}/events/s3", content=b"x" * (2 << 20), headers=AUTH, timeout=10
+    )
     assert response.status_code == 413
 
 

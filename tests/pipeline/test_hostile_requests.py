@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.pipeline.conftest import _redis_ready
-from tests.pipeline.services import cli, free_port, process, wait_until, worker_env
+from tests.pipeline.services import AUTH, cli, free_port, process, wait_until, worker_env
 from tests.redis_server import REDIS_PORT
 
 pytestmark = pytest.mark.services
@@ -43,7 +43,8 @@ class Receiver:
         self.answers: dict[int, int] = {}
 
     def post(self, path: str, body: bytes, headers: dict[str, str] | None = None) -> int:
-        status = self.client.post(self.url + path, content=body, headers=headers).status_code
+        sent = {**AUTH, **(headers or {})}
+        status = self.client.post(self.url + path, content=body, headers=sent).status_code
         with self.lock:
             self.answers[status] = self.answers.get(status, 0) + 1
         return status

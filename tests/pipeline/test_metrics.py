@@ -133,7 +133,11 @@ def test_receiver_healthcheck_reads_healthz(stack: Stack) -> None:
 
 def health_of(endpoint: str, **settings: Any) -> tuple[int, dict[str, Any]]:
     config = Settings(
-        broker_url=f"redis://127.0.0.1:{REDIS_PORT}/11", s3_endpoint_url=endpoint, **settings
+        broker_url=f"redis://127.0.0.1:{REDIS_PORT}/11",
+        s3_endpoint_url=endpoint,
+        receiver_routes=[],  # /healthz alone: no event route to authenticate
+        buckets=["*"],
+        **settings,
     )
     app = create_http_app(config, lambda event: None, lambda: dependency_checks(config))
 

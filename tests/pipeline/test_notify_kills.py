@@ -5,9 +5,11 @@ dies) notifies the Slack stand-in about every upload. The stand-in kills, at ran
 the pool process whose request it is holding:
 - before Slack takes the message (the sender vanished mid-request): the redelivered
   task must wait for the dead process's lease to lapse and send it, exactly once;
-- after Slack took it but before the answer reached the sender: the one window a
-  non-idempotent webhook leaves. The redelivered task sends again: never lost, one
-  extra message per such kill (README "What is kept").
+- after Slack took it but before the answer reached the sender: with a bot token and a
+  channel, the redelivered task finds the message's delivery id in the channel's history
+  and sends nothing more: exactly once. An incoming webhook cannot be asked: the one
+  window it leaves, so the redelivered task sends again: never lost, one extra message
+  per such kill (README "What is kept").
 """
 
 from __future__ import annotations
@@ -112,9 +114,16 @@ def slack() -> Iterator[SlackStandIn]:
 
 
 def run_uploads(
-    slack: SlackStandIn, endpoint: str, logs: Path, tmp_path: Path, name: str, uploads: int
+    slack: SlackStandIn,
+    endpoint: str,
+    logs: Path,
+    tmp_path: Path,
+    name: str,
+    uploads: int,
+    channel: bool = False,
 ) -> tuple[list[str], Counter[str], Counter[str]]:
-    """Uploads checked and notified under kills: (keys, messages per key, kills per key)."""
+    """Uploads checked and notified under kills: (keys, messages per key, kills per key).
+    `channel`: to `#models` with the bot token, else to the default webhook."""
     _redis_ready(DB)
     client = s3(endpoint)
     bucket = f"kills-{name}"
@@ -123,11 +132,20 @@ def run_uploads(
     for n in range(uploads):
         upload_tree(client, bucket, f"m/{n}", MODEL)
         keys.append(f"m/{n}/saved_model.pb")
+    owners = tmp_path / "owners.yaml"
+    if channel:
+        owners.write_text(
+            'owners:\n  - name: models\n    slack: [{channel: "#models"}]\n'
+            "default:\n  owner: models\n"
+        )
     env = worker_env(
         endpoint,
         DB,
-        TFCOMPAT_OWNERS=str(tmp_path / "no-owners.yaml"),  # everything to the default webhook
+        # Without the file, everything goes to the default webhook.
+        TFCOMPAT_OWNERS=str(owners),
         TFCOMPAT_SLACK_WEBHOOK_URL=slack.webhook_url("models"),
+        TFCOMPAT_SLACK_BOT_TOKEN=slack.bot_token,
+        TFCOMPAT_SLACK_API_URL=slack.api_url,
         TFCOMPAT_NOTIFY_LEASE=str(LEASE),
     )
     app = create_app(Settings(broker_url=env["TFCOMPAT_BROKER_URL"]))
@@ -135,7 +153,7 @@ def run_uploads(
     with process(cli("worker", "--concurrency", "2", "--hostname", f"{name}@%h"), env, log) as w:
         wait_until(lambda: worker_ready(log), 60, "the worker")
         killer = Killer(w.pid, odds=0.5, budget=uploads // 2, seed=11)
-        if name == "before":
+        if name.startswith("before"):
             slack.before_taking = killer
         else:
             slack.after_taking = killer
@@ -186,3 +204,12 @@ def test_senders_killed_after_slack_took_it_never_lose_the_message(
 ) -> None:
     keys, per_upload, kills = run_uploads(slack, endpoint, logs, tmp_path, "after", uploads=4)
     assert per_upload == Counter({key: 1 + kills[key] for key in keys})
+
+
+def test_senders_killed_after_slack_took_it_send_once_to_a_channel(
+    slack: SlackStandIn, endpoint: str, logs: Path, tmp_path: Path
+) -> None:
+    keys, per_upload, _ = run_uploads(
+        slack, endpoint, logs, tmp_path, "after-channel", uploads=6, channel=True
+    )
+    assert per_upload == Counter(dict.fromkeys(keys, 1))

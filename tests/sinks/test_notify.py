@@ -180,3 +180,41 @@ def test_hook_tells_the_owner_named_by_the_object_tag(owners_file: Path) -> None
 def test_no_owners_file_and_no_webhook_means_notifications_off(tmp_path: Path) -> None:
     settings = Settings(owners=str(tmp_path / "none.yaml"))
     assert notification_hook(settings, None, MemoryNotifier(), MemoryClaims()) is None  # type: ignore[arg-type]
+
+
+class DiesAfterSending(MemoryNotifier):
+    """Slack takes the message, then the sender dies before it can mark it sent."""
+
+    def send(self, destination: Any, message: Any, delivery: str) -> None:
+        super().send(destination, message, delivery)
+        raise SystemExit("killed")
+
+
+# A sender killed after Slack took the message: the redelivery asks a channel for the
+# delivery id the message carries and sends nothing; a webhook cannot be asked, and
+# gets the message a second time (the window incoming webhooks leave).
+@pytest.mark.parametrize(
+    ("destination", "messages"),
+    [('{channel: "#ranking"}', 1), ("{webhook: TFCOMPAT_SLACK_WEBHOOK_RANKING}", 2)],
+)
+def test_a_sender_killed_after_slack_took_it(
+    tmp_path: Path, destination: str, messages: int
+) -> None:
+    path = tmp_path / "owners.yaml"
+    path.write_text(
+        f"owners:\n  - name: ranking\n    slack: [{destination}]\ndefault:\n  owner: ranking\n"
+    )
+    owners = load_owners(path)
+    clock = [0.0]
+    claims = MemoryClaims(now=lambda: clock[0])
+    dying = DiesAfterSending()
+    groups = {"ranking": [document(NEW_OP)]}
+    with pytest.raises(SystemExit):
+        notify_owners(groups, owners, dying, claims, ttl=TTL, lease=3)
+    clock[0] += 10  # the dead sender's lease lapses
+    redelivered = MemoryNotifier(deliveries=set(dying.deliveries))
+    (result,) = notify_owners(groups, owners, redelivered, claims, ttl=TTL, lease=3)
+    assert result.result == "sent"
+    assert len(dying.sent) + len(redelivered.sent) == messages
+    again = notify_owners(groups, owners, redelivered, claims, ttl=TTL, lease=3)
+    assert [d.result for d in again] == ["duplicate"]

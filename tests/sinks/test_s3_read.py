@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.sinks.fake_s3 import FakeS3
-from worker.errors import NotFound, Superseded
+from worker.errors import NotFound, Superseded, TransientError
 from worker.sinks import s3_read
 from worker.sinks.ports import Pin
 from worker.sinks.s3_read import S3Object, S3Tree, checksum_sha256
@@ -184,3 +184,27 @@ def test_a_tree_lists_only_when_asked_and_leaves_folder_markers_out() -> None:
     seen = tree.seen("saved_model.pb")
     assert seen is not None and seen.current is True
     assert tree.seen("variables/variables.index") is None
+
+
+class Buggy:
+    """A client whose call fails the way a bug does, not the way S3 does."""
+
+    def get_object(self, **kwargs: object) -> None:
+        raise KeyError("Body")
+
+
+def test_a_bug_is_not_retried_as_an_outage() -> None:
+    with pytest.raises(KeyError):
+        S3Object(Buggy(), "bkt", "m.pb").read_at(0, 10)
+
+
+def test_an_outage_is_transient_and_keeps_its_cause() -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    class Down:
+        def get_object(self, **kwargs: object) -> None:
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
+
+    with pytest.raises(TransientError) as error:
+        S3Object(Down(), "bkt", "m.pb").read_at(0, 10)
+    assert isinstance(error.value.__cause__, EndpointConnectionError)

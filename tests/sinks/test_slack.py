@@ -49,7 +49,7 @@ def message() -> object:
 
 
 def test_webhook_message_arrives_in_slacks_shape(slack: SlackStandIn) -> None:
-    SlackNotifier(settings_for(slack)).send(HOOK, message())  # type: ignore[arg-type]
+    SlackNotifier(settings_for(slack)).send(HOOK, message(), "d-1")  # type: ignore[arg-type]
     assert slack.violations == []
     ((path, body),) = slack.messages
     assert path == "/hooks/default"
@@ -58,7 +58,7 @@ def test_webhook_message_arrives_in_slacks_shape(slack: SlackStandIn) -> None:
 
 
 def test_channel_message_goes_through_chat_post_message(slack: SlackStandIn) -> None:
-    SlackNotifier(settings_for(slack)).send(CHANNEL, message())  # type: ignore[arg-type]
+    SlackNotifier(settings_for(slack)).send(CHANNEL, message(), "d-1")  # type: ignore[arg-type]
     ((path, body),) = slack.messages
     assert (path, body["channel"]) == ("/api/chat.postMessage", "#ranking")
     (request,) = slack.seen("POST", "/api/chat.postMessage")
@@ -67,7 +67,7 @@ def test_channel_message_goes_through_chat_post_message(slack: SlackStandIn) -> 
 
 def test_429_waits_the_retry_after_slack_sends(slack: SlackStandIn) -> None:
     slack.then("/hooks/default", Reply(429, "rate_limited", {"Retry-After": "1"}))
-    SlackNotifier(settings_for(slack)).send(HOOK, message())  # type: ignore[arg-type]
+    SlackNotifier(settings_for(slack)).send(HOOK, message(), "d-1")  # type: ignore[arg-type]
     first, second = slack.seen("POST", "/hooks/default")
     assert second.at - first.at >= 1.0
     assert len(slack.messages) == 1
@@ -79,7 +79,7 @@ def test_chat_429_waits_the_retry_after_too(slack: SlackStandIn) -> None:
         Reply(429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "2"}),
     )
     waits: list[float] = []
-    SlackNotifier(settings_for(slack), sleep=waits.append).send(CHANNEL, message())  # type: ignore[arg-type]
+    SlackNotifier(settings_for(slack), sleep=waits.append).send(CHANNEL, message(), "d-1")  # type: ignore[arg-type]
     assert waits == [2.0]
     assert len(slack.messages) == 1
 
@@ -88,14 +88,14 @@ def test_a_retry_after_longer_than_we_wait_is_transient(slack: SlackStandIn) -> 
     slack.then("/hooks/default", Reply(429, "rate_limited", {"Retry-After": "3600"}))
     waits: list[float] = []
     with pytest.raises(TransientError, match="rate limited for 3600s"):
-        SlackNotifier(settings_for(slack), sleep=waits.append).send(HOOK, message())  # type: ignore[arg-type]
+        SlackNotifier(settings_for(slack), sleep=waits.append).send(HOOK, message(), "d-1")  # type: ignore[arg-type]
     assert waits == []
 
 
 def test_5xx_is_retried_with_growing_backoff(slack: SlackStandIn) -> None:
     slack.then("/hooks/default", Reply(500, "oops"), Reply(503, "oops"))
     waits: list[float] = []
-    SlackNotifier(settings_for(slack), sleep=waits.append).send(HOOK, message())  # type: ignore[arg-type]
+    SlackNotifier(settings_for(slack), sleep=waits.append).send(HOOK, message(), "d-1")  # type: ignore[arg-type]
     assert len(waits) == 2 and 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0
     assert len(slack.messages) == 1
 
@@ -105,7 +105,7 @@ def test_unreachable_slack_is_transient_after_the_attempts() -> None:
     waits: list[float] = []
     notifier = SlackNotifier(Settings(slack_webhook_url=dead), sleep=waits.append, attempts=3)  # type: ignore[arg-type]
     with pytest.raises(TransientError, match="gave up after 3 attempts"):
-        notifier.send(HOOK, message())  # type: ignore[arg-type]
+        notifier.send(HOOK, message(), "d-1")  # type: ignore[arg-type]
     assert len(waits) == 2
 
 
@@ -124,14 +124,14 @@ def test_dead_destinations_are_broken_at_once(slack: SlackStandIn, path: str, re
     slack.then(path, reply)
     destination = HOOK if path.startswith("/hooks") else CHANNEL
     with pytest.raises(DestinationBroken):
-        SlackNotifier(settings_for(slack)).send(destination, message())  # type: ignore[arg-type]
+        SlackNotifier(settings_for(slack)).send(destination, message(), "d-1")  # type: ignore[arg-type]
     assert len(slack.seen(path=path)) == 1
 
 
 def test_unset_secret_is_a_broken_destination() -> None:
     destination = SlackDestination(webhook="TFCOMPAT_SLACK_WEBHOOK_NOBODY_SET_THIS")
     with pytest.raises(DestinationBroken, match="is not set"):
-        SlackNotifier(Settings()).send(destination, message())  # type: ignore[arg-type]
+        SlackNotifier(Settings()).send(destination, message(), "d-1")  # type: ignore[arg-type]
 
 
 def test_a_message_slack_refuses_is_not_retried() -> None:
@@ -157,3 +157,29 @@ def test_bad_webhook_is_logged_once_and_the_pipeline_still_writes_tags(
     assert [e["event"] for e in errors] == ["slack.destination_broken"]
     assert slack.webhook_url("default") not in str(logs)  # the secret never reaches a log
     assert slack.messages == []
+
+
+# Delivery ids: a channel message carries one in its metadata and is found again in the
+# channel's history (by the channel's name or ID); a webhook cannot be asked.
+def test_a_channel_message_is_found_again_by_its_delivery_id(slack: SlackStandIn) -> None:
+    notifier = SlackNotifier(settings_for(slack))
+    assert notifier.delivered(CHANNEL, "d-1") is False
+    notifier.send(CHANNEL, message(), "d-1")  # type: ignore[arg-type]
+    assert notifier.delivered(CHANNEL, "d-1") is True
+    assert notifier.delivered(CHANNEL, "d-2") is False
+    by_id = SlackDestination(channel=slack.channel_id("#ranking"))
+    assert notifier.delivered(by_id, "d-1") is True
+    (stored,) = slack.channels[slack.channel_id("#ranking")]
+    assert stored["metadata"] == {
+        "event_type": "tfcompat_notification",
+        "event_payload": {"delivery": "d-1"},
+    }
+
+
+def test_a_webhook_cannot_be_asked(slack: SlackStandIn) -> None:
+    assert SlackNotifier(settings_for(slack)).delivered(HOOK, "d-1") is None
+
+
+def test_an_unknown_channel_name_is_a_broken_destination(slack: SlackStandIn) -> None:
+    with pytest.raises(DestinationBroken, match="channel_not_found"):
+        SlackNotifier(settings_for(slack)).delivered(SlackDestination(channel="#nowhere"), "d")

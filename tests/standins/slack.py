@@ -1,5 +1,7 @@
-"""A local stand-in for Slack: incoming webhooks (`/hooks/NAME`) and `chat.postMessage`
-(`/api/chat.postMessage`), checking every message against Slack's documented shape.
+"""A local stand-in for Slack: incoming webhooks (`/hooks/NAME`), `chat.postMessage`
+with message `metadata`, `conversations.history` (newest first; metadata only with
+`include_all_metadata`) and `conversations.list`, checking every message against
+Slack's documented shape. Channels are known by name and by an ID (`channel_id`).
 
 The shape is Slack's Block Kit reference written as JSON Schema, for the blocks
 we use: at most 50 blocks a message; `header` (plain_text, at most 150
@@ -15,6 +17,8 @@ Answers can be scripted per path (`script`), e.g. a 429 with Retry-After, a 404
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -120,10 +124,14 @@ def shape_errors(message: Any) -> list[str]:
 class SlackStandIn(RecordingServer):
     """Messages land in `messages` as (path, body) once accepted."""
 
-    def __init__(self, bot_token: str = "xoxb-test") -> None:
+    def __init__(
+        self, bot_token: str = "xoxb-test", channels: tuple[str, ...] = ("ranking", "models")
+    ) -> None:
         self.bot_token = bot_token
         self.script: dict[str, deque[Reply]] = defaultdict(deque)
         self.messages: list[tuple[str, dict[str, Any]]] = []
+        self.channels: dict[str, list[dict[str, Any]]] = defaultdict(list)  # by channel ID
+        self.names: set[str] = set(channels)  # the workspace's channels, by name
         self.violations: list[tuple[str, list[str]]] = []
         self.before_taking: Hook | None = None
         self.after_taking: Hook | None = None
@@ -150,7 +158,48 @@ class SlackStandIn(RecordingServer):
             return self._webhook(request)
         if request.path == "/api/chat.postMessage":
             return self._chat(request)
+        if request.path == "/api/conversations.history":
+            return self._history(request)
+        if request.path == "/api/conversations.list":
+            return self._list(request)
         return Reply(404, "no_service", {"Content-Type": "text/plain"})
+
+    @staticmethod
+    def channel_id(name_or_id: str) -> str:
+        """The stand-in's ID for a channel name (`#models` and `models` alike)."""
+        if name_or_id.startswith("C") and name_or_id[1:].isalnum() and name_or_id.isupper():
+            return name_or_id
+        return "C" + hashlib.sha256(name_or_id.removeprefix("#").encode()).hexdigest()[:9].upper()
+
+    def _form(self, request: Request) -> dict[str, Any]:
+        if "json" in request.headers.get("content-type", ""):
+            body = request.json()
+            return body if isinstance(body, dict) else {}
+        form = {k: v[0] for k, v in request.query.items()}
+        form.update({k: v[0] for k, v in parse_qs(request.body.decode()).items()})
+        return form
+
+    def _authorized(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.bot_token}"
+
+    def _history(self, request: Request) -> Reply:
+        if not self._authorized(request):
+            return Reply(200, {"ok": False, "error": "invalid_auth"})
+        form = self._form(request)
+        channel = str(form.get("channel", ""))
+        if channel not in {self.channel_id(n) for n in self.names}:
+            return Reply(200, {"ok": False, "error": "channel_not_found"})
+        limit = min(int(form.get("limit", 100)), 999)
+        metadata = str(form.get("include_all_metadata", "")).lower() in ("1", "true")
+        newest = list(reversed(self.channels[channel]))[:limit]
+        shown = [{k: v for k, v in m.items() if k != "metadata" or metadata} for m in newest]
+        return Reply(200, {"ok": True, "messages": shown, "has_more": False})
+
+    def _list(self, request: Request) -> Reply:
+        if not self._authorized(request):
+            return Reply(200, {"ok": False, "error": "invalid_auth"})
+        known = [{"id": self.channel_id(n), "name": n} for n in sorted(self.names)]
+        return Reply(200, {"ok": True, "channels": known, "response_metadata": {"next_cursor": ""}})
 
     def _accept(self, request: Request, body: Any) -> list[str]:
         errors = shape_errors(body)
@@ -172,15 +221,32 @@ class SlackStandIn(RecordingServer):
         return Reply(200, "ok", {"Content-Type": "text/plain"})
 
     def _chat(self, request: Request) -> Reply:
-        if request.headers.get("authorization") != f"Bearer {self.bot_token}":
+        if not self._authorized(request):
             return Reply(200, {"ok": False, "error": "invalid_auth"})
-        content_type = request.headers.get("content-type", "")
-        if "json" in content_type:
-            body = request.json()
-        else:
-            body = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+        body = self._form(request)
         if not body.get("channel"):
             return Reply(200, {"ok": False, "error": "channel_not_found"})
+        metadata = body.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        if metadata is not None and not (
+            isinstance(metadata, dict)
+            and isinstance(metadata.get("event_type"), str)
+            and isinstance(metadata.get("event_payload"), dict)
+        ):
+            return Reply(200, {"ok": False, "error": "invalid_metadata_format"})
+        if self.before_taking is not None and not self.before_taking(request):
+            return Reply(DROP)
         if self._accept(request, body):
             return Reply(200, {"ok": False, "error": "invalid_blocks"})
-        return Reply(200, {"ok": True, "channel": body["channel"], "ts": "1700000000.000100"})
+        channel = str(body["channel"])
+        if not channel.startswith("C"):
+            self.names.add(channel.removeprefix("#"))
+        ts = f"{1700000000 + len(self.messages)}.000100"
+        stored = {"type": "message", "text": body["text"], "ts": ts}
+        if metadata is not None:
+            stored["metadata"] = metadata
+        self.channels[self.channel_id(channel)].append(stored)
+        if self.after_taking is not None and not self.after_taking(request):
+            return Reply(DROP)
+        return Reply(200, {"ok": True, "channel": self.channel_id(channel), "ts": ts})

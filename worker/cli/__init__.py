@@ -19,9 +19,10 @@ __all__ = ["UsageError", "build_parser", "main"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from worker.logs import configure_logging
+    from worker.logs import configure_logging, quiet_start
 
-    configure_logging("WARNING", "console")  # stdout stays the command's own output
+    quiet_start()
+    configure_logging("WARNING", "plain")  # stdout stays the command's own output
     try:
         status: int = args.func(args)
     except TfcompatError as exc:

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -118,6 +119,11 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
             "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
             "TFCOMPAT_INDEX_BUCKETS": json.dumps([BUCKET]),
+            # The receiver and the bridge take events for the demo bucket only, and the
+            # receiver serves the routes the demo uses, each with its token.
+            "TFCOMPAT_BUCKETS": json.dumps([BUCKET]),
+            "TFCOMPAT_RECEIVER_ROUTES": json.dumps(["s3", "eventbridge"]),
+            "TFCOMPAT_EVENTS_TOKEN": secrets.token_urlsafe(24),
             "TFCOMPAT_FIX_PREFIX": FIX_PREFIX,
             "TFCOMPAT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",

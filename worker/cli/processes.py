@@ -98,12 +98,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, settings.log_format)
     claims = RedisClaims.from_url(state_redis_url(settings), timeout=settings.publish_timeout)
     handoff = Handoff(settings.publish_timeout)
-    github = github_route(settings, github_enqueuer(settings), claims, handoff)
+    routes = []
+    if "github" in settings.receiver_routes:
+        routes.append(github_route(settings, github_enqueuer(settings), claims, handoff))
     app = create_http_app(
         settings,
         object_enqueuer(settings),
         lambda: dependency_checks(settings),
-        extra_routes=[github],
+        extra_routes=routes,
         replays=claims,
         handoff=handoff,
     )
@@ -116,6 +118,7 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
 
     import boto3
 
+    from worker.ingest.access import bucket_allowlist, bucket_gaps, require_closed
     from worker.ingest.app import event_filter
     from worker.ingest.sqs_bridge import install_stop_signals, run_bridge
     from worker.logs import configure_logging
@@ -124,6 +127,16 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
+    opened = require_closed(settings, bucket_gaps(settings), "the SQS bridge")
+    if opened:
+        import structlog
+
+        structlog.get_logger(__name__).warning(
+            "sqs_bridge.unauthenticated",
+            open=opened,
+            note="TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS is set: a message naming any bucket "
+            "makes the worker read and tag it",
+        )
     queue_url = args.queue_url or settings.sqs_queue_url
     if not queue_url:
         raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
@@ -144,5 +157,6 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
         event_filter(settings),
         stop=stop,
         wait_seconds=args.wait,
+        allowlist=bucket_allowlist(settings),
     )
     return 0

@@ -19,6 +19,7 @@ from worker.formats.graph import (
 )
 from worker.formats.serve_plan import serve_plan
 from worker.formats.source import Source
+from worker.formats.text_fields import check_field_names
 from worker.model.artifact import Graph, MetaGraph, RevivedObject
 from worker.proto import tensorflow_subset_pb2 as pb
 from worker.proto.convert import op_def, version_def
@@ -79,7 +80,9 @@ def _parse_text(source: Source, message: pb.SavedModel | pb.MetaGraphDef | pb.Gr
         )
     try:
         text = source.read_at(0, source.size).decode("utf-8")
+        # Fields our subset leaves out are skipped; a field no TensorFlow has is refused.
         text_format.Parse(text, message, allow_unknown_field=True)
+        check_field_names(text, type(message).__name__, source.name)
     except (UnicodeDecodeError, text_format.ParseError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InvalidArtifact(f"{source.name}: not a valid text-format protobuf: {first}") from None

@@ -2,9 +2,13 @@
 
 Routes: POST /events/s3 (S3 and MinIO webhook `Records`), /events/sns (SNS
 HTTP deliveries, signature-verified, replays dropped by MessageId),
-/events/eventbridge (EventBridge API destinations), GET /healthz, /metrics.
+/events/eventbridge (EventBridge API destinations), GET /healthz, /metrics; only
+the routes named by `TFCOMPAT_RECEIVER_ROUTES`. It starts only when each of them
+authenticates its sender and `TFCOMPAT_BUCKETS` lists the buckets events may name
+(`ingest.access`), unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` says otherwise.
 Every delivery is authenticated before its body is parsed; a malformed body is
-rejected with 4xx, logged, and enqueues nothing. 202 means the broker has the
+rejected with 4xx, an object outside the allowlist with 403, each logged and
+counted, and neither enqueues anything. 202 means the broker has the
 task (Redis answered, RabbitMQ confirmed); when it does not within
 `publish_timeout` the answer is 503, so the sender retries and the event is not
 lost. Broker calls never run on the event loop (`ingest.handoff`), so a broker
@@ -26,6 +30,13 @@ from starlette.routing import Route
 
 from worker import metrics
 from worker.errors import BrokerUnavailable, MalformedEvent
+from worker.ingest.access import (
+    BucketAllowlist,
+    bucket_allowlist,
+    open_routes,
+    refused_message,
+    require_closed,
+)
 from worker.ingest.events import Enqueue, EventFilter, parse_eventbridge_body, parse_s3_body
 from worker.ingest.handoff import Handoff
 from worker.ingest.sns_route import handle_sns
@@ -63,8 +74,9 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def check_token(request: Request, settings: Settings) -> None:
-    """Bearer-token auth for /events/* when TFCOMPAT_EVENTS_TOKEN is set (constant time)."""
-    if settings.events_token is None:
+    """Bearer-token auth for /events/* (constant time). Without TFCOMPAT_EVENTS_TOKEN the
+    receiver starts only under the explicit opt-out, and then takes any sender."""
+    if settings.events_token is None or not settings.events_token.get_secret_value():
         return
     expected = f"Bearer {settings.events_token.get_secret_value()}"
     given = request.headers.get("authorization", "")
@@ -79,9 +91,21 @@ def broker_refused(source: str, exc: Exception) -> JSONResponse:
 
 
 async def hand_over(
-    events: list[ObjectEvent], source: str, settings: Settings, enqueue: Enqueue, handoff: Handoff
+    events: list[ObjectEvent],
+    source: str,
+    settings: Settings,
+    enqueue: Enqueue,
+    handoff: Handoff,
+    allowlist: BucketAllowlist | None = None,
 ) -> JSONResponse:
-    """Enqueue the events that start work; 202 once the broker has every one of them."""
+    """Enqueue the events that start work; 202 once the broker has every one of them.
+    A delivery naming any object outside the allowlist is refused whole (403)."""
+    outside = (allowlist or bucket_allowlist(settings)).outside(events)
+    if outside:
+        reason = refused_message(outside)
+        metrics.EVENTS_REJECTED.labels(source, "bucket").inc()
+        log.warning("delivery.refused_bucket", source=source, reason=reason)
+        return JSONResponse({"error": reason}, status_code=403)
     wanted = event_filter(settings).select(events)
     metrics.EVENTS_RECEIVED.labels(source).inc(len(events))
     metrics.EVENTS_IGNORED.labels(source).inc(len(events) - len(wanted))
@@ -156,7 +180,20 @@ def create_http_app(
 ) -> Starlette:
     """The receiver. `enqueue` hands events to the pipeline and `health` probes what
     the receiver depends on; `replays` remembers SNS MessageIds (None: SNS replays are
-    not detected); the process that runs it wires them (`cli.processes`)."""
+    not detected); the process that runs it wires them (`cli.processes`), and passes
+    the GitHub route in `extra_routes` only when `github` is one of the routes served.
+
+    ConfigError when a route served would take unauthenticated events or no bucket
+    allowlist is set, unless the opt-out is; under it, a warning names what is open."""
+    opened = require_closed(settings, open_routes(settings), "the receiver")
+    if opened:
+        log.warning(
+            "receiver.unauthenticated",
+            open=opened,
+            note="TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS is set: anyone who reaches this "
+            "receiver can make the worker read and tag objects",
+        )
+    allowlist = bucket_allowlist(settings)
     limit = settings.max_event_bytes
     handoff = handoff or Handoff(settings.publish_timeout)
     probe = HealthProbe(health, timeout=max(1.0, settings.publish_timeout))
@@ -164,19 +201,19 @@ def create_http_app(
     async def s3_events(request: Request) -> Response:
         check_token(request, settings)
         body = await read_body(request, limit)
-        return await hand_over(parse_s3_body(body), "s3", settings, enqueue, handoff)
+        return await hand_over(parse_s3_body(body), "s3", settings, enqueue, handoff, allowlist)
 
     async def eventbridge_events(request: Request) -> Response:
         check_token(request, settings)
         body = await read_body(request, limit)
         events = parse_eventbridge_body(body)
-        return await hand_over(events, "eventbridge", settings, enqueue, handoff)
+        return await hand_over(events, "eventbridge", settings, enqueue, handoff, allowlist)
 
     async def sns_events(request: Request) -> Response:
         body = await read_body(request, limit)
 
         async def sns_hand_over(events: list[ObjectEvent]) -> Response:
-            return await hand_over(events, "sns", settings, enqueue, handoff)
+            return await hand_over(events, "sns", settings, enqueue, handoff, allowlist)
 
         return await handle_sns(request, body, settings, sns_hand_over, replays, handoff)
 
@@ -190,10 +227,15 @@ def create_http_app(
     async def metrics_route(request: Request) -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
+    events = {
+        "s3": Route("/events/s3", guarded("s3", s3_events), methods=["POST"]),
+        "eventbridge": Route(
+            "/events/eventbridge", guarded("eventbridge", eventbridge_events), methods=["POST"]
+        ),
+        "sns": Route("/events/sns", guarded("sns", sns_events), methods=["POST"]),
+    }
     routes = [
-        Route("/events/s3", guarded("s3", s3_events), methods=["POST"]),
-        Route("/events/eventbridge", guarded("eventbridge", eventbridge_events), methods=["POST"]),
-        Route("/events/sns", guarded("sns", sns_events), methods=["POST"]),
+        *(events[name] for name in settings.receiver_routes if name in events),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/metrics", metrics_route, methods=["GET"]),
         *(extra_routes or []),

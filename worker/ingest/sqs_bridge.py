@@ -19,6 +19,7 @@ import structlog
 
 from worker import metrics
 from worker.errors import MalformedEvent
+from worker.ingest.access import BucketAllowlist, refused_message
 from worker.ingest.events import Enqueue, EventFilter, is_test_event, parse_queue_message
 
 log = structlog.get_logger(__name__)
@@ -30,13 +31,20 @@ class BridgeStats:
     enqueued: int = 0
     ignored: int = 0
     malformed: int = 0
+    refused: int = 0
     failed: int = 0
 
 
 def handle_message(
-    body: str, enqueue: Enqueue, event_filter: EventFilter, stats: BridgeStats
+    body: str,
+    enqueue: Enqueue,
+    event_filter: EventFilter,
+    stats: BridgeStats,
+    allowlist: BucketAllowlist | None = None,
 ) -> bool:
-    """Enqueue the message's events; True when the message may be deleted."""
+    """Enqueue the message's events; True when the message may be deleted. A message
+    naming an object outside the allowlist enqueues nothing and stays, like a
+    malformed one, for the dead-letter queue."""
     import json
 
     stats.received += 1
@@ -51,6 +59,16 @@ def handle_message(
         stats.malformed += 1
         metrics.EVENTS_REJECTED.labels("sqs", "malformed").inc()
         log.warning("sqs.malformed", error=str(exc), note="left for the dead-letter queue")
+        return False
+    outside = allowlist.outside(events) if allowlist else []
+    if outside:
+        stats.refused += 1
+        metrics.EVENTS_REJECTED.labels("sqs", "bucket").inc()
+        log.warning(
+            "sqs.refused_bucket",
+            error=refused_message(outside),
+            note="left for the dead-letter queue",
+        )
         return False
     wanted = event_filter.select(events)
     metrics.EVENTS_RECEIVED.labels("sqs").inc(len(events))
@@ -75,6 +93,7 @@ def run_bridge(
     stop: threading.Event | None = None,
     wait_seconds: int = 20,
     on_batch: Callable[[BridgeStats], None] | None = None,
+    allowlist: BucketAllowlist | None = None,
 ) -> BridgeStats:
     """Poll until `stop` is set (SIGTERM/SIGINT set it when run from the CLI)."""
     stop = stop or threading.Event()
@@ -90,7 +109,8 @@ def run_bridge(
             stop.wait(2)
             continue
         for message in response.get("Messages", []):
-            if handle_message(message.get("Body", ""), enqueue, event_filter, stats):
+            body = message.get("Body", "")
+            if handle_message(body, enqueue, event_filter, stats, allowlist):
                 try:
                     sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
                 except Exception as exc:

@@ -11,8 +11,13 @@ posting, renewed while the post runs, marked "sent" for `notify_dedupe_ttl`
 once Slack took the message, and released when it did not, so a redelivered
 task may try again. A task redelivered because its worker was killed mid-send
 finds the lease still held, waits for it to lapse, and sends: no message is
-lost. The one window left: Slack took the message and the process died before
-marking it sent; the redelivery then sends it a second time. A notification never fails
+lost. Slack taking the message and the process dying before marking it sent is
+closed where the notifier can look (a channel with a bot token): every message
+carries its delivery id in Slack's message `metadata`, each claim's first attempt
+is recorded, and a later attempt first asks the notifier whether that delivery
+is already in the channel (`Notifier.delivered`), confirming instead of sending
+again. Incoming webhooks cannot be asked: there, that one window remains and the
+redelivery sends a second message. A notification never fails
 the pipeline: errors are logged and counted (`tfcompat_notification_failures_total`),
 and a destination that is permanently broken is logged once an hour, not
 on every model.
@@ -45,24 +50,38 @@ Labels = Callable[[Mapping[str, Any]], tuple[Mapping[str, str], Mapping[str, str
 
 
 class Notifier(Protocol):
-    def send(self, destination: SlackDestination, message: Message) -> None:
+    def send(self, destination: SlackDestination, message: Message, delivery: str) -> None:
         """Deliver or raise: TransientError (may work later), DestinationBroken (will
-        not), TfcompatError (the message itself was refused)."""
+        not), TfcompatError (the message itself was refused). `delivery` travels with
+        the message where the destination keeps it (message metadata)."""
+        ...
+
+    def delivered(self, destination: SlackDestination, delivery: str) -> bool | None:
+        """Whether a message with this delivery id is already at the destination; None
+        when the destination cannot be asked (incoming webhooks). Raises as `send`."""
         ...
 
 
 @dataclass
 class MemoryNotifier:
-    """Records messages instead of sending them; `fail` makes a destination raise."""
+    """Records messages instead of sending them; `fail` makes a destination raise.
+    Channels remember delivery ids, webhooks cannot be asked (as on Slack)."""
 
     sent: list[tuple[SlackDestination, Message]] = field(default_factory=list)
     fail: dict[str, Exception] = field(default_factory=dict)
+    deliveries: set[tuple[str, str]] = field(default_factory=set)
 
-    def send(self, destination: SlackDestination, message: Message) -> None:
+    def send(self, destination: SlackDestination, message: Message, delivery: str) -> None:
         error = self.fail.get(destination.key)
         if error is not None:
             raise error
         self.sent.append((destination, message))
+        self.deliveries.add((destination.key, delivery))
+
+    def delivered(self, destination: SlackDestination, delivery: str) -> bool | None:
+        if destination.webhook:
+            return None
+        return (destination.key, delivery) in self.deliveries
 
 
 @dataclass(frozen=True)
@@ -77,6 +96,18 @@ class Delivery:
 def dedupe_key(destination: SlackDestination, document: Mapping[str, Any]) -> str:
     identity = f"{destination.key}|{artifact_version(document)}|{verdict(document)}"
     return "slack:" + hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+
+def delivery_id(keys: Sequence[str]) -> str:
+    """The id one message carries: the same models for the same destination, the same id."""
+    return hashlib.sha256("|".join(sorted(keys)).encode()).hexdigest()[:32]
+
+
+def _tried_before(claims: Claims, keys: Sequence[str], ttl: int) -> bool:
+    """Record this attempt at each key; True when some key had been attempted already
+    (a process may have died after Slack took it)."""
+    first = [claims.claim(f"{key}:tried", ttl) is not None for key in keys]
+    return not all(first)
 
 
 def group_by_owner(
@@ -160,9 +191,19 @@ def notify_owners(
                 deliveries.append(Delivery(name, destination.key, models, "duplicate"))
                 continue
             message = owner_message([d for d, _, _ in fresh], owner.team, reason)
+            keys = [key for _, key, _ in fresh]
+            delivery = delivery_id(keys)
             try:
                 with leased(claims, [(key, token) for _, key, token in fresh], lease):
-                    notifier.send(destination, message)
+                    again = _tried_before(claims, keys, ttl)
+                    if again and notifier.delivered(destination, delivery):
+                        log.info(
+                            "slack.already_delivered",
+                            destination=destination.key,
+                            delivery=delivery,
+                        )
+                    else:
+                        notifier.send(destination, message, delivery)
             except TfcompatError as exc:
                 for _, key, token in fresh:
                     _release(claims, key, token)

@@ -11,6 +11,7 @@ import structlog
 from celery import Task, shared_task
 
 from worker.errors import MalformedEvent
+from worker.ingest.access import bucket_allowlist, refused_message
 from worker.model.events import ObjectEvent
 from worker.pipeline.app import RETRY_POLICY, TASK_CHECK_OBJECT, TASK_FLEET_CHANGED, settings_of
 from worker.pipeline.process import process_event
@@ -27,7 +28,12 @@ def check_object(self: Task[Any, Any], event: dict[str, Any]) -> dict[str, Any]:
     except MalformedEvent as exc:
         log.error("task.malformed", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
-    services = services_for(settings_of(self.app))
+    settings = settings_of(self.app)
+    if not bucket_allowlist(settings).allows(parsed.bucket, parsed.key):
+        # Whatever enqueued it (an older receiver, a hand-made task), it is never read.
+        log.error("task.refused_bucket", error=refused_message([parsed]))
+        return {"action": "refused", "error": refused_message([parsed])}
+    services = services_for(settings)
     outcome = process_event(parsed, services.store, services.checker, services.location)
     log.info(
         "task.done",

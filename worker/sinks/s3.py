@@ -24,6 +24,7 @@ from worker.sinks.s3_client import (
     PRECONDITION_CODES,
     error_code,
     s3_client,
+    s3_errors,
     shared_client,
     translate,
 )
@@ -117,8 +118,8 @@ class S3ObjectStore:
     def _call(self, what: str, method: str, **kwargs: Any) -> Any:
         try:
             return getattr(self._client, method)(**kwargs)
-        except Exception as exc:
-            raise translate(exc, what) from None
+        except s3_errors() as exc:
+            raise translate(exc, what) from exc
 
     @staticmethod
     def _version(version_id: str | None) -> dict[str, str]:
@@ -212,12 +213,12 @@ class S3ObjectStore:
             try:
                 self._client.put_object(**put, IfNoneMatch="*")
                 return True
-            except Exception as exc:
+            except s3_errors() as exc:
                 code, status = error_code(exc)
                 if code == "NotImplemented" or status == "501":
                     self._conditional_puts = False
                 elif not (code in PRECONDITION_CODES | _CONFLICT_CODES or status in ("409", "412")):
-                    raise translate(exc, what) from None
+                    raise translate(exc, what) from exc
         try:
             stored = self.head(bucket, key, None).metadata.get(REPORT_DIGEST)
         except NotFound:
@@ -236,8 +237,8 @@ class S3ObjectStore:
         try:
             for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
                 keys += [item["Key"] for item in page.get("Contents", [])]
-        except Exception as exc:
-            raise translate(exc, f"s3://{bucket}/{prefix}") from None
+        except s3_errors() as exc:
+            raise translate(exc, f"s3://{bucket}/{prefix}") from exc
         return keys
 
     def current_version(self, bucket: str, key: str) -> str | bool | None:

@@ -1,12 +1,16 @@
 """The boto3 S3 client, one per process, and botocore errors turned into ours.
 
 A missing key or version comes out as `NotFound`, throttling, 5xx and
-connection trouble as `TransientError`, anything else as `TfcompatError` with
-the S3 error code.
+connection trouble as `TransientError`, any other S3 answer as `TfcompatError`
+with the S3 error code. Only what botocore, urllib3 or the socket raise is
+translated (`s3_errors()`): anything else is a bug, and the adapters let it
+through as it is, so it fails loudly instead of being retried as an outage.
+Translated errors keep the vendor's exception as their cause.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -69,14 +73,20 @@ def error_code(exc: Exception) -> tuple[str, str]:
     return code, status
 
 
+@functools.cache
+def s3_errors() -> tuple[type[Exception], ...]:
+    """What talking to S3 can raise that is not a bug: botocore's errors, urllib3's
+    (a streamed body read after botocore returned), and the socket's. The adapters
+    catch these and nothing else (`except s3_errors() as exc`)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+    from urllib3.exceptions import HTTPError
+
+    return (BotoCoreError, ClientError, HTTPError, OSError)
+
+
 def translate(exc: Exception, what: str) -> TfcompatError:
-    """A botocore exception as one of our errors."""
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        NoCredentialsError,
-        PartialCredentialsError,
-    )
+    """One of `s3_errors()` as one of our errors; raise it `from exc`."""
+    from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
 
     if isinstance(exc, ClientError):
         code, status = error_code(exc)
@@ -87,6 +97,4 @@ def translate(exc: Exception, what: str) -> TfcompatError:
         return TfcompatError(f"{what}: S3 error {code or status}")
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
         return ConfigError(f"{what}: no AWS credentials configured ({exc})")
-    if isinstance(exc, BotoCoreError):
-        return TransientError(f"{what}: {type(exc).__name__}: {exc}")
     return TransientError(f"{what}: {type(exc).__name__}: {exc}")

@@ -32,7 +32,7 @@ from typing import Any
 from worker.errors import NotFound, Superseded, TransientError
 from worker.formats.source import Source, truncated
 from worker.sinks.ports import Pin, Seen
-from worker.sinks.s3_client import PRECONDITION_CODES, error_code, translate
+from worker.sinks.s3_client import PRECONDITION_CODES, error_code, s3_errors, translate
 
 WHOLE = 8 << 20
 KEEP = 8 << 20
@@ -117,11 +117,11 @@ class S3Object:
         self.requests += 1
         try:
             return self._client.get_object(**kwargs)
-        except Exception as exc:
+        except s3_errors() as exc:
             code, status = error_code(exc)
             if code in PRECONDITION_CODES or status == "412":
-                raise Superseded(f"{self.name}: written again since the event") from None
-            raise translate(exc, self.name) from None
+                raise Superseded(f"{self.name}: written again since the event") from exc
+            raise translate(exc, self.name) from exc
 
     def _first_response(self) -> Any:
         """The object's first GET. For a pinned version, the current object is asked
@@ -173,11 +173,11 @@ class S3Object:
                 error: Exception = TransientError(f"{self.name}: body ended at {self._pos}")
             except (Superseded, NotFound):
                 raise
-            except Exception as exc:
+            except s3_errors() as exc:
                 error = exc
             self._close()
             if attempt == MAX_RESUMES:
-                raise translate(error, self.name) from None
+                raise translate(error, self.name) from error
         raise AssertionError("unreachable")
 
     def _advance(self, end: int, keep_from: int) -> None:
@@ -236,8 +236,8 @@ class S3Object:
         response = self._get(start=start, end=stop)
         try:
             data: bytes = response["Body"].read()
-        except Exception as exc:
-            raise translate(exc, self.name) from None
+        except s3_errors() as exc:
+            raise translate(exc, self.name) from exc
         self._count(len(data))
         if len(data) != stop - start:
             raise TransientError(f"{self.name}: short read at {start}")
@@ -297,8 +297,8 @@ class S3Tree:
             try:
                 for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix):
                     found += [item["Key"][len(self.prefix) :] for item in page.get("Contents", [])]
-            except Exception as exc:
-                raise translate(exc, self.name) from None
+            except s3_errors() as exc:
+                raise translate(exc, self.name) from exc
             self._names = sorted(n for n in found if n and not n.endswith("/"))
         return list(self._names)
 

@@ -11,11 +11,20 @@ errors retry with exponential backoff, and answers that mean the destination
 itself is gone (404, 410, `invalid_token`, `channel_not_found`, ...) raise
 `DestinationBroken` at once: no retry helps them. slack_sdk's own retry
 handlers are switched off so this policy is the only one.
+
+Channel messages carry the delivery id in Slack's message metadata
+(`event_type` `tfcompat_notification`), and `delivered` finds it again in the
+channel's recent history (`conversations.history` with `include_all_metadata`;
+the bot needs the `channels:history` scope, `groups:history` for private
+channels, and `channels:read` when owners.yaml names a channel rather than its
+ID). Incoming webhooks keep no metadata and cannot be asked.
 """
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +42,9 @@ log = structlog.get_logger(__name__)
 ATTEMPTS = 4
 MAX_WAIT = 60.0  # seconds of Retry-After honoured in-process; longer means "try later"
 TIMEOUT = 10
+EVENT_TYPE = "tfcompat_notification"
+HISTORY = 200  # recent messages searched for a delivery id: far more than one lease's worth
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 # Slack's answers that mean the webhook or channel will not work again as configured.
 PERMANENT_ERRORS = {
     "invalid_token",
@@ -130,16 +142,19 @@ class SlackNotifier:
         self._settings = settings
         self._sleep, self._attempts, self._max_wait = sleep, attempts, max_wait
 
-    def send(self, destination: SlackDestination, message: Message) -> None:
+    def _secret(self, destination: SlackDestination) -> str:
         name = destination.webhook or destination.token
         secret = named_secret(self._settings, name)
         if secret is None or not secret.get_secret_value():
             raise DestinationBroken(f"{destination.key}: {name} is not set")
-        value = secret.get_secret_value()
+        return secret.get_secret_value()
+
+    def send(self, destination: SlackDestination, message: Message, delivery: str) -> None:
+        value = self._secret(destination)
         if destination.webhook:
             post = self._webhook(value, message)
         else:
-            post = self._chat(value, str(destination.channel), message)
+            post = self._chat(value, str(destination.channel), message, delivery)
         deliver(
             post,
             destination.key,
@@ -162,25 +177,96 @@ class SlackNotifier:
 
         return post
 
-    def _chat(self, token: str, channel: str, message: Message) -> Post:
+    def _client(self, token: str) -> Any:
         from slack_sdk import WebClient
-        from slack_sdk.errors import SlackApiError
 
-        client = WebClient(
+        return WebClient(
             token=token, base_url=self._settings.slack_api_url, timeout=TIMEOUT, retry_handlers=[]
         )
 
+    def _chat(self, token: str, channel: str, message: Message, delivery: str) -> Post:
+        client = self._client(token)
+        metadata = {"event_type": EVENT_TYPE, "event_payload": {"delivery": delivery}}
+
         def post() -> Answer:
-            try:
-                client.chat_postMessage(channel=channel, text=message.text, blocks=message.blocks)
-            except SlackApiError as exc:
-                response = exc.response
-                data = response.data if isinstance(response.data, dict) else {}
-                return Answer(
-                    response.status_code,
-                    str(data.get("error") or "error"),
-                    _retry_after(response.headers),
+            return _call(
+                lambda: client.chat_postMessage(
+                    channel=channel, text=message.text, blocks=message.blocks, metadata=metadata
                 )
-            return Answer(200)
+            )[0]
 
         return post
+
+    def delivered(self, destination: SlackDestination, delivery: str) -> bool | None:
+        """Whether the channel's last HISTORY messages hold this delivery id; None for a
+        webhook. Raises as `send` when Slack cannot be asked: never sends blind."""
+        if destination.webhook:
+            return None
+        client = self._client(self._secret(destination))
+        channel = self._channel_id(client, destination)
+        data = self._ask(
+            f"{destination.key} history",
+            lambda: client.conversations_history(
+                channel=channel, limit=HISTORY, include_all_metadata=True
+            ),
+        )
+        for item in data.get("messages") or []:
+            meta = item.get("metadata") if isinstance(item, dict) else None
+            if isinstance(meta, dict) and meta.get("event_type") == EVENT_TYPE:
+                payload = meta.get("event_payload")
+                if isinstance(payload, dict) and payload.get("delivery") == delivery:
+                    return True
+        return False
+
+    def _channel_id(self, client: Any, destination: SlackDestination) -> str:
+        """owners.yaml may name a channel (`#ranking-models`); history needs its ID."""
+        channel = str(destination.channel)
+        if _CHANNEL_ID.match(channel):
+            return channel
+        name, cursor = channel.removeprefix("#"), None
+        while True:
+            data = self._ask(
+                f"{destination.key} lookup",
+                functools.partial(
+                    client.conversations_list,
+                    types="public_channel,private_channel",
+                    exclude_archived=True,
+                    limit=1000,
+                    cursor=cursor,
+                ),
+            )
+            for item in data.get("channels") or []:
+                if isinstance(item, dict) and item.get("name") == name:
+                    return str(item.get("id"))
+            cursor = (data.get("response_metadata") or {}).get("next_cursor") or None
+            if not cursor:
+                raise DestinationBroken(f"{destination.key}: Slack says channel_not_found")
+
+    def _ask(self, what: str, request: Callable[[], Any]) -> dict[str, Any]:
+        """One Web API read under the same delivery policy as a post; its data."""
+        kept: dict[str, Any] = {}
+
+        def post() -> Answer:
+            answer, data = _call(request)
+            kept.clear()
+            kept.update(data)
+            return answer
+
+        deliver(post, what, sleep=self._sleep, attempts=self._attempts, max_wait=self._max_wait)
+        return kept
+
+
+def _call(request: Callable[[], Any]) -> tuple[Answer, dict[str, Any]]:
+    """One Web API call as an Answer and its data (empty when it failed)."""
+    from slack_sdk.errors import SlackApiError
+
+    try:
+        response = request()
+    except SlackApiError as exc:
+        response = exc.response
+        data = response.data if isinstance(response.data, dict) else {}
+        return Answer(
+            response.status_code, str(data.get("error") or "error"), _retry_after(response.headers)
+        ), {}
+    data = response.data if isinstance(response.data, dict) else {}
+    return Answer(200), data
