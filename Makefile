@@ -1,6 +1,7 @@
 # The two entry points a newcomer needs (see README):
 #   make demo   the product's main job end to end on local defaults
 #   make test   lint, type-check and the whole test suite (what CI runs)
+#   make test-fast   the suite without process-level tests (marked services or slow)
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
 #   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
 # They create .venv; the tests use Redis on 6379 (started when none answers) and
@@ -13,7 +14,7 @@ BIN    := $(VENV)/bin
 comma  := ,
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo demo-stop bench lint lint-infra typecheck services venv clean
+.PHONY: test test-fast demo demo-stop bench lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -43,6 +44,11 @@ lint-infra: venv
 
 test: venv services lint lint-infra typecheck
 	$(BIN)/python -m pytest -q
+
+# The edit-test loop: everything but real worker processes, broker restarts, the demo,
+# browsers and pre-commit runs (pytest markers `services` and `slow`). CI runs `make test`.
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not services and not slow"
 
 # The demo starts its own redis-server on a free port (TFCOMPAT_DEMO_REDIS_URL picks one
 # instead). KEEP=1 leaves the stack running, with the commands to try; demo-stop ends it.

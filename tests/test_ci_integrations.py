@@ -125,6 +125,7 @@ def test_the_action_and_the_readme_pipelines_follow_their_hosts_schemas(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_the_pre_commit_hook_fails_a_commit_of_a_model_a_consumer_cannot_load(
     tmp_path: Path,
 ) -> None:

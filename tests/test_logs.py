@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 WRITER = """
@@ -24,6 +26,7 @@ for i in range(1500):
 """
 
 
+@pytest.mark.slow
 def test_concurrent_writers_never_interleave_lines(tmp_path: Path) -> None:
     out = tmp_path / "worker.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

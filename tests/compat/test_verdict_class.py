@@ -15,9 +15,10 @@ import pytest
 
 from tests.compat.test_memo import fixture_artifacts
 from worker.catalog.catalog import load_catalog
-from worker.compat.check import _class_of, check_artifact, verdict_class
+from worker.compat.check import check_artifact
 from worker.compat.memo import forget_all
 from worker.compat.policy import BannedRelease, Policy
+from worker.compat.verdict_class import _class_of, verdict_class
 from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 

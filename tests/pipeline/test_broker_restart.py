@@ -200,6 +200,9 @@ def test_a_burst_through_the_sqs_broker_is_all_tagged(endpoint: str, logs: Path)
         "TFCOMPAT_BROKER_URL": f"sqs://test:test@{endpoint.removeprefix('http://')}",
         "TFCOMPAT_BROKER_TRANSPORT_OPTIONS": '{"is_secure": false, "queue_name_prefix": "burst-"}',
         "TFCOMPAT_REDIS_URL": redis_url(STATE_DB),
+        # Nothing renews an SQS message: a task may run only for less than its visibility.
+        "TFCOMPAT_VISIBILITY_TIMEOUT": "300",
+        "TFCOMPAT_TASK_TIME_LIMIT": "240",
     }
     _, tagged = run_burst(SQS_EVENTS, "sqs", env, None, endpoint, logs)
     assert len(tagged) == SQS_EVENTS

@@ -59,7 +59,12 @@ def received(log: Path) -> int:
 
 def enqueue(env: dict[str, str], bucket: str, key: str) -> None:
     options = json.loads(env.get("TFCOMPAT_BROKER_TRANSPORT_OPTIONS", "{}"))
-    settings = Settings(broker_url=env["TFCOMPAT_BROKER_URL"], broker_transport_options=options)
+    settings = Settings(
+        broker_url=env["TFCOMPAT_BROKER_URL"],
+        broker_transport_options=options,
+        visibility_timeout=int(env.get("TFCOMPAT_VISIBILITY_TIMEOUT", "45")),
+        task_time_limit=int(env.get("TFCOMPAT_TASK_TIME_LIMIT", "1200")),
+    )
     event = ObjectEvent(bucket, key, "ObjectCreated:Put")
     create_app(settings).send_task(TASK_CHECK_OBJECT, args=[event.to_json()])
 
@@ -74,7 +79,9 @@ def sqs_broker(endpoint: str) -> dict[str, str]:
         "TFCOMPAT_BROKER_URL": f"sqs://test:test@{host}",
         "TFCOMPAT_BROKER_TRANSPORT_OPTIONS": '{"is_secure": false, "queue_name_prefix": "lost-"}',
         "TFCOMPAT_REDIS_URL": redis_url(DB),
-        "TFCOMPAT_VISIBILITY_TIMEOUT": LEASE,
+        # Nothing renews an SQS message: a task may run only for less than its visibility.
+        "TFCOMPAT_VISIBILITY_TIMEOUT": "6",
+        "TFCOMPAT_TASK_TIME_LIMIT": "5",
     }
 
 

@@ -18,8 +18,7 @@ runs it, and never for the saver's save function.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -27,37 +26,34 @@ from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
-from worker.compat.kernels import kernel_gap
 from worker.compat.memo import (
-    HELD_LIMIT,
     Table,
     edges_touching,
     graph_facts,
     keep,
     ops_in,
     registered_names,
-    registry_lookup,
     remembered,
 )
 from worker.compat.nodes import NodeContext, check_node_kind
-from worker.compat.objects import object_findings, revival_gaps
+from worker.compat.objects import object_findings
+from worker.compat.op_signature import deprecation_key, judged_at, op_signature
+from worker.compat.order import phases, place, severity_rank
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
-from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, Subject, read_graph, subject_for
+from worker.compat.subject import NO_HISTORY, Subject, subject_for
 from worker.compat.subject import History as History
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
-from worker.model.artifact import Artifact, Graph, NodeKind, OpDef, VersionDef
-from worker.model.consumer import Consumer, Loader
+from worker.model.artifact import Artifact, Graph, OpDef, VersionDef
+from worker.model.consumer import Consumer
 from worker.model.findings import (
     Code,
     Finding,
     Fix,
     FixKind,
-    Severity,
-    Stage,
     error,
     info,
 )
@@ -217,18 +213,7 @@ def _op_findings(s: Subject, in_functions: bool) -> list[tuple[Finding, str | No
 
 
 def _deprecation_version(s: Subject) -> int | None:
-    return _judged_at(s.artifact, s.graph, s.consumer)
-
-
-def _judged_at(artifact: Artifact, graph: Graph | None, consumer: Consumer) -> int | None:
-    """The GraphDef version deprecations are judged at.
-
-    tf.saved_model.load imports the graph into a graph of the running binary, so
-    its own GraphDef version counts, not the producer's (seen with 2.4 loading a
-    producer-12 graph using an op deprecated at 13)."""
-    if consumer.loader == Loader.SAVED_MODEL_V2 and artifact.format == "savedmodel":
-        return consumer.graph_def_version
-    return graph.versions.producer if graph and graph.versions else None
+    return judged_at(s.artifact, s.graph, s.consumer)
 
 
 def check_nodes(s: Subject, *, in_functions: bool) -> Iterable[Finding]:
@@ -452,39 +437,6 @@ _OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in RE
 _SHARED: Table = remembered({})
 
 
-def _deprecation_key(graph: Graph | None, consumer: Consumer, version: int | None) -> int | None:
-    """The GraphDef version deprecations are judged at, where it can matter: only when the
-    consumer deprecates some op the graph uses (else every version judges alike)."""
-    registry = consumer.registry
-    if graph is None or registry is None:
-        return version
-    return version if registry_lookup(graph, registry.ops).deprecates else None
-
-
-def _op_signature(
-    graph: Graph | None, consumer: Consumer, history: History
-) -> tuple[tuple[object, ...], Hashable]:
-    """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
-    with whether the op was removed before the consumer's release: a different error):
-    the OpDefs, to hold, and their identities, to key on."""
-    registry = consumer.registry
-    if registry is None or graph is None:
-        return (), ()
-    lookup = registry_lookup(graph, registry.ops)
-    if lookup.ids is not None:
-        return lookup.found, lookup.ids
-    found = lookup.found
-    release = consumer.tensorflow
-    signature: list[object] = []
-    for op, defined in zip(graph_facts(graph).sorted_ops, found, strict=True):
-        if defined is not None:
-            signature.append(defined)
-            continue
-        last = history.op_last_release(op)
-        signature.append(bool(release and last and Version(last) < Version(release)))
-    return tuple(signature), tuple(x if isinstance(x, bool) else id(x) for x in signature)
-
-
 _Raw = list[tuple[str, Finding, str | None, bool]]
 
 
@@ -520,7 +472,7 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
     consumer = s.consumer
     if consumer.registry is None:
         return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    signature, ids = _op_signature(s.graph, consumer, s.history)
+    signature, ids = op_signature(s.graph, consumer, s.history)
     rejects = consumer.rejects_unknown_attrs
     key = (
         id(s.artifact),
@@ -528,7 +480,7 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         s.instantiates_at_load,
         rejects,
         s.drops_graph_defaults if rejects else None,  # else dropping changes nothing
-        _deprecation_key(s.graph, consumer, _deprecation_version(s)),
+        deprecation_key(s.graph, consumer, _deprecation_version(s)),
         ids,
     )
     hit = _SHARED.get(key)
@@ -538,237 +490,6 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
         else keep(_SHARED, key, (s.artifact, s.history, signature), _raw_registry_findings(s))
     )
     return [(name, place(s, f, fn, checked_at_load=at_load)) for name, f, fn, at_load in raw]
-
-
-_CLASSES: Table = remembered({})
-
-
-def verdict_class(
-    artifact: Artifact,
-    consumer: Consumer,
-    history: History | None = None,
-    policy: Policy | None = None,
-) -> Hashable | None:
-    """Consumers of equal class get verdicts on `artifact` with the same status and the
-    same errors, messages included (`tests/compat/test_verdict_class.py` holds every
-    fixture to it against every release and loader): a fleet change checks a model once
-    per class, not once per consumer. What may differ is information (the forward window
-    names the consumer's release) and a banned consumer's warning text.
-
-    The class is what the registry-level checks are shared by (`_registry_findings`)
-    plus the outcome of the version rules; None where no class is promised (a Keras file,
-    a .tflite file, a consumer without a registry).
-
-    Remembered per artifact and what the class reads of the consumer, its release aside
-    (the patch releases of a minor share one), unless the consumer's registry lacks an op
-    of the graph: whether that op was removed before the release is read then."""
-    registry = consumer.registry
-    if (
-        artifact.format == "tflite"
-        or artifact.keras is not None
-        or registry is None
-        or not applies(artifact, consumer)
-    ):
-        return None
-    history = history or NO_HISTORY
-    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
-    key = (
-        id(artifact),
-        id(history),
-        id(registry.ops),
-        consumer.loader,
-        consumer.rejects_unknown_attrs,
-        consumer.validates_library,
-        consumer.looks_up_op_list_first,
-        consumer.lifted_reads_empty,
-        consumer.graph_def_version,
-        consumer.graph_def_min_producer,
-        consumer.checkpoint_version,
-        consumer.checkpoint_min_producer,
-        banned,
-        id(registry.kernels),
-        id(registry.revived),
-        consumer.gpu,
-    )
-    hit = _CLASSES.get(key)
-    if hit is not None:
-        known: tuple[Hashable, bool] = hit[1]  # type: ignore[assignment]
-        if not known[1]:
-            return known[0]
-        hit = _CLASSES.get((key, consumer.tensorflow))
-        if hit is not None:
-            return hit[1][0]  # type: ignore[index,no-any-return]
-    found, by_release = _class_of(artifact, consumer, history, banned)
-    owners = (artifact, history, registry.ops, registry.kernels, registry.revived)
-    keep(_CLASSES, key, owners, (found, by_release))
-    if by_release:
-        keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
-    return found
-
-
-def _class_of(
-    artifact: Artifact, consumer: Consumer, history: History, banned: bool
-) -> tuple[Hashable, bool]:
-    """`verdict_class`, computed; and whether it read the consumer's release."""
-    _, graph, tf2_load = read_graph(artifact, consumer)
-    versions = graph.versions if graph is not None else None
-    graph_versions: object = None
-    if versions is not None and not tf2_load:
-        gdv, min_producer = consumer.graph_def_version, consumer.graph_def_min_producer
-        refused = bool(check_versions(versions, gdv, min_producer))
-        graph_versions = (gdv, min_producer) if refused else "accepts"
-    checkpoint: object = None
-    if artifact.checkpoint is not None:
-        ckpt, min_producer = consumer.checkpoint_version, consumer.checkpoint_min_producer
-        refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
-        checkpoint = (ckpt, min_producer) if refused else "accepts"
-    _, ids = _op_signature(graph, consumer, history)
-    deprecation = _deprecation_key(graph, consumer, _judged_at(artifact, graph, consumer))
-    by_release = graph is not None and not isinstance(ids, int)  # some op not registered
-    kernels = _kernel_signature(graph, consumer)
-    found = (
-        id(history),
-        consumer.loader,
-        consumer.rejects_unknown_attrs,
-        consumer.validates_library,
-        consumer.looks_up_op_list_first,
-        consumer.lifted_reads_empty,
-        deprecation,
-        ids,
-        graph_versions,
-        checkpoint,
-        banned,
-        kernels,
-        _revival_signature(artifact, consumer),
-    )
-    return found, by_release
-
-
-def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
-    """Which of the graph's kinds (op and attrs) the consumer has no kernel for, and
-    whether it has a GPU: what kernel findings read of the consumer (two releases whose
-    tables differ only in types the model does not use are of one class). Remembered
-    per distinct set of kinds and kernel table: models of one exporter share both."""
-    registry = consumer.registry
-    if graph is None or registry is None or registry.kernels is None:
-        return None
-    kinds = _kind_set(graph)
-    key = (kinds[0], id(registry.kernels), id(registry.ops), consumer.gpu)
-    hit = _KERNEL_GAPS.get(key)
-    if hit is not None:
-        return hit[1]
-    kernels, ops = registry.kernels, registry.ops
-    gaps = (
-        (kind, kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu))
-        for kind in kinds[1]
-        if kind.op in ops
-    )
-    # the reason too: the message says which types the consumer's kernels take
-    missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
-    return keep(_KERNEL_GAPS, key, (kernels, ops), (consumer.gpu, missing), limit=8192)
-
-
-def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
-    """A number per distinct set of (op, attrs) the graph's kinds hold, and one kind of
-    each: what a kernel lookup reads of a graph."""
-    hit = _KIND_SETS_BY_GRAPH.get(id(graph))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    distinct: dict[tuple[str, str], NodeKind] = {}
-    for kind in graph.kinds:
-        distinct.setdefault((kind.op, kind.key[1]), kind)
-    names = frozenset(distinct)
-    number = _KIND_SET_NUMBERS.get(names)
-    if number is None:
-        if len(_KIND_SET_NUMBERS) >= 20_000:
-            _KIND_SET_NUMBERS.clear()
-        number = _KIND_SET_NUMBERS[names] = next(_KIND_SET_COUNTER)  # never reused
-    found = (number, tuple(distinct.values()))
-    return keep(_KIND_SETS_BY_GRAPH, id(graph), (graph,), found, limit=HELD_LIMIT)
-
-
-_KIND_SETS_BY_GRAPH: Table = remembered({})
-_KIND_SET_NUMBERS: dict[frozenset[tuple[str, str]], int] = remembered({})
-_KIND_SET_COUNTER = itertools.count(1)
-_KERNEL_GAPS: Table = remembered({})
-
-
-def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
-    """Whether tf.saved_model.load revives each object that needs it (object findings)."""
-    registry = consumer.registry
-    if registry is None or registry.revived is None or consumer.loader != Loader.SAVED_MODEL_V2:
-        return None
-    return tuple(
-        (obj.node, why)
-        for m in artifact.meta_graphs
-        for obj, why in revival_gaps(m, registry.revived)
-    )
-
-
-def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
-    """When a function-body error bites, as the consumer's loader does it.
-
-    1.13 checks nothing in function bodies at load; the v1 loader and a graph
-    import check attrs only when a function is instantiated. A deferred error
-    bites at load in the saver's restore function (the loader runs it), on the
-    first request in a function a request runs, and otherwise only when someone
-    calls that function (the saver's save function): information."""
-    if function is None or finding.severity != Severity.ERROR:
-        return finding
-    if checked_at_load and s.consumer.validates_library:
-        return finding
-    if s.scope is None or function in s.scope.restore:
-        return finding
-    if function in s.scope.request:
-        return replace(
-            finding,
-            message=f"{finding.message} The model loads ({s.loader} checks this function body "
-            f"only when it first runs): every request that runs {function} fails.",
-            stage=Stage.REQUEST,
-        )
-    return replace(
-        finding,
-        severity=Severity.INFO,
-        message=f"{finding.message} The model loads and serves ({s.loader} checks this "
-        f"function body only when it runs, and no request runs {function}); calling it fails.",
-    )
-
-
-# The order in which TensorFlow meets load errors, by loader (measured: the first
-# error of every failing row of the fixture matrices). The graph import and the
-# v1 loader validate the top-level graph first, where an unknown attr on a
-# variable (created before the model's ops) comes before an unregistered op;
-# 1.13/1.14's v1 loader looks up the stripped op list before anything;
-# tf.saved_model.load instantiates the function library before the graph.
-_GRAPH_FIRST = (
-    "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
-    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
-    "runs", "keras", "unsafe", "policy",
-)  # fmt: skip
-_OP_LIST_FIRST = (
-    "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
-    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
-    "runs", "keras", "unsafe", "policy",
-)  # fmt: skip
-_FUNCTIONS_FIRST = (
-    "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
-    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "objects",
-    "serving", "runs", "keras", "unsafe", "policy",
-)  # fmt: skip
-
-
-def _phases(s: Subject) -> tuple[str, ...]:
-    if s.instantiates_at_load:
-        return _FUNCTIONS_FIRST
-    if s.consumer.looks_up_op_list_first and s.is_saved_model and s.loader == "saved-model-v1":
-        return _OP_LIST_FIRST
-    return _GRAPH_FIRST
-
-
-def _severity_rank(finding: Finding) -> int:
-    if finding.severity == Severity.ERROR:
-        return 0 if finding.stage == Stage.LOAD else 1
-    return 2 if finding.severity == Severity.WARNING else 3
 
 
 def _with_unsafe(verdict: Verdict, artifact: Artifact, policy: Policy | None) -> Verdict:
@@ -798,13 +519,13 @@ def check_artifact(
     subject = subject_for(artifact, consumer, history or NO_HISTORY)
     if policy is not None:
         subject.policy = policy
-    phases = _phases(subject)
+    order = phases(subject)
     found = [(name, finding) for name, check in _OWN_CHECKS for finding in check(subject)]
     found += _registry_findings(subject)
     ranked: list[tuple[int, int, Finding]] = []
     for name, finding in found:
         phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
-        ranked.append((_severity_rank(finding), phases.index(phase), finding))
+        ranked.append((severity_rank(finding), order.index(phase), finding))
     ranked.sort(key=lambda item: item[:2])
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)

@@ -15,7 +15,7 @@ it was a failure, which is checked again so the change carries its reasons.
 A consumer defined as a catalog release takes the verdict that release was
 found to have when the model was checked (`worker.fleet.releases`), errors
 included. Consumers checked anew are checked once per verdict class of the model
-(`worker.compat.check.verdict_class`: the patch releases of a minor, loaders
+(`worker.compat.verdict_class`: the patch releases of a minor, loaders
 that read the model alike), since a class promises one status and one set of
 errors: replacing a fleet of 20 consumers costs a model two or three checks
 (bench/fleet_impact.py).
@@ -29,9 +29,10 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from worker.catalog.catalog import Catalog
-from worker.compat.check import History, check_artifact, verdict_class
+from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.tflite import applies
+from worker.compat.verdict_class import verdict_class
 from worker.fleet.digests import consumer_digest
 from worker.fleet.releases import release_lookup
 from worker.model.artifact import Artifact

@@ -1,0 +1,78 @@
+"""When and in which order TensorFlow meets a consumer's errors.
+
+`place` decides when a function-body error bites for the consumer's loader (at load,
+on the first request, or only when someone calls the function); `phases` is the order
+of the checks' errors as each loader meets them, measured on the fixture matrices."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from worker.compat.subject import Subject
+from worker.model.findings import Finding, Severity, Stage
+
+
+def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
+    """When a function-body error bites, as the consumer's loader does it.
+
+    1.13 checks nothing in function bodies at load; the v1 loader and a graph
+    import check attrs only when a function is instantiated. A deferred error
+    bites at load in the saver's restore function (the loader runs it), on the
+    first request in a function a request runs, and otherwise only when someone
+    calls that function (the saver's save function): information."""
+    if function is None or finding.severity != Severity.ERROR:
+        return finding
+    if checked_at_load and s.consumer.validates_library:
+        return finding
+    if s.scope is None or function in s.scope.restore:
+        return finding
+    if function in s.scope.request:
+        return replace(
+            finding,
+            message=f"{finding.message} The model loads ({s.loader} checks this function body "
+            f"only when it first runs): every request that runs {function} fails.",
+            stage=Stage.REQUEST,
+        )
+    return replace(
+        finding,
+        severity=Severity.INFO,
+        message=f"{finding.message} The model loads and serves ({s.loader} checks this "
+        f"function body only when it runs, and no request runs {function}); calling it fails.",
+    )
+
+
+# The order in which TensorFlow meets load errors, by loader (measured: the first
+# error of every failing row of the fixture matrices). The graph import and the
+# v1 loader validate the top-level graph first, where an unknown attr on a
+# variable (created before the model's ops) comes before an unregistered op;
+# 1.13/1.14's v1 loader looks up the stripped op list before anything;
+# tf.saved_model.load instantiates the function library before the graph.
+_GRAPH_FIRST = (
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
+    "runs", "keras", "unsafe", "policy",
+)  # fmt: skip
+_OP_LIST_FIRST = (
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
+    "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
+    "runs", "keras", "unsafe", "policy",
+)  # fmt: skip
+_FUNCTIONS_FIRST = (
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
+    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "objects",
+    "serving", "runs", "keras", "unsafe", "policy",
+)  # fmt: skip
+
+
+def phases(s: Subject) -> tuple[str, ...]:
+    if s.instantiates_at_load:
+        return _FUNCTIONS_FIRST
+    if s.consumer.looks_up_op_list_first and s.is_saved_model and s.loader == "saved-model-v1":
+        return _OP_LIST_FIRST
+    return _GRAPH_FIRST
+
+
+def severity_rank(finding: Finding) -> int:
+    if finding.severity == Severity.ERROR:
+        return 0 if finding.stage == Stage.LOAD else 1
+    return 2 if finding.severity == Severity.WARNING else 3

@@ -1,0 +1,185 @@
+"""The fleet's verdict classes: consumers of one class get the same verdict on a model.
+
+A fleet change checks a model once per class, not once per consumer
+(`worker.fleet.impact`); `tests/compat/test_verdict_class.py` holds every fixture to
+the promise against every release and loader."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable
+
+from worker.compat.kernels import kernel_gap
+from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
+from worker.compat.objects import revival_gaps
+from worker.compat.op_signature import deprecation_key, judged_at, op_signature
+from worker.compat.policy import Policy
+from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, History, read_graph
+from worker.compat.tflite import applies
+from worker.compat.versions import check_versions
+from worker.model.artifact import Artifact, Graph, NodeKind
+from worker.model.consumer import Consumer, Loader
+
+_CLASSES: Table = remembered({})
+
+
+def verdict_class(
+    artifact: Artifact,
+    consumer: Consumer,
+    history: History | None = None,
+    policy: Policy | None = None,
+) -> Hashable | None:
+    """Consumers of equal class get verdicts on `artifact` with the same status and the
+    same errors, messages included (`tests/compat/test_verdict_class.py` holds every
+    fixture to it against every release and loader): a fleet change checks a model once
+    per class, not once per consumer. What may differ is information (the forward window
+    names the consumer's release) and a banned consumer's warning text.
+
+    The class is what the registry-level checks are shared by (`_registry_findings`)
+    plus the outcome of the version rules; None where no class is promised (a Keras file,
+    a .tflite file, a consumer without a registry).
+
+    Remembered per artifact and what the class reads of the consumer, its release aside
+    (the patch releases of a minor share one), unless the consumer's registry lacks an op
+    of the graph: whether that op was removed before the release is read then."""
+    registry = consumer.registry
+    if (
+        artifact.format == "tflite"
+        or artifact.keras is not None
+        or registry is None
+        or not applies(artifact, consumer)
+    ):
+        return None
+    history = history or NO_HISTORY
+    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
+    key = (
+        id(artifact),
+        id(history),
+        id(registry.ops),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        consumer.lifted_reads_empty,
+        consumer.graph_def_version,
+        consumer.graph_def_min_producer,
+        consumer.checkpoint_version,
+        consumer.checkpoint_min_producer,
+        banned,
+        id(registry.kernels),
+        id(registry.revived),
+        consumer.gpu,
+    )
+    hit = _CLASSES.get(key)
+    if hit is not None:
+        known: tuple[Hashable, bool] = hit[1]  # type: ignore[assignment]
+        if not known[1]:
+            return known[0]
+        hit = _CLASSES.get((key, consumer.tensorflow))
+        if hit is not None:
+            return hit[1][0]  # type: ignore[index,no-any-return]
+    found, by_release = _class_of(artifact, consumer, history, banned)
+    owners = (artifact, history, registry.ops, registry.kernels, registry.revived)
+    keep(_CLASSES, key, owners, (found, by_release))
+    if by_release:
+        keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
+    return found
+
+
+def _class_of(
+    artifact: Artifact, consumer: Consumer, history: History, banned: bool
+) -> tuple[Hashable, bool]:
+    """`verdict_class`, computed; and whether it read the consumer's release."""
+    _, graph, tf2_load = read_graph(artifact, consumer)
+    versions = graph.versions if graph is not None else None
+    graph_versions: object = None
+    if versions is not None and not tf2_load:
+        gdv, min_producer = consumer.graph_def_version, consumer.graph_def_min_producer
+        refused = bool(check_versions(versions, gdv, min_producer))
+        graph_versions = (gdv, min_producer) if refused else "accepts"
+    checkpoint: object = None
+    if artifact.checkpoint is not None:
+        ckpt, min_producer = consumer.checkpoint_version, consumer.checkpoint_min_producer
+        refused = bool(check_versions(artifact.checkpoint.versions, ckpt, min_producer))
+        checkpoint = (ckpt, min_producer) if refused else "accepts"
+    _, ids = op_signature(graph, consumer, history)
+    deprecation = deprecation_key(graph, consumer, judged_at(artifact, graph, consumer))
+    by_release = graph is not None and not isinstance(ids, int)  # some op not registered
+    kernels = _kernel_signature(graph, consumer)
+    found = (
+        id(history),
+        consumer.loader,
+        consumer.rejects_unknown_attrs,
+        consumer.validates_library,
+        consumer.looks_up_op_list_first,
+        consumer.lifted_reads_empty,
+        deprecation,
+        ids,
+        graph_versions,
+        checkpoint,
+        banned,
+        kernels,
+        _revival_signature(artifact, consumer),
+    )
+    return found, by_release
+
+
+def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
+    """Which of the graph's kinds (op and attrs) the consumer has no kernel for, and
+    whether it has a GPU: what kernel findings read of the consumer (two releases whose
+    tables differ only in types the model does not use are of one class). Remembered
+    per distinct set of kinds and kernel table: models of one exporter share both."""
+    registry = consumer.registry
+    if graph is None or registry is None or registry.kernels is None:
+        return None
+    kinds = _kind_set(graph)
+    key = (kinds[0], id(registry.kernels), id(registry.ops), consumer.gpu)
+    hit = _KERNEL_GAPS.get(key)
+    if hit is not None:
+        return hit[1]
+    kernels, ops = registry.kernels, registry.ops
+    gaps = (
+        (kind, kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu))
+        for kind in kinds[1]
+        if kind.op in ops
+    )
+    # the reason too: the message says which types the consumer's kernels take
+    missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
+    return keep(_KERNEL_GAPS, key, (kernels, ops), (consumer.gpu, missing), limit=8192)
+
+
+def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
+    """A number per distinct set of (op, attrs) the graph's kinds hold, and one kind of
+    each: what a kernel lookup reads of a graph."""
+    hit = _KIND_SETS_BY_GRAPH.get(id(graph))
+    if hit is not None:
+        return hit[1]  # type: ignore[return-value]
+    distinct: dict[tuple[str, str], NodeKind] = {}
+    for kind in graph.kinds:
+        distinct.setdefault((kind.op, kind.key[1]), kind)
+    names = frozenset(distinct)
+    number = _KIND_SET_NUMBERS.get(names)
+    if number is None:
+        if len(_KIND_SET_NUMBERS) >= 20_000:
+            _KIND_SET_NUMBERS.clear()
+        number = _KIND_SET_NUMBERS[names] = next(_KIND_SET_COUNTER)  # never reused
+    found = (number, tuple(distinct.values()))
+    return keep(_KIND_SETS_BY_GRAPH, id(graph), (graph,), found, limit=HELD_LIMIT)
+
+
+_KIND_SETS_BY_GRAPH: Table = remembered({})
+_KIND_SET_NUMBERS: dict[frozenset[tuple[str, str]], int] = remembered({})
+_KIND_SET_COUNTER = itertools.count(1)
+_KERNEL_GAPS: Table = remembered({})
+
+
+def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
+    """Whether tf.saved_model.load revives each object that needs it (object findings)."""
+    registry = consumer.registry
+    if registry is None or registry.revived is None or consumer.loader != Loader.SAVED_MODEL_V2:
+        return None
+    return tuple(
+        (obj.node, why)
+        for m in artifact.meta_graphs
+        for obj, why in revival_gaps(m, registry.revived)
+    )
