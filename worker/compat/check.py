@@ -48,7 +48,7 @@ from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
 from worker.model.artifact import Artifact, Graph, OpDef, VersionDef
-from worker.model.consumer import Consumer
+from worker.model.consumer import Consumer, minor
 from worker.model.findings import (
     Code,
     Finding,
@@ -70,15 +70,6 @@ ATTR_CODES = frozenset(
         Code.ATTR_BELOW_MINIMUM,
     }
 )
-
-
-def minor(release: str | None) -> str | None:
-    """'2.16.2' -> '2.16': the catalog keeps one registry per minor, so a fact about
-    when an op appeared is only as precise as the minor."""
-    if release is None:
-        return None
-    parts = release.split(".")
-    return ".".join(parts[:2])
 
 
 # --- the checks -----------------------------------------------------------------------------
@@ -181,7 +172,7 @@ def _op_findings(s: Subject, in_functions: bool) -> list[tuple[Finding, str | No
         if op in seen or op in functions or op in s.consumer.registry.ops:
             continue
         seen.add(op)
-        where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+        where = kind.where
         introduced = s.history.op_introduced(op)
         last = s.history.op_last_release(op)
         if introduced is None:

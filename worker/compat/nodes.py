@@ -97,7 +97,7 @@ NAMING_ATTRS = frozenset({("VarHandleOp", "debug_name")})
 
 
 def where_of(kind: NodeKind) -> str:
-    return f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    return kind.where
 
 
 def _unknown_attr(

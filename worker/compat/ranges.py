@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
+from worker.model.consumer import minor
 
 
 def compress(outcomes: Sequence[tuple[str, bool]]) -> list[str]:
@@ -34,7 +32,7 @@ def compress(outcomes: Sequence[tuple[str, bool]]) -> list[str]:
 
 
 def _render(start: str, end: str, *, open_end: bool) -> str:
-    last = f"{_minor(end)}.x" if open_end else end
+    last = f"{minor(end)}.x" if open_end else end
     return start if start == end and not open_end else f"{start}-{last}"
 
 

@@ -371,7 +371,7 @@ def _kernel_findings(
         if gap is None:
             continue
         seen.add(kind.op)
-        where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+        where = kind.where
         outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
         placed = (
             f"placed with the whole graph at {_where(run)}, whether a request needs it or not"

@@ -17,7 +17,6 @@ run a model:
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterable
 
 from worker.compat.functions import FunctionScope
@@ -45,12 +44,7 @@ _FAILING_OPS = frozenset(OP_RUNS_ONLY_WITH_CUDA) | CHECKPOINT_FILE_OPS
 
 
 def _shared_name(kind: NodeKind) -> str:
-    raw = kind.attrs.get("shared_name", {}).get("s", "")
-    try:
-        text = base64.b64decode(raw).decode("utf-8", "replace")
-    except ValueError:
-        text = ""
-    return text or kind.example
+    return kind.text_attr("shared_name") or kind.example
 
 
 def request_kinds(s: Subject) -> list[NodeKind]:
@@ -129,7 +123,7 @@ def failing_kernels(s: Subject) -> list[Finding]:
     for kind in [k for k in request_kinds(s) if k.op in _FAILING_OPS]:
         if kind.op in seen or (registry is not None and kind.op not in registry.ops):
             continue
-        where = f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+        where = kind.where
         if kind.op in OP_RUNS_ONLY_WITH_CUDA:
             seen.add(kind.op)
             findings.append(

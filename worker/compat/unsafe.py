@@ -29,8 +29,6 @@ the fleet refuses to).
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -125,15 +123,11 @@ class Hazard:
 
 
 def _where(kind: NodeKind) -> str:
-    return f"node {kind.example}" + (f" in function {kind.function}" if kind.function else "")
+    return kind.where
 
 
 def _print_to_file(kind: NodeKind) -> bool:
-    raw = kind.attrs.get("output_stream", {}).get("s", "")
-    try:
-        return base64.b64decode(raw).decode("utf-8", "replace").startswith(FILE_STREAM)
-    except (binascii.Error, ValueError):
-        return False
+    return kind.text_attr("output_stream").startswith(FILE_STREAM)
 
 
 _WATCHED = frozenset(UNSAFE_OPS) | {"PrintV2"} | SAVER_OPS  # the ops `_find_hazards` looks at

@@ -15,6 +15,7 @@ exactly these, so the summary loses nothing the rules need, while a graph of
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Callable
@@ -95,6 +96,19 @@ class NodeKind:
     def key(self) -> tuple[str, str, int, bool]:
         """What validation depends on (not the node's name): equal keys, equal findings."""
         return (self.op, json.dumps(self.attrs, sort_keys=True), self.inputs, self.function is None)
+
+    @property
+    def where(self) -> str:
+        """'node X' or 'node X in function F', as messages name a node."""
+        return f"node {self.example}" + (f" in function {self.function}" if self.function else "")
+
+    def text_attr(self, name: str) -> str:
+        """A string attr's value as text ('' when absent or not base64, as JSON holds bytes)."""
+        raw = self.attrs.get(name, {}).get("s", "")
+        try:
+            return base64.b64decode(raw).decode("utf-8", "replace")
+        except ValueError:
+            return ""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ from worker.model.artifact import OpDef
 from worker.model.tflite import TfliteInterpreter
 
 
+def minor(release: str) -> str:
+    """'2.16.2' -> '2.16': the catalog keeps one registry per minor, so a fact about
+    when an op appeared is only as precise as the minor."""
+    return ".".join(release.split(".")[:2])
+
+
 class Loader(StrEnum):
     """How a consumer loads a model; TensorFlow's outcome differs by loader."""
 
