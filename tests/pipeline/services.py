@@ -72,6 +72,18 @@ def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
 
 
 @contextlib.contextmanager
+def receiver_process(env: dict[str, str], log: Path) -> Iterator[str]:
+    """`tfcompat serve` on a free port, once it answers /metrics: its base URL."""
+    import httpx
+
+    port = free_port()
+    with process(cli("serve", "--port", str(port)), env, log):
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+        yield url
+
+
+@contextlib.contextmanager
 def moto_server(log: Path) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, **AWS_ENV}

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.pipeline.brokers import RedisServer, redis_server
-from tests.pipeline.services import AUTH, cli, free_port, process, wait_until, worker_env
+from tests.pipeline.services import AUTH, receiver_process, wait_until, worker_env
 
 pytestmark = pytest.mark.services
 BOUND = 5.0  # seconds: six times the publish timeout
@@ -35,10 +35,7 @@ EVENT = {
 def receiver(tmp_path: Path, endpoint: str, logs: Path) -> Iterator[tuple[str, RedisServer]]:
     with redis_server(tmp_path) as broker:
         env = worker_env(endpoint, 0, TFCOMPAT_BROKER_URL=broker.url)
-        port = free_port()
-        with process(cli("serve", "--port", str(port)), env, logs / "outage-receiver.log"):
-            url = f"http://127.0.0.1:{port}"
-            wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+        with receiver_process(env, logs / "outage-receiver.log") as url:
             yield url, broker
 
 

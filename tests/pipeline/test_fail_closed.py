@@ -17,12 +17,11 @@ from tests.pipeline.services import (
     RECEIVER_ENV,
     cli,
     free_port,
-    process,
+    receiver_process,
     s3_event,
     tags_of,
     upload_tree,
     wait_for_tags,
-    wait_until,
     worker_env,
 )
 from tests.truth import SHARED
@@ -70,11 +69,8 @@ def test_the_bridge_refuses_to_start_without_a_bucket_list(endpoint: str) -> Non
 
 def test_the_opt_out_starts_warns_and_takes_anyone(endpoint: str, logs: Path) -> None:
     env = open_env(endpoint, TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS="1")
-    port = free_port()
     log = logs / "open-receiver.log"
-    with process(cli("serve", "--port", str(port)), env, log):
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+    with receiver_process(env, log) as url:
         answer = httpx.post(f"{url}/events/s3", json={"Records": []}, timeout=10)
         assert answer.status_code == 202
     warning = [
@@ -107,10 +103,7 @@ def test_events_outside_the_allowlist_are_refused_counted_and_never_read(
     for bucket in (allowed, foreign):
         upload_tree(stack.s3, bucket, "prod/1", MODEL)
     env = {**stack.env, "TFCOMPAT_BUCKETS": json.dumps([f"{allowed}/prod/*"])}
-    port = free_port()
-    with process(cli("serve", "--port", str(port)), env, logs / "allowlist-receiver.log"):
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+    with receiver_process(env, logs / "allowlist-receiver.log") as url:
 
         def deliver(bucket: str) -> httpx.Response:
             event = s3_event(stack.s3, bucket, KEY)

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.pipeline.conftest import _redis_ready
-from tests.pipeline.services import AUTH, cli, free_port, process, wait_until, worker_env
+from tests.pipeline.services import AUTH, receiver_process, worker_env
 from tests.redis_server import REDIS_PORT
 
 pytestmark = pytest.mark.services
@@ -68,11 +68,8 @@ class Receiver:
 def receiver(endpoint: str, logs: Path) -> Iterator[Receiver]:
     _redis_ready(DB)
     env = worker_env(endpoint, DB, TFCOMPAT_GITHUB_WEBHOOK_SECRET=SECRET)
-    port = free_port()
     log = logs / "hostile-receiver.log"
-    with process(cli("serve", "--port", str(port)), env, log):
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+    with receiver_process(env, log) as url:
         yield Receiver(url, log)
 
 

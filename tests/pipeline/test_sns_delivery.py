@@ -25,13 +25,12 @@ from tests.ingest.test_sns import (
 from tests.pipeline.conftest import _redis_ready
 from tests.pipeline.services import (
     cli,
-    free_port,
     process,
+    receiver_process,
     s3,
     s3_event,
     upload_tree,
     wait_for_tags,
-    wait_until,
     worker_env,
 )
 from tests.redis_server import REDIS_PORT
@@ -68,12 +67,7 @@ def receiver(
         TFCOMPAT_SNS_SUBSCRIBE_URL_PATTERN="^" + re.escape(running_server.base) + "/",
         TFCOMPAT_SNS_TOPIC_ARNS=json.dumps([TOPIC]),
     )
-    port = free_port()
-    with process(cli("serve", "--port", str(port)), env, logs / "sns-receiver.log"):
-        url = f"http://127.0.0.1:{port}"
-        wait_until(
-            lambda: httpx.get(f"{url}/metrics", timeout=5).status_code == 200, 60, "the receiver"
-        )
+    with receiver_process(env, logs / "sns-receiver.log") as url:
         yield url, running_server, env
 
 
