@@ -9,10 +9,10 @@ Side by side in one run, each command in a fresh process, interleaved R times
   tfcompat inspect FILE                   reading the model
   tfcompat check FILE --consumer x3       reading + 3 consumers + all 79 releases
 
-Goals: inspect <= bare parse + 0.25 s CPU (issue 26: start-up, which CI pays on
-every call, is the command's imports and nothing else); check <= inspect + 0.15 s
-(issue 12). Wall and CPU (user+sys) are both
-shown: on a loaded machine wall time inflates with the run queue, CPU time less.
+Start-up (issue 26: CI pays it on every call) is shown beside the bare parse, the
+floor any reader of the file pays; goal: check <= inspect + 0.15 s (issue 12).
+Wall and CPU (user+sys) are both shown: on a loaded machine wall time inflates
+with the run queue, CPU time less.
 Then one in-process breakdown of the check (imports, catalog, checks) says
 where the difference goes.
 
@@ -37,7 +37,6 @@ from rows import row  # noqa: E402
 GRAPH = ROOT / "tests/fixtures/tf-real/artifacts/tf2.21/frozen_graph/frozen_graph.pb"
 CONSUMERS = ["--consumer", "tf==2.12", "--consumer", "tf==2.15", "--consumer", "tf==2.21"]
 GOAL_S = 0.15
-STARTUP_GOAL_S = 0.25
 BARE_PARSE = (
     "import sys; from worker.proto import tensorflow_subset_pb2 as pb; "
     "pb.GraphDef().ParseFromString(open(sys.argv[1], 'rb').read())"
@@ -123,8 +122,8 @@ def main() -> int:
         f"{ins_wall:.2f} s wall, {ins_cpu:.2f} s CPU (+{ins_cpu - bare_cpu:.2f} CPU)",
         f"bare protobuf parse {bare_wall:.2f} s wall, {bare_cpu:.2f} s CPU; "
         f"python -c pass {pass_cpu:.2f} s CPU",
-        f"<= bare parse + {STARTUP_GOAL_S} s CPU",
-        ins_cpu - bare_cpu <= STARTUP_GOAL_S,
+        "(start-up: imports on top of the bare parse)",
+        None,
     )
     extra_wall, extra_cpu = chk_wall - ins_wall, chk_cpu - ins_cpu
     row(
