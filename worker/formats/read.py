@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from worker.errors import InvalidArtifact, NotFound, UnsupportedArtifact
+from worker.formats.archive import open_archive
 from worker.formats.digest import Sha256
 from worker.formats.graph import read_graph_def
 from worker.formats.savedmodel import (
@@ -26,7 +27,7 @@ from worker.formats.savedmodel import (
     read_saved_model,
     read_saved_model_text,
 )
-from worker.formats.sniff import keras_container_of, no_model_message, sniff_source
+from worker.formats.sniff import blob_of, no_model_message
 from worker.formats.source import (
     FILE_NAMES,
     DirectoryTree,
@@ -35,7 +36,7 @@ from worker.formats.source import (
     Source,
     Tree,
 )
-from worker.formats.tflite import is_tflite, read_tflite
+from worker.formats.tflite import read_tflite
 from worker.model.artifact import Artifact, Checkpoint, Graph
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
@@ -140,11 +141,13 @@ def _with_digest(source: Source, read: Callable[[Source], T]) -> tuple[T, str]:
     return result, digest.result()
 
 
-def read_keras_file(source: Source, display: str) -> Artifact:
-    """A Keras model file, by its content: a `.keras` zip or a legacy H5 model."""
+def read_keras_file(source: Source, display: str, container: str | None = None) -> Artifact:
+    """A Keras model file, by its content: a `.keras` zip or a legacy H5 model
+    (`container`, when the caller has sniffed it already)."""
     from worker.formats.keras import read_keras_archive, read_keras_h5
 
-    container = keras_container_of(source)
+    if container is None:
+        container = blob_of(source).container
     if container == "keras-zip":
         model, sha256 = _with_digest(source, read_keras_archive)
         return Artifact(display, "keras", source.size, sha256, keras=model)
@@ -294,29 +297,25 @@ def is_model_file(name: str) -> bool:
 
 
 def read_source(source: Source, display: str) -> list[Artifact]:
-    """One blob: an archive (each artifact inside) or a single model file."""
-    from worker.formats.archive import is_archive, open_archive
-
+    """One blob: an archive (each artifact inside) or a single model file, as its first
+    bytes say (`sniff_blob`, decided once), then its name."""
     if source.size == 0:
         raise InvalidArtifact(f"{display}: empty file")
-    if keras_container_of(source) is not None:
-        return [read_keras_file(source, display)]
-    if (foreign := sniff_source(source)) is not None:
-        raise UnsupportedArtifact(f"{display}: {foreign.message()}")
-    if is_archive(source):
+    blob = blob_of(source)
+    if blob.kind == "keras":
+        return [read_keras_file(source, display, blob.container)]
+    if blob.foreign is not None:
+        raise UnsupportedArtifact(f"{display}: {blob.foreign.message()}")
+    if blob.kind == "archive":
         return read_tree(open_archive(source, wanted=is_model_file), display)
+    if blob.kind == "tflite":
+        return [read_file_artifact(source, display, "tflite")]
     kind = kind_of_file(display)
-    if _is_tflite_source(source):  # the identifier, whatever the file is named
-        kind = "tflite"
     if kind == "savedmodel":
         name = posixpath.basename(display)
         tree = MappingTree(display, {name: source})
         return [read_saved_model_dir(tree, "", posixpath.dirname(display) or display)]
     return [read_file_artifact(source, display, kind or "graphdef")]
-
-
-def _is_tflite_source(source: Source) -> bool:
-    return is_tflite(source.read_at(0, min(source.size, 8)), source.size)
 
 
 def read_path(path: str) -> list[Artifact]:

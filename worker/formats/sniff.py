@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from worker.errors import TfcompatError
+from worker.formats.archive_members import SNIFF_BYTES, archive_kind
 from worker.formats.source import Source, Tree
 from worker.formats.tflite import is_tflite
 
@@ -232,6 +233,37 @@ def sniff(head: bytes, size: int | None = None) -> Foreign | None:
     return _sniff_json(head)
 
 
+@dataclass(frozen=True)
+class Blob:
+    """What a blob's first bytes say it is, decided once: `keras` (`container` says
+    hdf5 or keras-zip), `foreign` (`foreign` names it), `archive`, `tflite`, or `file`
+    (a protobuf or checkpoint file, placed by its name)."""
+
+    kind: str
+    container: str | None = None
+    foreign: Foreign | None = None
+
+
+def sniff_blob(head: bytes, size: int) -> Blob:
+    """The one decision the readers dispatch on (`formats.read.read_source`)."""
+    container = keras_container(head)
+    if container is not None:
+        return Blob("keras", container=container)
+    foreign = sniff(head, size)
+    if foreign is not None:
+        return Blob("foreign", foreign=foreign)
+    if archive_kind(head[:SNIFF_BYTES]) is not None:
+        return Blob("archive")
+    if is_tflite(head[:8], size):  # the identifier, whatever the file is named
+        return Blob("tflite")
+    return Blob("file")
+
+
+def blob_of(source: Source) -> Blob:
+    """`sniff_blob` over one read of the source's first bytes."""
+    return sniff_blob(source.read_at(0, min(source.size, HEAD_BYTES)), source.size)
+
+
 def _head(source: Source) -> bytes | None:
     try:
         return source.read_at(0, min(source.size, HEAD_BYTES))
@@ -243,12 +275,6 @@ def sniff_source(source: Source) -> Foreign | None:
     """`sniff` over a source's first bytes; a source that cannot be read is not placed."""
     head = _head(source)
     return None if head is None else sniff(head, source.size)
-
-
-def keras_container_of(source: Source) -> str | None:
-    """`keras_container` over a source's first bytes (the same read `sniff_source` makes)."""
-    head = _head(source)
-    return None if head is None else keras_container(head)
 
 
 def no_model_message(tree: Tree, display: str) -> str:
