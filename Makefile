@@ -4,8 +4,9 @@
 #   make test-fast   the suite without process-level tests (marked services or slow)
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
 #   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
-# They create .venv; the tests use Redis on 6379 (started when none answers) and
-# RabbitMQ for the broker tests, the
+# They create .venv; the tests use Redis on 6379 (started when none answers),
+# RabbitMQ for the broker tests and Debian's Chromium for the fleet page's (installed
+# with apt-get when missing), the
 # demo its own; the demo, the tests and the benchmarks start their local S3 endpoint.
 
 PYTHON ?= python3
@@ -28,6 +29,7 @@ $(STAMP): pyproject.toml
 services:
 	@tools/services.sh redis
 	@tools/services.sh rabbitmq
+	@tools/services.sh chromium
 
 lint: venv
 	$(BIN)/ruff check worker tests

@@ -3,6 +3,8 @@
 #   tools/services.sh redis      Redis on 127.0.0.1:6379 (uses one that answers, else starts one)
 #   tools/services.sh rabbitmq   RabbitMQ on 127.0.0.1:5672 (uses one that answers, else starts
 #                                the installed server) and the tests' virtual host
+#   tools/services.sh chromium   Debian's Chromium at /usr/bin/chromium for the fleet page's
+#                                browser tests (tests/ui), installed with apt-get when missing
 set -euo pipefail
 
 RABBITMQ_VHOST=tfcompat-delivery
@@ -51,8 +53,15 @@ case "${1:-}" in
     fi
     rabbitmqctl set_permissions -p "$RABBITMQ_VHOST" guest '.*' '.*' '.*' >/dev/null
     ;;
+  chromium)
+    if [ -x /usr/bin/chromium ]; then exit 0; fi
+    echo "services: /usr/bin/chromium not found; installing Debian's chromium with apt-get" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+      >/dev/null
+    test -x /usr/bin/chromium
+    ;;
   *)
-    echo "usage: tools/services.sh redis|rabbitmq" >&2
+    echo "usage: tools/services.sh redis|rabbitmq|chromium" >&2
     exit 2
     ;;
 esac

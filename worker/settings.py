@@ -163,6 +163,22 @@ class Settings(BaseSettings):
         "config/fleet.yaml",
         description="The fleet file's path inside repositories (checked in PRs)",
     )
+    ui_enabled: bool = Field(
+        False,
+        description="Serve the fleet page (/ui) from the receiver; it refuses to start "
+        "unless `TFCOMPAT_UI_TOKEN` or `TFCOMPAT_UI_TRUSTED_HEADER` is set too",
+    )
+    ui_token: SecretStr | None = Field(
+        None,
+        description="Token the fleet page asks for (`Authorization: Bearer`, or typed once "
+        "into its sign-in form, which keeps it in a cookie)",
+    )
+    ui_trusted_header: str | None = Field(
+        None,
+        description="Header an authenticating proxy in front of the receiver sets to the "
+        "signed-in user (e.g. `X-Forwarded-User`); a request with it non-empty may read "
+        "the fleet page. Set it only when every request passes through that proxy",
+    )
     metrics_port: int = Field(
         0,
         description="Port of the Prometheus exporter that `tfcompat worker` and "

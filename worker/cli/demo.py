@@ -125,6 +125,9 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             "TFCOMPAT_RECEIVER_ROUTES": json.dumps(["s3", "eventbridge"]),
             "TFCOMPAT_EVENTS_TOKEN": secrets.token_urlsafe(24),
             "TFCOMPAT_FIX_PREFIX": FIX_PREFIX,
+            # the fleet page, signed in with a token made for this stack
+            "TFCOMPAT_UI_ENABLED": "true",
+            "TFCOMPAT_UI_TOKEN": secrets.token_urlsafe(16),
             "TFCOMPAT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         }
@@ -286,12 +289,21 @@ def fixed_copies(s3: Any, watched: list[tuple[str, str]], timeout: float) -> str
     return "\n".join(lines)
 
 
+def fleet_page(stack: Stack, receiver_port: str) -> str:
+    """Where the fleet page is and the token that opens it."""
+    return (
+        f"Fleet page: http://127.0.0.1:{receiver_port}/ui  "
+        f"(sign in with the token {stack.env['TFCOMPAT_UI_TOKEN']})"
+    )
+
+
 def next_steps(stack: Stack, receiver_port: str) -> str:
     """What to try on a kept stack, and how to stop it."""
     env = stack.state / "env.sh"
     return "\n".join(
         [
             f"The demo stack is still running (state and logs in {stack.state}). Try:",
+            f"  {fleet_page(stack, receiver_port)}",
             f"  . {env}    # its settings: Redis, the S3 endpoint, TFCOMPAT_INDEX_BUCKETS, PATH",
             "  tfcompat fleet impact --add-consumer tf==2.10   # models a new consumer cannot load",
             "  tfcompat fleet impact --remove-consumer legacy-edge",
@@ -327,6 +339,8 @@ def run(state: Path, keep: bool, timeout: float) -> None:
             + ", ".join(f"{k}={v}" for k, v in sorted(results[mid].items()))
         )
         say(f"Reports: s3://{BUCKET}/tfcompat-reports/...; logs: {stack.logs}")
+        if not keep:
+            say(f"{fleet_page(stack, receiver_port)}; make demo KEEP=1 keeps it up")
         if keep:
             say("")
             say(next_steps(stack, receiver_port))

@@ -105,12 +105,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings,
         object_enqueuer(settings),
         lambda: dependency_checks(settings),
-        extra_routes=routes,
+        extra_routes=[*routes, *fleet_page(settings)],
         replays=claims,
         handoff=handoff,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0
+
+
+def fleet_page(settings: Any) -> list[Any]:
+    """The fleet page's routes (/ui) when TFCOMPAT_UI_ENABLED; ConfigError when it is
+    enabled without authentication."""
+    if not settings.ui_enabled:
+        return []
+    from worker.cli.fleet import ui_sources
+    from worker.ui.access import require_access
+    from worker.ui.routes import ui_routes
+
+    require_access(settings)  # before anything connects
+    return ui_routes(ui_sources(settings))
 
 
 def cmd_sqs_bridge(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ at check time, so a fleet change re-checks only what it could move.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from worker.model.artifact import Artifact
 
@@ -51,6 +51,10 @@ class IndexedModel:
     compatible_releases: tuple[str, ...] = ()
     owners: tuple[str, ...] = ()
     releases: ReleaseVerdicts | None = None  # None: not recorded (an older report)
+    # Each consumer's cell as its report showed it, for the fleet page's matrix:
+    # (consumer, state, code, message) (`worker.sinks.matrix`). Read from a report, never
+    # stored in the entry: a model decoded from the index has none.
+    cells: tuple[tuple[str, str, str | None, str | None], ...] = field(default=(), compare=False)
 
     @property
     def location(self) -> str:

@@ -22,6 +22,7 @@ from worker.errors import ConfigError, TransientError
 from worker.fleet.releases import releases_of
 from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
+from worker.sinks import matrix
 from worker.sinks.index_codec import Decoder, Encoder
 
 log = structlog.get_logger(__name__)
@@ -57,6 +58,9 @@ def model_from_report(
             consumer_digests=dict(fleet.get("consumer_digests") or {}),
             compatible_releases=tuple(document.get("compatible_releases") or ()),
             releases=releases_of(document["artifacts"]),
+            cells=tuple(
+                (name, c.state, c.code, c.message) for name, c in matrix.cells_of(document).items()
+            ),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -127,6 +131,15 @@ def _decoded(decoder: Decoder, batch: list[tuple[bytes | str, bytes]]) -> list[I
     return decoded
 
 
+def _row(model: IndexedModel) -> matrix.Row:
+    cells = (
+        {name: matrix.Cell(state, code, message) for name, state, code, message in model.cells}
+        if model.cells
+        else None
+    )
+    return matrix.row_of(model, cells)
+
+
 class ModelIndex:
     """The index over Redis (cache) and the stored reports (truth).
 
@@ -140,6 +153,18 @@ class ModelIndex:
         self._reports = reports
         self._buckets = list(dict.fromkeys(buckets))
         self._prefix = prefix
+
+    @property
+    def redis_client(self) -> Any:
+        """The Redis client (the fleet page reads the matrix rows through it)."""
+        return self._redis
+
+    def lazy_decoder(self) -> Decoder:
+        """A decoder that reads only the parts the entries it decodes refer to: reading one
+        or a few entries costs no read of every part."""
+        return Decoder(
+            {}, lambda ref: self._call("reading an index part", self._redis.hget, PARTS, ref)
+        )
 
     @staticmethod
     def field(bucket: str, key: str) -> str:
@@ -175,12 +200,50 @@ class ModelIndex:
             if encoder.parts:
                 pipe.hset(PARTS, mapping=encoder.parts)
             pipe.hset(HASH, mapping=entries)
+            matrix.write_rows(pipe, map(_row, models))
             pipe.execute()
 
         self._call("writing entries", write)
 
     def remove(self, bucket: str, key: str) -> None:
-        self._call("removing an entry", self._redis.hdel, HASH, self.field(bucket, key))
+        name = self.field(bucket, key)
+        row = self._call("reading a matrix row", matrix.Matrix(self._redis).row, name)
+
+        def write() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hdel(HASH, name)
+            if row is not None:
+                matrix.remove_rows(pipe, [row])
+            pipe.execute()
+
+        self._call("removing an entry", write)
+
+    def ensure_rows(self) -> int:
+        """Give every entry its fleet-page row (`worker.sinks.matrix`) once: an index
+        written before the rows existed has none. Rows made here come from the recorded
+        verdicts (no findings); a model checked again gets its report's. The number of
+        rows written."""
+        if self._call("checking the matrix rows", self._redis.exists, matrix.BUILT):
+            return 0
+        written = 0
+        decoder = self.decoder()
+        fields = self.fields()
+        for start in range(0, len(fields), BATCH):
+            names = fields[start : start + BATCH]
+            have = self._call("reading matrix rows", self._redis.hmget, matrix.ROWS, names)
+            missing = [n for n, row in zip(names, have, strict=True) if row is None]
+            models = list(self.models_of(missing, decoder))
+
+            def write(models: list[IndexedModel] = models) -> None:
+                pipe = self._redis.pipeline(transaction=False)
+                matrix.write_rows(pipe, map(_row, models))
+                pipe.execute()
+
+            self._call("writing matrix rows", write)
+            written += len(models)
+        self._call("recording the matrix rows", self._redis.set, matrix.BUILT, "1")
+        log.info("index.matrix_rows_written", rows=written)
+        return written
 
     def count(self) -> int:
         self.ensure_built()
@@ -255,7 +318,7 @@ class ModelIndex:
         encoder = Encoder()
         entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in latest.values()}
 
-        def write() -> None:
+        def write() -> list[Any]:
             pipe = self._redis.pipeline(transaction=False)
             if encoder.parts:
                 pipe.hset(PARTS, mapping=encoder.parts)
@@ -263,9 +326,21 @@ class ModelIndex:
                 pipe.hsetnx(HASH, field, blob)
             pipe.delete(*OLD_KEYS)  # an index of the previous format, now unread
             pipe.set(BUILT, "1")
+            return list(pipe.execute())
+
+        answers = self._call("rebuilding the index", write)
+        # the matrix rows of the entries written here (a worker's own came with its entry)
+        first = 1 if encoder.parts else 0
+        written = [
+            m for m, set_now in zip(latest.values(), answers[first:], strict=False) if set_now
+        ]
+
+        def write_rows() -> None:
+            pipe = self._redis.pipeline(transaction=False)
+            matrix.write_rows(pipe, map(_row, written))
             pipe.execute()
 
-        self._call("rebuilding the index", write)
+        self._call("writing matrix rows", write_rows)
         log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
         return len(latest)
 

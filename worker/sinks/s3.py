@@ -241,6 +241,23 @@ class S3ObjectStore:
             raise translate(exc, f"s3://{bucket}/{prefix}") from exc
         return keys
 
+    def versions(self, bucket: str, key: str, limit: int) -> list[tuple[str, bool, str]]:
+        """The object's newest `limit` versions, newest first: (version id, is the
+        current one, when written in ISO 8601); [] when the bucket is not versioned."""
+        answer = self._call(
+            f"s3://{bucket}/{key}",
+            "list_object_versions",
+            Bucket=bucket,
+            Prefix=key,
+            MaxKeys=max(limit * 2, 10),
+        )
+        found = [
+            (str(v["VersionId"]), bool(v.get("IsLatest")), str(v["LastModified"].isoformat()))
+            for v in answer.get("Versions", [])
+            if v.get("Key") == key and v.get("VersionId") not in (None, "null")
+        ]
+        return found[:limit]
+
     def current_version(self, bucket: str, key: str) -> str | bool | None:
         try:
             head = self.head(bucket, key, None)

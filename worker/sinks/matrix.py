@@ -1,0 +1,374 @@
+"""The fleet matrix's rows: one small row per indexed model, and sorted sets to page them.
+
+The fleet page (`worker.ui`) must answer a page of the matrix in a time that does
+not grow with the index: it never reads every entry. Beside each index entry the
+index writes (in the same round trip, `ModelIndex.put_many`) a row of what the
+matrix shows, a few hundred bytes of JSON: the model's status and, per
+consumer, its cell (a state word, and the code and message of the finding
+behind a failure), and adds the entry's field (`bucket/key`) to sorted sets
+whose members all score 0, so Redis keeps each in the fields' byte order:
+- `keys`: every row (sorted by location; a key prefix is a range of it);
+- `status:<status>`: the rows of that status (exact: a row leaves the others);
+- `cell:<consumer>:<state>`: the rows whose cell for that consumer was that state
+  when written (candidates only: a consumer a newer version no longer lists
+  leaves its old cell behind, so the row is always read to confirm).
+
+A page walks one of these sets in order (`walk`), from a cursor, reads the rows
+of a chunk of fields at once, keeps those every filter accepts and stops when the
+page is full or after `SCAN_BUDGET` rows, whatever the index size; it then says
+where the next page starts. Which set it walks is the smallest one that every
+wanted row is in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from worker.model.index import IndexedModel
+from worker.model.verdict import Status, consumer_status_json
+
+ROWS = "tfcompat:ui:v1:rows"
+KEYS = "tfcompat:ui:v1:keys"
+BUILT = "tfcompat:ui:v1:built"
+STATUS = "tfcompat:ui:v1:status:"
+CELL = "tfcompat:ui:v1:cell:"
+CHUNK = 500  # fields per ZRANGEBYLEX / HMGET round trip
+SCAN_BUDGET = 5000  # rows a page reads at most before it stops and offers to go on
+
+# A cell's states, best first. `requests-fail`: it loads the model and every request
+# fails; `fails`: it cannot load it.
+SERVES, AT_RISK, UNKNOWN, REQUESTS_FAIL, FAILS = (
+    "serves",
+    "at-risk",
+    "unknown",
+    "requests-fail",
+    "fails",
+)
+CELL_STATES = (SERVES, AT_RISK, UNKNOWN, REQUESTS_FAIL, FAILS)
+FAILING = (FAILS, REQUESTS_FAIL)
+_FROM_STATUS = {
+    Status.COMPATIBLE: SERVES,
+    Status.AT_RISK: AT_RISK,
+    Status.UNKNOWN: UNKNOWN,
+    Status.INCOMPATIBLE: FAILS,
+    "loads": SERVES,
+    "fails": FAILS,
+}
+STATUSES = tuple(str(s) for s in Status)
+WORST_FIRST = tuple(reversed(STATUSES))
+
+
+@dataclass(frozen=True)
+class Cell:
+    state: str
+    code: str | None = None  # the finding behind a failure or a risk
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """What the matrix shows of one model."""
+
+    bucket: str
+    key: str
+    version_id: str | None
+    report_bucket: str
+    report_key: str
+    status: str
+    cells: Mapping[str, Cell]
+
+    @property
+    def field(self) -> str:
+        return f"{self.bucket}/{self.key}"
+
+
+def cells_of(document: Mapping[str, Any]) -> dict[str, Cell]:
+    """Each consumer's cell over every artifact of a report: its worst state, with the
+    first error (else warning) finding of the artifact that made it so."""
+    found: dict[str, Cell] = {}
+    for artifact in document.get("artifacts") or ():
+        for consumer in artifact.get("consumers") or ():
+            state = _state_of(consumer)
+            before = found.get(consumer["name"])
+            if before is not None and CELL_STATES.index(before.state) >= CELL_STATES.index(state):
+                continue
+            findings = consumer.get("findings") or []
+            worst = next(
+                (f for f in findings if f.get("severity") == "error"),
+                next((f for f in findings if f.get("severity") == "warning"), None),
+            )
+            if state == SERVES or worst is None:
+                found[consumer["name"]] = Cell(state)
+            else:
+                found[consumer["name"]] = Cell(state, worst.get("code"), worst.get("message"))
+    return found
+
+
+def _state_of(consumer: Mapping[str, Any]) -> str:
+    status = consumer_status_json(consumer)
+    if status == Status.INCOMPATIBLE and consumer.get("loads") is not False:
+        return REQUESTS_FAIL
+    return _FROM_STATUS[status]
+
+
+def row_of(model: IndexedModel, cells: Mapping[str, Cell] | None = None) -> Row:
+    """The model's row; `cells` from its report when known, else from the verdicts the
+    index recorded (no findings, and `requests-fail` reads as `fails`)."""
+    if cells is None:
+        cells = {name: Cell(_FROM_STATUS.get(s, UNKNOWN)) for name, s in model.verdicts.items()}
+    return Row(
+        model.bucket,
+        model.key,
+        model.version_id,
+        model.report_bucket,
+        model.report_key,
+        model.status,
+        dict(cells),
+    )
+
+
+def encode_row(row: Row) -> bytes:
+    cells = {name: [c.state, c.code, c.message] for name, c in row.cells.items()}
+    return orjson.dumps(
+        [row.bucket, row.key, row.version_id, row.report_bucket, row.report_key, row.status, cells]
+    )
+
+
+def decode_row(blob: bytes) -> Row:
+    bucket, key, version_id, report_bucket, report_key, status, cells = orjson.loads(blob)
+    return Row(
+        bucket,
+        key,
+        version_id,
+        report_bucket,
+        report_key,
+        status,
+        {name: Cell(*c) for name, c in cells.items()},
+    )
+
+
+def write_rows(pipe: Any, rows: Iterable[Row]) -> None:
+    """Queue on a Redis pipeline the commands that store `rows` and file them in the
+    sets, each row leaving the sets of its other statuses and cell states: two commands
+    per set touched, whatever the number of rows."""
+    mapping: dict[str, bytes] = {}
+    into: dict[str, list[str]] = {}
+    out_of: dict[str, list[str]] = {}
+    for row in rows:
+        name = row.field
+        mapping[name] = encode_row(row)
+        into.setdefault(KEYS, []).append(name)
+        for status in STATUSES:
+            (into if status == row.status else out_of).setdefault(STATUS + status, []).append(name)
+        for consumer, cell in row.cells.items():
+            for state in CELL_STATES:
+                chosen = into if state == cell.state else out_of
+                chosen.setdefault(f"{CELL}{consumer}:{state}", []).append(name)
+    for key, names in out_of.items():
+        pipe.zrem(key, *names)
+    for key, names in into.items():
+        pipe.zadd(key, dict.fromkeys(names, 0))
+    if mapping:
+        pipe.hset(ROWS, mapping=mapping)
+
+
+def remove_rows(pipe: Any, rows: Iterable[Row]) -> None:
+    for row in rows:
+        name = row.field
+        pipe.hdel(ROWS, name)
+        pipe.zrem(KEYS, name)
+        for status in STATUSES:
+            pipe.zrem(STATUS + status, name)
+        for consumer in row.cells:
+            for state in CELL_STATES:
+                pipe.zrem(f"{CELL}{consumer}:{state}", name)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    """A page of the matrix: its filters, its order and where it starts."""
+
+    status: str | None = None  # the model's status
+    consumer: str | None = None  # with `cell`: that consumer's cell; alone: nothing
+    cell: str | None = None  # a cell state; without `consumer`: any consumer's cell
+    prefix: str = ""  # the start of `bucket/key`
+    search: str = ""  # a piece of `bucket/key`, any case
+    owner: str | None = None
+    sort: str = "key"  # key | -key | status (worst first, then by key)
+    after: str | None = None  # the cursor a previous page returned
+    limit: int = 50
+
+
+@dataclass
+class Page:
+    rows: list[Row] = field(default_factory=list)
+    next: str | None = None  # the cursor of the next page; None: this is the last
+    total: int | None = None  # how many rows match, when one set says it exactly
+    scanned: int = 0  # rows read
+    stopped_early: bool = False  # the budget ran out before the page was full
+
+
+OwnerOf = Callable[[Row], str]
+
+
+def _accepts(query: Query, owner_of: OwnerOf | None) -> Callable[[Row], bool]:
+    search = query.search.lower()
+
+    def accepts(row: Row) -> bool:
+        if query.status and row.status != query.status:
+            return False
+        if query.cell:
+            if query.consumer:
+                cell = row.cells.get(query.consumer)
+                if cell is None or cell.state != query.cell:
+                    return False
+            elif not any(c.state == query.cell for c in row.cells.values()):
+                return False
+        if not row.field.startswith(query.prefix):
+            return False
+        if search and search not in row.field.lower():
+            return False
+        return not (query.owner and owner_of is not None and owner_of(row) != query.owner)
+
+    return accepts
+
+
+class Matrix:
+    """Reads the rows (a Redis client that answers bytes)."""
+
+    def __init__(self, client: Any) -> None:
+        self._redis = client
+
+    def rows(self, fields: Sequence[str]) -> list[Row | None]:
+        if not fields:
+            return []
+        blobs = self._redis.hmget(ROWS, list(fields))
+        return [decode_row(b) if b is not None else None for b in blobs]
+
+    def row(self, field_name: str) -> Row | None:
+        return self.rows([field_name])[0]
+
+    def count(self) -> int:
+        return int(self._redis.zcard(KEYS))
+
+    def _segments(self, query: Query) -> tuple[list[str], bool]:
+        """The sets to walk, in order, and whether they hold exactly the wanted rows
+        (nothing else to filter): then their counts are the total."""
+        if query.sort == "status":
+            wanted = [query.status] if query.status else list(WORST_FIRST)
+            exact = not (query.cell or query.search or query.owner)
+            return [STATUS + s for s in wanted], exact
+        candidates = [KEYS]
+        if query.status:
+            candidates.append(STATUS + query.status)
+        if query.consumer and query.cell:
+            candidates.append(f"{CELL}{query.consumer}:{query.cell}")
+        pipe = self._redis.pipeline(transaction=False)
+        for name in candidates:
+            pipe.zcard(name)
+        sizes = pipe.execute()
+        smallest = min(range(len(candidates)), key=lambda i: sizes[i])
+        chosen = candidates[smallest]
+        exact = not (query.cell or query.search or query.owner) and (
+            (chosen == KEYS and not query.status) or chosen.startswith(STATUS)
+        )
+        return [chosen], exact
+
+    def _range(self, query: Query) -> tuple[bytes, bytes]:
+        if not query.prefix:
+            return b"-", b"+"
+        start = query.prefix.encode()
+        return b"[" + start, b"[" + start + b"\xff"
+
+    def page(self, query: Query, owner_of: OwnerOf | None = None) -> Page:
+        """One page: at most `query.limit` rows, reading at most SCAN_BUDGET rows."""
+        segments, exact = self._segments(query)
+        accepts = _accepts(query, owner_of)
+        low, high = self._range(query)
+        reverse = query.sort == "-key"
+        first, last = _cursor(query.after)
+        page = Page()
+        if exact and query.after is None:
+            pipe = self._redis.pipeline(transaction=False)
+            for name in segments:
+                pipe.zlexcount(name, low, high)
+            page.total = sum(pipe.execute())
+        for index in range(first, len(segments)):
+            resume = last if index == first else None
+            for fields in self._chunks(segments[index], low, high, resume, reverse):
+                for name, row in zip(fields, self.rows(fields), strict=True):
+                    page.scanned += 1
+                    if row is not None and accepts(row):
+                        page.rows.append(row)
+                    if len(page.rows) >= query.limit:
+                        page.next = f"{index}:{name}"
+                        return page
+                    if page.scanned >= SCAN_BUDGET:
+                        page.next = f"{index}:{name}"
+                        page.stopped_early = True
+                        return page
+        return page
+
+    def _chunks(
+        self, name: str, low: bytes, high: bytes, resume: str | None, reverse: bool
+    ) -> Iterator[list[str]]:
+        """The set's fields in the range, a chunk at a time, after `resume`."""
+        while True:
+            if reverse:
+                top = b"(" + resume.encode() if resume is not None else high
+                got = self._redis.zrevrangebylex(name, top, low, start=0, num=CHUNK)
+            else:
+                bottom = b"(" + resume.encode() if resume is not None else low
+                got = self._redis.zrangebylex(name, bottom, high, start=0, num=CHUNK)
+            fields = [f.decode() if isinstance(f, bytes) else f for f in got]
+            if not fields:
+                return
+            yield fields
+            if len(fields) < CHUNK:
+                return
+            resume = fields[-1]
+
+    def walk(self, query: Query, owner_of: OwnerOf | None = None) -> Iterator[Row]:
+        """Every row the query's filters accept, in its order (a download: no budget)."""
+        after = query.after
+        while True:
+            chunk = self.page(Query(**{**query.__dict__, "after": after, "limit": CHUNK}), owner_of)
+            yield from chunk.rows
+            if chunk.next is None:
+                return
+            after = chunk.next
+
+    def failing(self, consumer: str, cap: int) -> tuple[list[Row], bool]:
+        """The rows whose cell for `consumer` fails (loads or requests), at most `cap`;
+        and whether there were more."""
+        found: list[Row] = []
+        seen: set[str] = set()  # a stale candidate may sit in both sets
+        for state in FAILING:
+            for fields in self._chunks(f"{CELL}{consumer}:{state}", b"-", b"+", None, False):
+                for row in self.rows(fields):
+                    cell = row.cells.get(consumer) if row is not None else None
+                    if row is not None and cell is not None and cell.state in FAILING:
+                        if row.field in seen:
+                            continue
+                        seen.add(row.field)
+                        if len(found) >= cap:
+                            return found, True
+                        found.append(row)
+        return found, False
+
+
+def _cursor(after: str | None) -> tuple[int, str | None]:
+    if not after:
+        return 0, None
+    index, _, name = after.partition(":")
+    try:
+        return max(0, int(index)), name
+    except ValueError:
+        return 0, None
