@@ -101,14 +101,42 @@ class FakeRedis:
         for name in names:
             self.data.pop(name, None)
 
-    def hsetnx(self, name: str, key: str, value: bytes) -> None:
-        self.data.setdefault(name, {}).setdefault(key, value)
+    def hsetnx(self, name: str, key: str, value: bytes) -> bool:
+        target = self.data.setdefault(name, {})
+        if key in target:
+            return False
+        target[key] = value
+        return True
 
-    def pipeline(self, transaction: bool = True) -> FakeRedis:
-        return self
+    def hmget(self, name: str, keys: list[str]) -> list[bytes | None]:
+        return [self.data.get(name, {}).get(k) for k in keys]
 
-    def execute(self) -> None:
-        pass
+    def zadd(self, name: str, mapping: dict[str, float]) -> None:
+        self.data.setdefault(name, {}).update(mapping)
+
+    def zrem(self, name: str, *members: str) -> None:
+        for member in members:
+            self.data.get(name, {}).pop(member, None)
+
+    def pipeline(self, transaction: bool = True) -> FakePipeline:
+        return FakePipeline(self)
+
+
+class FakePipeline:
+    """Runs each command at once and answers every result at `execute`, as Redis does."""
+
+    def __init__(self, redis: FakeRedis) -> None:
+        self.redis, self.results = redis, []  # type: ignore[var-annotated]
+
+    def __getattr__(self, name: str) -> Any:
+        def command(*args: Any, **kwargs: Any) -> FakePipeline:
+            self.results.append(getattr(self.redis, name)(*args, **kwargs))
+            return self
+
+        return command
+
+    def execute(self) -> list[Any]:
+        return self.results
 
 
 class Reports:

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode
 
 import orjson
 import structlog
@@ -57,6 +57,7 @@ STATIC = Path(__file__).parent / "static"
 PAGE_SIZES = (25, 50, 100, 200)
 CONSUMER_CAP = 20_000  # failing rows a consumer's page groups at most
 VERSIONS_SHOWN = 10
+LOGIN_BYTES = 4096  # the sign-in form's largest body
 PREVIEW_LISTED = 200  # changed models a preview lists on the page (the JSON has all)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
@@ -377,9 +378,14 @@ class Pages:
         wanted = _local_path(request.query_params.get("next", "/ui"))
         if request.method == "GET":
             return self.html("login.html", next=wanted)
-        form = await request.form()
-        token = str(form.get("token", ""))
-        wanted = _local_path(str(form.get("next", "/ui")))
+        body = b""
+        async for chunk in request.stream():  # a token and a path: a few hundred bytes
+            body += chunk
+            if len(body) > LOGIN_BYTES:
+                return Response("form too large", status_code=413)
+        form = parse_qs(body.decode("utf-8", "replace"))
+        token = form.get("token", [""])[0]
+        wanted = _local_path(form.get("next", ["/ui"])[0])
         session = session_value(self.s.settings)
         if session is None or not token_matches(self.s.settings, token):
             log.warning("ui.sign_in_refused")
