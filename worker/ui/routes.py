@@ -366,7 +366,8 @@ class Pages:
             "preview.html",
             impact=impact,
             summary=reading.impact_summary(impact),
-            changed=impact.models[:PREVIEW_LISTED],
+            # what newly fails first, then as the assessment listed them
+            changed=sorted(impact.models, key=lambda m: not m.newly_broken)[:PREVIEW_LISTED],
             owner_at=self.owner_at,
             elapsed_s=time.perf_counter() - started,
             **context,

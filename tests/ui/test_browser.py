@@ -1,0 +1,169 @@
+"""The fleet page in a real browser: Debian's Chromium, driven by Playwright, against the
+stack `make demo KEEP=1` leaves running (real uploads, worker, index and receiver).
+
+Chromium comes from Debian's packages (`tools/services.sh chromium`, run by `make
+services`); Playwright's own browser download is never used. Without /usr/bin/chromium
+these tests fail and say how to install it: a skipped browser test would pass for a
+checked page. Screenshots land in var/ui-screenshots/ to be looked at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = ROOT / "var" / "ui-screenshots"
+ENV = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
+# What the project's headless Chromium runs with: as root it needs --no-sandbox, and the
+# machine's closed network refuses the connections Chromium makes in the background.
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+pytestmark = pytest.mark.services
+
+
+def demo(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "worker.cli.demo", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(the fleet page's URL, its token) on a kept demo stack, stopped afterwards."""
+    state = tmp_path_factory.mktemp("demo") / "state"
+    try:
+        result = demo("--keep", "--state", str(state))
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        found = re.search(r"Fleet page: (http://\S+/ui) .*token (\S+)\)", result.stdout)
+        assert found, result.stdout
+        env = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in (state / "env.sh").read_text().splitlines()
+        )
+        token = shlex.split(env["TFCOMPAT_UI_TOKEN"])[0]
+        assert token == found.group(2)
+        yield found.group(1), token
+    finally:
+        demo("--stop", "--state", str(state))
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    assert CHROMIUM.is_file(), (
+        f"{CHROMIUM} is missing: run `tools/services.sh chromium` (or `make services`), "
+        "which installs Debian's chromium"
+    )
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield launched
+        launched.close()
+
+
+def signed_in(browser: Browser, stack: tuple[str, str], scripts: bool = True) -> Page:
+    url, token = stack
+    page = browser.new_context(
+        viewport={"width": 1400, "height": 900}, java_script_enabled=scripts
+    ).new_page()
+    page.goto(url)
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui$"))
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(url)
+    return page
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+def test_the_matrix_filtered_to_one_consumer_s_failing_cells(
+    browser: Browser, stack: tuple[str, str]
+) -> None:
+    page = signed_in(browser, stack)
+    expect(page.get_by_role("heading", name="Fleet matrix")).to_be_visible()
+    shot(page, "matrix")
+    legacy = page.get_by_label("legacy-edge: fails", exact=False)
+    expect(legacy.first).to_be_visible()
+    page.locator("select[name=consumer]").select_option("legacy-edge")  # submits itself (script)
+    expect(page).to_have_url(re.compile(r"consumer=legacy-edge"))
+    page.locator("select[name=cell]").select_option("fails")
+    expect(page).to_have_url(re.compile(r"consumer=legacy-edge.*cell=fails"))
+    rows = page.locator("table.matrix tbody tr")
+    expect(rows.first).to_be_visible()
+    count = rows.count()
+    assert count >= 7
+    for i in range(count):  # every row shown fails in legacy-edge, and says so in words
+        expect(rows.nth(i).locator("td").nth(5)).to_have_text("✗ fails")
+    expect(rows.filter(has_text="training/ckpt")).to_have_count(0)
+    shot(page, "matrix-legacy-edge-fails")
+
+
+def test_filtering_works_with_scripts_off(browser: Browser, stack: tuple[str, str]) -> None:
+    page = signed_in(browser, stack, scripts=False)
+    page.locator("select[name=status]").select_option("compatible")
+    page.get_by_role("button", name="Apply").click()
+    expect(page).to_have_url(re.compile(r"status=compatible"))
+    statuses = page.locator("table.matrix tbody tr td:nth-of-type(2)")
+    assert statuses.count() >= 1
+    for text in statuses.all_inner_texts():
+        assert text.strip() == "✓ compatible"
+
+
+def test_a_model_s_page_from_the_matrix(browser: Browser, stack: tuple[str, str]) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("link", name="models/vision/7/saved_model.pb").click()
+    expect(page.get_by_role("heading", name="s3://models/vision/7/saved_model.pb")).to_be_visible()
+    expect(page.get_by_text("Op type not registered 'DecodeWebP'").first).to_be_visible()
+    expect(page.get_by_text("Fix: Upgrade serving-prod to TensorFlow >= 2.20.0")).to_be_visible()
+    expect(page.get_by_label("TensorFlow 2.21.0 with saved-model-v1: serves")).to_be_visible()
+    expect(page.get_by_label("TensorFlow 2.19.1 with saved-model-v1: fails")).to_be_visible()
+    expect(page.locator("table.versions")).to_contain_text("(current)")
+    shot(page, "model")
+
+
+def test_a_consumer_s_page_counts_what_it_cannot_serve_by_cause(
+    browser: Browser, stack: tuple[str, str]
+) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("link", name="legacy-edge", exact=True).click()
+    expect(page.locator("#failing-count")).to_contain_text("legacy-edge cannot serve")
+    expect(page.get_by_role("rowheader", name="attr")).to_be_visible()
+    shot(page, "consumer")
+
+
+def test_a_fleet_change_previewed(browser: Browser, stack: tuple[str, str]) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("link", name="Preview a fleet change").click()
+    page.get_by_label("Add a consumer").check()
+    page.get_by_label("Release (add, move)").fill("tf==2.10")
+    page.get_by_role("button", name="Preview").click()
+    summary = page.locator("#preview-summary")
+    expect(summary).to_contain_text("model(s) examined")
+    expect(summary).to_contain_text("Consumers checked anew: tf-2.10.1")
+    vision = page.locator("table.changes tr", has_text="models/vision/7/saved_model.pb")
+    expect(vision).to_contain_text("tf-2.10.1: (new) → incompatible ✗ newly fails")
+    expect(vision).to_contain_text("DecodeWebP")
+    shot(page, "preview")
