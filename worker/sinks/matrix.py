@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -62,15 +62,16 @@ STATUSES = tuple(str(s) for s in Status)
 WORST_FIRST = tuple(reversed(STATUSES))
 
 
-@dataclass(frozen=True)
-class Cell:
+class Cell(NamedTuple):
+    """One consumer's verdict on one model, as the matrix shows it (a tuple: a page
+    builds a thousand)."""
+
     state: str
     code: str | None = None  # the finding behind a failure or a risk
     message: str | None = None
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """What the matrix shows of one model."""
 
     bucket: str
@@ -140,6 +141,7 @@ def encode_row(row: Row) -> bytes:
 
 def decode_row(blob: bytes) -> Row:
     bucket, key, version_id, report_bucket, report_key, status, cells = orjson.loads(blob)
+    make = Cell._make
     return Row(
         bucket,
         key,
@@ -147,7 +149,7 @@ def decode_row(blob: bytes) -> Row:
         report_bucket,
         report_key,
         status,
-        {name: Cell(*c) for name, c in cells.items()},
+        {n: make(c) for n, c in cells.items()},
     )
 
 
@@ -302,7 +304,8 @@ class Matrix:
             page.total = sum(pipe.execute())
         for index in range(first, len(segments)):
             resume = last if index == first else None
-            for fields in self._chunks(segments[index], low, high, resume, reverse):
+            chunks = self._chunks(segments[index], low, high, resume, reverse, query.limit + 1)
+            for fields in chunks:
                 for name, row in zip(fields, self.rows(fields), strict=True):
                     page.scanned += 1
                     if row is not None and accepts(row):
@@ -317,23 +320,33 @@ class Matrix:
         return page
 
     def _chunks(
-        self, name: str, low: bytes, high: bytes, resume: str | None, reverse: bool
+        self,
+        name: str,
+        low: bytes,
+        high: bytes,
+        resume: str | None,
+        reverse: bool,
+        first: int = CHUNK,
     ) -> Iterator[list[str]]:
-        """The set's fields in the range, a chunk at a time, after `resume`."""
+        """The set's fields in the range, after `resume`: `first` of them, then chunks
+        twice as large up to CHUNK (a page that filters nothing reads no row it does not
+        show; one that filters much reads few round trips)."""
+        size = min(first, CHUNK)
         while True:
             if reverse:
                 top = b"(" + resume.encode() if resume is not None else high
-                got = self._redis.zrevrangebylex(name, top, low, start=0, num=CHUNK)
+                got = self._redis.zrevrangebylex(name, top, low, start=0, num=size)
             else:
                 bottom = b"(" + resume.encode() if resume is not None else low
-                got = self._redis.zrangebylex(name, bottom, high, start=0, num=CHUNK)
+                got = self._redis.zrangebylex(name, bottom, high, start=0, num=size)
             fields = [f.decode() if isinstance(f, bytes) else f for f in got]
             if not fields:
                 return
             yield fields
-            if len(fields) < CHUNK:
+            if len(fields) < size:
                 return
             resume = fields[-1]
+            size = min(size * 2, CHUNK)
 
     def walk(self, query: Query, owner_of: OwnerOf | None = None) -> Iterator[Row]:
         """Every row the query's filters accept, in its order (a download: no budget)."""

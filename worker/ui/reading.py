@@ -3,10 +3,13 @@ the templates, nothing about HTTP."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from markupsafe import Markup
 
 from worker.catalog.catalog import Catalog
 from worker.compat.check import check_artifact
@@ -54,6 +57,36 @@ CAUSES = {
     "function": "function",
     "registry": "no op registry",
 }
+
+
+@functools.lru_cache(maxsize=8192)
+def cell_html(consumer: str, state: str, message: str | None) -> Markup:
+    """A matrix cell: a symbol and a word, the finding in its tooltip, and a label that says
+    it all to a screen reader. Built once per distinct cell: a page holds a thousand cells,
+    mostly alike, and a template macro per cell was most of a page's time
+    (bench/ui_matrix.py)."""
+    symbol, word = CELL_LOOK[state]
+    tip = f"{word}: {message}" if message else word
+    return Markup(
+        '<span class="cell st-{0}" title="{1}" aria-label="{2}: {1}">'
+        '<span aria-hidden="true">{3}</span> {4}</span>'
+    ).format(state, tip, consumer, symbol, word)
+
+
+def cells_html(row: Row, consumers: Sequence[str]) -> Markup:
+    """A matrix row's cells, one per consumer in order (a dash where none was checked)."""
+    parts = []
+    for consumer in consumers:
+        cell = row.cells.get(consumer)
+        parts.append(
+            cell_html(consumer, cell.state, cell.message)
+            if cell is not None
+            else _NOT_CHECKED.format(consumer)
+        )
+    return Markup("<td>") + Markup("</td><td>").join(parts) + Markup("</td>")
+
+
+_NOT_CHECKED = Markup('<span class="cell st-none" aria-label="{0}: not checked">&ndash;</span>')
 
 
 def cause_of(code: str | None) -> str:

@@ -103,6 +103,7 @@ def _templates() -> Environment:
     )
     env.globals.update(
         cell_look=reading.CELL_LOOK,
+        cells_html=reading.cells_html,
         status_look=reading.STATUS_LOOK,
         cell_states=CELL_STATES,
         statuses=STATUSES,
