@@ -157,20 +157,35 @@ def test_pages_follow_each_other_from_the_cursor_with_every_row_once(
 
 
 @pytest.mark.services
-def test_a_page_reads_at_most_the_budget_and_says_where_to_go_on(
+def test_a_page_reads_at_most_the_budget_of_rows_and_says_where_to_go_on(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(matrix, "SCAN_BUDGET", 300)
-    put(client, [row(f"k/{i:05d}") for i in range(1000)] + [row("z/needle")])
+    put(client, [row(f"k/{i:05d}", edge="serves") for i in range(1000)])
+    put(client, [row("z/needle", edge="at-risk")])
     m = Matrix(client)
-    page = m.page(Query(search="needle"))
+    page = m.page(Query(cell="at-risk"))  # any consumer's cell: every row is read
     assert page.rows == [] and page.stopped_early and page.scanned == 300
-    assert page.total is None  # a search cannot be counted from a set
+    assert page.total is None  # a cell of any consumer cannot be counted from a set
     found = []
     while page.next is not None:
-        page = m.page(Query(search="needle", after=page.next))
+        page = m.page(Query(cell="at-risk", after=page.next))
         found += keys(page)
     assert found == ["z/needle"]
+
+
+@pytest.mark.services
+def test_a_search_reads_only_the_rows_whose_location_matches(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(matrix, "NAME_BUDGET", 600)
+    put(client, [row(f"k/{i:05d}") for i in range(1000)] + [row("z/needle")])
+    m = Matrix(client)
+    page = m.page(Query(search="NEEDLE"))
+    assert page.rows == [] and page.stopped_early and page.scanned == 0
+    assert page.examined == 600
+    page = m.page(Query(search="NEEDLE", after=page.next))
+    assert keys(page) == ["z/needle"] and page.scanned == 1 and page.next is None
 
 
 @pytest.mark.services

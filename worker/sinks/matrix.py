@@ -13,11 +13,12 @@ whose members all score 0, so Redis keeps each in the fields' byte order:
   when written (candidates only: a consumer a newer version no longer lists
   leaves its old cell behind, so the row is always read to confirm).
 
-A page walks one of these sets in order (`walk`), from a cursor, reads the rows
-of a chunk of fields at once, keeps those every filter accepts and stops when the
-page is full or after `SCAN_BUDGET` rows, whatever the index size; it then says
-where the next page starts. Which set it walks is the smallest one that every
-wanted row is in.
+A page walks one of these sets in order (`Matrix.page`), from a cursor, reads the
+rows of a chunk of fields at once (a search is tested on the fields first, and
+only the rows of those that match are read), keeps those every filter accepts and
+stops when the page is full, or after `SCAN_BUDGET` rows read or `NAME_BUDGET`
+fields looked at, whatever the index size; it then says where the next page starts.
+Which set it walks is the smallest one that every wanted row is in.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ STATUS = "tfcompat:ui:v1:status:"
 CELL = "tfcompat:ui:v1:cell:"
 CHUNK = 500  # fields per ZRANGEBYLEX / HMGET round trip
 SCAN_BUDGET = 5000  # rows a page reads at most before it stops and offers to go on
+NAME_BUDGET = 50_000  # fields a page looks at at most (a search tests names, not rows)
 
 # A cell's states, best first. `requests-fail`: it loads the model and every request
 # fails; `fails`: it cannot load it.
@@ -214,6 +216,7 @@ class Page:
     next: str | None = None  # the cursor of the next page; None: this is the last
     total: int | None = None  # how many rows match, when one set says it exactly
     scanned: int = 0  # rows read
+    examined: int = 0  # fields looked at (a search skips most without reading their rows)
     stopped_early: bool = False  # the budget ran out before the page was full
 
 
@@ -302,18 +305,25 @@ class Matrix:
             for name in segments:
                 pipe.zlexcount(name, low, high)
             page.total = sum(pipe.execute())
+        named = _name_filter(query)
         for index in range(first, len(segments)):
             resume = last if index == first else None
             chunks = self._chunks(segments[index], low, high, resume, reverse, query.limit + 1)
             for fields in chunks:
-                for name, row in zip(fields, self.rows(fields), strict=True):
-                    page.scanned += 1
-                    if row is not None and accepts(row):
-                        page.rows.append(row)
+                # what the field itself tells (a search) is tested before any row is read
+                wanted = [f for f in fields if named(f)]
+                rows = dict(zip(wanted, self.rows(wanted), strict=True))
+                for name in fields:
+                    page.examined += 1
+                    if name in rows:
+                        page.scanned += 1
+                        row = rows[name]
+                        if row is not None and accepts(row):
+                            page.rows.append(row)
                     if len(page.rows) >= query.limit:
                         page.next = f"{index}:{name}"
                         return page
-                    if page.scanned >= SCAN_BUDGET:
+                    if page.scanned >= SCAN_BUDGET or page.examined >= NAME_BUDGET:
                         page.next = f"{index}:{name}"
                         page.stopped_early = True
                         return page
@@ -375,6 +385,13 @@ class Matrix:
                             return found, True
                         found.append(row)
         return found, False
+
+
+def _name_filter(query: Query) -> Callable[[str], bool]:
+    search = query.search.lower()
+    if not search:
+        return lambda name: True
+    return lambda name: search in name.lower()
 
 
 def _cursor(after: str | None) -> tuple[int, str | None]:
