@@ -249,3 +249,16 @@ def test_no_page_shows_the_token(client: TestClient) -> None:
         "/ui/login",
     ):
         assert TOKEN not in client.get(path).text
+
+
+def test_an_index_that_does_not_answer_is_said_so_not_a_crash() -> None:
+    gone = redis.Redis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=1)
+    index = ModelIndex(gone, Store(), ["models"], "tfcompat-reports/")
+    s = settings()
+    catalog = load_catalog()
+    sources = Sources(s, index, Store(), catalog, lambda: load_fleet(s.fleet, catalog))
+    answer = TestClient(
+        Starlette(routes=ui_routes(sources)), headers={"Authorization": f"Bearer {TOKEN}"}
+    ).get("/ui")
+    assert answer.status_code == 503
+    assert "model index: Redis unavailable" in answer.text

@@ -23,12 +23,15 @@ Which set it walks is the smallest one that every wanted row is in.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
+import redis
 
+from worker.errors import TransientError
 from worker.model.index import IndexedModel
 from worker.model.verdict import Status, consumer_status_json
 
@@ -221,6 +224,20 @@ class Page:
 
 
 OwnerOf = Callable[[Row], str]
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _redis_read(method: _F) -> _F:
+    """Redis errors as our own: the page says the index is unavailable, and why."""
+
+    @functools.wraps(method)
+    def read(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise TransientError(f"model index: Redis unavailable (matrix rows): {exc}") from exc
+
+    return read  # type: ignore[return-value]
 
 
 def _accepts(query: Query, owner_of: OwnerOf | None) -> Callable[[Row], bool]:
@@ -251,6 +268,7 @@ class Matrix:
     def __init__(self, client: Any) -> None:
         self._redis = client
 
+    @_redis_read
     def rows(self, fields: Sequence[str]) -> list[Row | None]:
         if not fields:
             return []
@@ -260,6 +278,7 @@ class Matrix:
     def row(self, field_name: str) -> Row | None:
         return self.rows([field_name])[0]
 
+    @_redis_read
     def count(self) -> int:
         return int(self._redis.zcard(KEYS))
 
@@ -292,6 +311,7 @@ class Matrix:
         start = query.prefix.encode()
         return b"[" + start, b"[" + start + b"\xff"
 
+    @_redis_read
     def page(self, query: Query, owner_of: OwnerOf | None = None) -> Page:
         """One page: at most `query.limit` rows, reading at most SCAN_BUDGET rows."""
         segments, exact = self._segments(query)
@@ -368,6 +388,7 @@ class Matrix:
                 return
             after = chunk.next
 
+    @_redis_read
     def failing(self, consumer: str, cap: int) -> tuple[list[Row], bool]:
         """The rows whose cell for `consumer` fails (loads or requests), at most `cap`;
         and whether there were more."""

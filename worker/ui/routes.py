@@ -466,6 +466,9 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
             except TfcompatError as exc:
                 log.warning("ui.unavailable", path=request.url.path, error=str(exc))
                 return pages.html("unavailable.html", 503, error=str(exc))
+            except Exception:
+                log.exception("ui.failed", path=request.url.path)
+                raise
 
         return route
 
