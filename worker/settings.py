@@ -171,7 +171,7 @@ class Settings(BaseSettings):
     ui_token: SecretStr | None = Field(
         None,
         description="Token the fleet page asks for (`Authorization: Bearer`, or typed once "
-        "into its sign-in form, which keeps it in a cookie)",
+        "into its sign-in form; the browser then keeps a cookie derived from it)",
     )
     ui_trusted_header: str | None = Field(
         None,
