@@ -262,3 +262,22 @@ def test_an_index_that_does_not_answer_is_said_so_not_a_crash() -> None:
     ).get("/ui")
     assert answer.status_code == 503
     assert "model index: Redis unavailable" in answer.text
+
+
+def test_the_receiver_refuses_to_start_with_the_page_on_and_no_authentication() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
+    env.update(TFCOMPAT_UI_ENABLED="true", TFCOMPAT_BROKER_URL=redis_url(DB))
+    result = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "TFCOMPAT_UI_TOKEN" in result.stderr and "Traceback" not in result.stderr

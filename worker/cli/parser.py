@@ -252,7 +252,13 @@ def add_process_commands(sub: Subparsers) -> None:
     )
     p.set_defaults(func=cmd_worker)
 
-    p = sub.add_parser("serve", help="run the HTTP receiver for object-store events and webhooks")
+    p = sub.add_parser(
+        "serve",
+        help="run the HTTP receiver for object-store events and webhooks",
+        description="The HTTP receiver: /events/s3, /events/sns, /events/eventbridge, "
+        "/webhooks/github, /healthz, /metrics; and the fleet page at /ui when "
+        "TFCOMPAT_UI_ENABLED is set (with TFCOMPAT_UI_TOKEN or TFCOMPAT_UI_TRUSTED_HEADER).",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
     p.set_defaults(func=cmd_serve)
