@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
@@ -382,7 +382,7 @@ class Matrix:
         """Every row the query's filters accept, in its order (a download: no budget)."""
         after = query.after
         while True:
-            chunk = self.page(Query(**{**query.__dict__, "after": after, "limit": CHUNK}), owner_of)
+            chunk = self.page(replace(query, after=after, limit=CHUNK), owner_of)
             yield from chunk.rows
             if chunk.next is None:
                 return

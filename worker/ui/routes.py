@@ -20,7 +20,7 @@ import io
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlencode
@@ -201,7 +201,7 @@ class Pages:
 
     def _export_rows(self, query: Query) -> Iterator[tuple[Row, str]]:
         owner_of = self.owner_of if query.owner else None
-        for row in self.matrix.walk(Query(**{**query.__dict__, "after": None}), owner_of):
+        for row in self.matrix.walk(replace(query, after=None), owner_of):
             yield row, self.owner_of(row)
 
     async def matrix_csv(self, request: Request) -> Response:
