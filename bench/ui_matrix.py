@@ -143,7 +143,7 @@ def fill(client: Any, n: int, rows: bool = True) -> tuple[ModelIndex, float]:
     made = models(n)
     write_rows = matrix.write_rows
     if not rows:
-        matrix.write_rows = lambda pipe, rows: None  # type: ignore[assignment]
+        matrix.write_rows = lambda pipe, rows, previous: None  # type: ignore[assignment]
     try:
         start = time.perf_counter()
         index.put_many(made)

@@ -39,8 +39,9 @@ def row(key: str, status: str = "compatible", **cells: str) -> Row:
 
 
 def put(client: redis.Redis, rows: list[Row]) -> None:
+    before = matrix.rows_before(client, rows)
     pipe = client.pipeline(transaction=False)
-    matrix.write_rows(pipe, rows)
+    matrix.write_rows(pipe, rows, before)
     pipe.execute()
 
 
@@ -97,14 +98,16 @@ def test_a_real_report_gives_each_fleet_consumer_a_cell_with_the_finding_behind_
 def test_a_row_written_again_leaves_the_sets_of_its_old_status_and_cells(
     client: redis.Redis,
 ) -> None:
-    put(client, [row("a", "incompatible", edge="fails")])
-    put(client, [row("a", "compatible", edge="serves")])
+    put(client, [row("a", "incompatible", edge="fails", prod="fails")])
+    put(client, [row("a", "compatible", edge="serves")])  # prod no longer judges it
     m = Matrix(client)
+    assert client.zcard(f"{matrix.CELL}prod:fails") == 0
     assert keys(m.page(Query(status="incompatible"))) == []
     assert keys(m.page(Query(consumer="edge", cell="fails"))) == []
-    assert keys(m.page(Query(consumer="edge", cell="serves"))) == ["a"]
+    assert keys(m.page(Query(consumer="edge", cell="serves"))) == ["a"]  # from `keys`
     assert client.zcard(matrix.STATUS + "incompatible") == 0
     assert client.zcard(f"{matrix.CELL}edge:fails") == 0
+    assert not client.exists(f"{matrix.CELL}edge:serves")  # serving cells are not filed
 
 
 @pytest.mark.services

@@ -132,11 +132,9 @@ def _decoded(decoder: Decoder, batch: list[tuple[bytes | str, bytes]]) -> list[I
 
 
 def _row(model: IndexedModel) -> matrix.Row:
-    cells = (
-        {name: matrix.Cell(state, code, message) for name, state, code, message in model.cells}
-        if model.cells
-        else None
-    )
+    """The model's fleet-page row: its report's cells, else its recorded verdicts."""
+    make = matrix.Cell._make
+    cells = {c[0]: make(c[1:]) for c in model.cells} if model.cells else None
     return matrix.row_of(model, cells)
 
 
@@ -194,13 +192,15 @@ class ModelIndex:
     def _put_batch(self, models: list[IndexedModel]) -> None:
         encoder = Encoder()
         entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
+        rows = [_row(m) for m in models]
+        before = self._call("reading matrix rows", matrix.rows_before, self._redis, rows)
 
         def write() -> None:
             pipe = self._redis.pipeline(transaction=False)
             if encoder.parts:
                 pipe.hset(PARTS, mapping=encoder.parts)
             pipe.hset(HASH, mapping=entries)
-            matrix.write_rows(pipe, map(_row, models))
+            matrix.write_rows(pipe, rows, before)
             pipe.execute()
 
         self._call("writing entries", write)
@@ -236,7 +236,7 @@ class ModelIndex:
 
             def write(models: list[IndexedModel] = models) -> None:
                 pipe = self._redis.pipeline(transaction=False)
-                matrix.write_rows(pipe, map(_row, models))
+                matrix.write_rows(pipe, [_row(m) for m in models], {})  # none had a row
                 pipe.execute()
 
             self._call("writing matrix rows", write)
@@ -335,9 +335,12 @@ class ModelIndex:
             m for m, set_now in zip(latest.values(), answers[first:], strict=False) if set_now
         ]
 
+        rows = [_row(m) for m in written]
+        before = self._call("reading matrix rows", matrix.rows_before, self._redis, rows)
+
         def write_rows() -> None:
             pipe = self._redis.pipeline(transaction=False)
-            matrix.write_rows(pipe, map(_row, written))
+            matrix.write_rows(pipe, rows, before)
             pipe.execute()
 
         self._call("writing matrix rows", write_rows)

@@ -9,9 +9,14 @@ behind a failure), and adds the entry's field (`bucket/key`) to sorted sets
 whose members all score 0, so Redis keeps each in the fields' byte order:
 - `keys`: every row (sorted by location; a key prefix is a range of it);
 - `status:<status>`: the rows of that status (exact: a row leaves the others);
-- `cell:<consumer>:<state>`: the rows whose cell for that consumer was that state
-  when written (candidates only: a consumer a newer version no longer lists
-  leaves its old cell behind, so the row is always read to confirm).
+- `cell:<consumer>:<state>`: the rows whose cell for that consumer is that state,
+  for every state but `serves` (most cells serve: a page that wants those walks
+  `keys`, where they are most rows, and filing them was most of what writing a row
+  cost: bench/ui_matrix.py).
+A writer reads the rows it replaces first and moves each only between the sets
+that changed; two writers of one model at once could leave a stale member behind,
+so a page always reads the row to confirm, and counts only from `keys` and
+`status:` sets.
 
 A page walks one of these sets in order (`Matrix.page`), from a cursor, reads the
 rows of a chunk of fields at once (a search is tested on the fields first, and
@@ -158,23 +163,40 @@ def decode_row(blob: bytes) -> Row:
     )
 
 
-def write_rows(pipe: Any, rows: Iterable[Row]) -> None:
-    """Queue on a Redis pipeline the commands that store `rows` and file them in the
-    sets, each row leaving the sets of its other statuses and cell states: two commands
-    per set touched, whatever the number of rows."""
+def write_rows(pipe: Any, rows: Iterable[Row], previous: Mapping[str, Row | None]) -> None:
+    """Queue on a Redis pipeline the commands that store `rows` and file them in the sets.
+
+    `previous` holds each field's row as it stood (None: none): a row leaves only the
+    sets its previous row was filed in and no longer fits, and joins only those it was
+    not in, so writing a model again that changed nothing files nothing; commands are
+    grouped by set, two per set touched whatever the number of rows. (Filing every row
+    anew, out of each status and state it is not, cost 27x writing the entries alone:
+    bench/ui_matrix.py.)"""
     mapping: dict[str, bytes] = {}
     into: dict[str, list[str]] = {}
     out_of: dict[str, list[str]] = {}
     for row in rows:
         name = row.field
+        old = previous.get(name)
         mapping[name] = encode_row(row)
-        into.setdefault(KEYS, []).append(name)
-        for status in STATUSES:
-            (into if status == row.status else out_of).setdefault(STATUS + status, []).append(name)
+        if old is None:
+            into.setdefault(KEYS, []).append(name)
+        if old is None or old.status != row.status:
+            if old is not None:
+                out_of.setdefault(STATUS + old.status, []).append(name)
+            into.setdefault(STATUS + row.status, []).append(name)
+        before_cells = old.cells if old is not None else {}
         for consumer, cell in row.cells.items():
-            for state in CELL_STATES:
-                chosen = into if state == cell.state else out_of
-                chosen.setdefault(f"{CELL}{consumer}:{state}", []).append(name)
+            before = before_cells.get(consumer)
+            if before is None or before.state != cell.state:
+                if before is not None and before.state != SERVES:
+                    out_of.setdefault(f"{CELL}{consumer}:{before.state}", []).append(name)
+                if cell.state != SERVES:
+                    into.setdefault(f"{CELL}{consumer}:{cell.state}", []).append(name)
+        for consumer, before in before_cells.items():
+            # a consumer the model is no longer judged by
+            if consumer not in row.cells and before.state != SERVES:
+                out_of.setdefault(f"{CELL}{consumer}:{before.state}", []).append(name)
     for key, names in out_of.items():
         pipe.zrem(key, *names)
     for key, names in into.items():
@@ -184,15 +206,15 @@ def write_rows(pipe: Any, rows: Iterable[Row]) -> None:
 
 
 def remove_rows(pipe: Any, rows: Iterable[Row]) -> None:
+    """Queue the commands that drop `rows` (as they stand) and their place in the sets."""
     for row in rows:
         name = row.field
         pipe.hdel(ROWS, name)
         pipe.zrem(KEYS, name)
-        for status in STATUSES:
-            pipe.zrem(STATUS + status, name)
-        for consumer in row.cells:
-            for state in CELL_STATES:
-                pipe.zrem(f"{CELL}{consumer}:{state}", name)
+        pipe.zrem(STATUS + row.status, name)
+        for consumer, cell in row.cells.items():
+            if cell.state != SERVES:
+                pipe.zrem(f"{CELL}{consumer}:{cell.state}", name)
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -292,7 +314,7 @@ class Matrix:
         candidates = [KEYS]
         if query.status:
             candidates.append(STATUS + query.status)
-        if query.consumer and query.cell:
+        if query.consumer and query.cell and query.cell != SERVES:
             candidates.append(f"{CELL}{query.consumer}:{query.cell}")
         pipe = self._redis.pipeline(transaction=False)
         for name in candidates:
@@ -406,6 +428,12 @@ class Matrix:
                             return found, True
                         found.append(row)
         return found, False
+
+
+def rows_before(client: Any, rows: Sequence[Row]) -> dict[str, Row | None]:
+    """The rows stored now for the fields of `rows` (one HMGET), for `write_rows`."""
+    fields = [r.field for r in rows]
+    return dict(zip(fields, Matrix(client).rows(fields), strict=True))
 
 
 def _name_filter(query: Query) -> Callable[[str], bool]:
