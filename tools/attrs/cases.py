@@ -319,6 +319,13 @@ def initialize_table_from_text_file(op: str, attr: str, default: Json) -> list[C
     ]
 
 
+def initialize_table_v1(op: str, attr: str, default: Json) -> list[Case]:
+    lines = ["alpha", "beta", "gamma"]
+    attrs = {"key_index": i(-2), "value_index": i(-1)}
+    inputs = [{"ref_table": ["string", "int64"]}, {"file": lines}]
+    return [case(op, attr, [default, i(1), i(3)], inputs, attrs)]
+
+
 def merge_checkpoints(op: str, attr: str, default: Json) -> list[Case]:
     inputs = [t("string", ["{tmp}/missing"]), t("string", "{tmp}/merged")]
     return [case(op, attr, _bools(default), inputs, {"delete_old_dirs": b(False)})]
@@ -525,6 +532,119 @@ def dataset(op: str, attr: str, default: Json) -> list[Case]:
             )
         ],
         "OptionsDataset": lambda: [scalar_pipe([r5], {"serialized_options": s(b"")})],
+        "PaddedBatchDataset": lambda: [
+            _dataset_case(
+                op,
+                attr,
+                values,
+                [
+                    {"dataset": {"batch": [{"range": 5}, 2]}},
+                    t("int64", 2),
+                    [t("int64", [3])],
+                    [t("int64", -1)],
+                ],
+                {"Toutput_types": INT64, "output_shapes": shapes([-1, 3]), "N": i(1)},
+                [["int64", [None, 3]]],
+            )
+        ],
+        "ShuffleAndRepeatDataset": lambda: [
+            scalar_pipe([r5, t("int64", 3), t("int64", 1), t("int64", 2), t("int64", 2)])
+        ],
+        "FlatMapDataset": lambda: [scalar_pipe([r5, []], {"f": func("to_range"), **fn})],
+        "InterleaveDataset": lambda: [
+            scalar_pipe([r5, [], t("int64", 2), t("int64", 1)], {"f": func("to_range"), **fn})
+        ],
+        "ParallelInterleaveDatasetV2": lambda: [
+            scalar_pipe(
+                [r5, [], t("int64", 2), t("int64", 1), t("int64", 2)],
+                {"f": func("to_range"), **fn},
+            )
+        ],
+        "ParallelInterleaveDatasetV3": lambda: [
+            scalar_pipe(
+                [r5, [], t("int64", 2), t("int64", 1), t("int64", 2)],
+                {"f": func("to_range"), "deterministic": s("true"), **fn},
+            )
+        ],
+        "ParallelInterleaveDatasetV4": lambda: [
+            scalar_pipe(
+                [r5, [], t("int64", 2), t("int64", 1), t("int64", 2), t("int64", 2), t("int64", 2)],
+                {"f": func("to_range"), "deterministic": s("true"), **fn},
+            )
+        ],
+        "ParallelInterleaveDataset": lambda: [
+            scalar_pipe(
+                [
+                    r5,
+                    [],
+                    t("int64", 2),
+                    t("int64", 1),
+                    t("bool", False),
+                    t("int64", 2),
+                    t("int64", 2),
+                ],
+                {"f": func("to_range"), **fn},
+            )
+        ],
+        "LegacyParallelInterleaveDatasetV2": lambda: [
+            scalar_pipe(
+                [r5, [], t("int64", 2), t("int64", 1), t("int64", 2), t("int64", 2)],
+                {"f": func("to_range"), "deterministic": s("true"), **fn},
+            )
+        ],
+        "ReduceDataset": lambda: [
+            case(
+                op,
+                attr,
+                values,
+                [src, [t("int64", 0)], []],
+                {**one, "f": func("add"), "Tstate": INT64, **fn},
+            )
+            for src in (r5, r0)
+        ],
+        "TFRecordDataset": lambda: [
+            _dataset_case(
+                op,
+                attr,
+                values,
+                [{"tfrecord_file": ["a", "bc", ""]}, t("string", ""), t("int64", 256)],
+                {},
+                [["string", []]],
+            )
+        ],
+        "FixedLengthRecordDataset": lambda: [
+            _dataset_case(
+                op,
+                attr,
+                values,
+                [
+                    {"file": ["abc", "def"]},
+                    t("int64", 1),
+                    t("int64", 2),
+                    t("int64", 1),
+                    t("int64", 64),
+                ],
+                {},
+                [["string", []]],
+            )
+        ],
+        "FixedLengthRecordDatasetV2": lambda: [
+            _dataset_case(
+                op,
+                attr,
+                values,
+                [
+                    {"file": ["abc", "def"]},
+                    t("int64", 1),
+                    t("int64", 2),
+                    t("int64", 1),
+                    t("int64", 64),
+                    t("string", ""),
+                ],
+                {},
+                [["string", []]],
+            )
+        ],
     }
     build = table.get(op)
     if build is None:
@@ -555,6 +675,7 @@ BUILDERS: dict[tuple[str, str] | str, Builder] = {
     ("VarHandleOp", "debug_name"): var_handle,
     ("_XlaAotOnlyVarHandleOp", "debug_name"): var_handle,
     ("InitializeTableFromTextFileV2", "offset"): initialize_table_from_text_file,
+    ("InitializeTableFromTextFile", "offset"): initialize_table_v1,
     ("MergeV2Checkpoints", "allow_missing_files"): merge_checkpoints,
     ("_FusedMatMul", "leakyrelu_alpha"): fused_matmul,
     ("DatasetCardinality", "cardinality_options"): dataset_cardinality,

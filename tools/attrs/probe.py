@@ -46,7 +46,12 @@ import tensorflow as tf  # noqa: E402
 from google.protobuf import json_format  # noqa: E402
 from tensorflow.core.framework import attr_value_pb2  # noqa: E402
 from tensorflow.python.framework import function  # noqa: E402
-from tensorflow.python.ops import gen_lookup_ops, gen_resource_variable_ops, list_ops  # noqa: E402
+from tensorflow.python.ops import (  # noqa: E402
+    gen_dataset_ops,
+    gen_lookup_ops,
+    gen_resource_variable_ops,
+    list_ops,
+)
 
 v1 = tf.compat.v1
 VERSION = getattr(getattr(tf, "version", None), "VERSION", None) or tf.__version__
@@ -72,6 +77,10 @@ def _functions(graph):
     def add(a, b):
         return a + b
 
+    @function.Defun(tf.int64)
+    def to_range(x):
+        return tf.data.Dataset.range(x)._variant_tensor
+
     @function.Defun(tf.int64, tf.int64)
     def running_sum(state, x):
         return state + x, state + x
@@ -83,6 +92,7 @@ def _functions(graph):
         ("below_five", below_five),
         ("add", add),
         ("running_sum", running_sum),
+        ("to_range", to_range),
     ):
         f.add_to_graph(graph)
         found[name] = f.name
@@ -145,7 +155,8 @@ def _encode(value):
         flat = [repr(v) for v in array.ravel().tolist()]
     else:
         flat = array.ravel().tolist()
-    return {"dtype": str(array.dtype), "shape": list(array.shape), "values": flat}
+    dtype = "string" if array.dtype == object or array.dtype.kind in "SU" else str(array.dtype)
+    return {"dtype": dtype, "shape": list(array.shape), "values": flat}
 
 
 def _error(exc):
@@ -187,6 +198,17 @@ def run_value(case, value, given):
                 return handle
             if "file" in item:
                 return _file(item["file"])
+            if "tfrecord_file" in item:
+                path = os.path.join(_tmp(), "records.tfrecord")
+                with tf.io.TFRecordWriter(path) as writer:
+                    for record in item["tfrecord_file"]:
+                        writer.write(record.encode())
+                return tf.constant(path)
+            if "ref_table" in item:
+                key, val = (tf.as_dtype(d) for d in item["ref_table"])
+                handle = gen_lookup_ops.hash_table(key_dtype=key, value_dtype=val)
+                tables.append((handle, key, val))
+                return handle
             raise ValueError("unknown input %r" % (item,))
 
         inputs = [build(item) for item in given]
@@ -219,12 +241,21 @@ def run_value(case, value, given):
                 kinds.append("tensor")
             elif out.dtype == tf.variant and case.get("dataset_output") is not None:
                 spec = case["dataset_output"]
-                structure = tuple(tf.TensorSpec(shape, tf.as_dtype(dtype)) for dtype, shape in spec)
-                if len(structure) == 1:
-                    structure = structure[0]
-                ds = tf.data.experimental.from_variant(out, structure)
-                iterator = v1.data.make_initializable_iterator(ds)
-                fetches.append(iterator)
+                types = [tf.as_dtype(dtype) for dtype, _ in spec]
+                shapes = [tf.TensorShape(shape) for _, shape in spec]
+                # Raw iterator ops, not tf.data's Python wrappers: those rewrite the
+                # pipeline first (serializing it), which a V1 dataset op cannot survive.
+                handle = gen_dataset_ops.iterator_v2(
+                    shared_name="", container="", output_types=types, output_shapes=shapes
+                )
+                fetches.append(
+                    (
+                        gen_dataset_ops.make_iterator(out, handle),
+                        gen_dataset_ops.iterator_get_next(
+                            handle, output_types=types, output_shapes=shapes
+                        ),
+                    )
+                )
                 kinds.append("dataset")
             elif out.dtype in (tf.resource, tf.variant):
                 continue
@@ -232,7 +263,10 @@ def run_value(case, value, given):
                 fetches.append(out)
                 kinds.append("tensor")
         exports = [
-            gen_lookup_ops.lookup_table_export_v2(h, k, v, name="export") for h, k, v in tables
+            gen_lookup_ops.lookup_table_export_v2(h, k, v, name="export")
+            if h.dtype == tf.resource
+            else gen_lookup_ops.lookup_table_export(h, k, v, name="export")
+            for h, k, v in tables
         ]
         init = v1.global_variables_initializer()
         with v1.Session(graph=graph, config=v1.ConfigProto(device_count={"GPU": 0})) as sess:
@@ -254,14 +288,14 @@ def run_value(case, value, given):
                     continue
                 elements = []
                 try:
-                    sess.run(fetch.initializer)
-                    nxt = fetch.get_next()
+                    initializer, nxt = fetch
+                    sess.run(initializer)
                     while len(elements) < MAX_ELEMENTS:
                         try:
                             element = sess.run(nxt)
                         except tf.errors.OutOfRangeError:
                             break
-                        parts = element if isinstance(element, tuple) else (element,)
+                        parts = element if isinstance(element, (tuple, list)) else (element,)
                         elements.append([_encode(p) for p in parts])
                 except Exception as exc:  # noqa: BLE001
                     return _error(exc)
