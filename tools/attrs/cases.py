@@ -283,7 +283,13 @@ def custom_aggregator(op: str, attr: str, default: Json) -> list[Case]:
 def assign_variable(op: str, attr: str, default: Json) -> list[Case]:
     var = {"variable": {"dtype": "float32", "value": [1.0, 2.0, 3.0]}}
     return [
-        case(op, attr, _bools(default), [var, t("float32", value)], {"dtype": typ("DT_FLOAT")})
+        case(
+            op,
+            attr,
+            _bools(default),
+            [var, {"fed": {"dtype": "float32", "value": value}}],
+            {"dtype": typ("DT_FLOAT")},
+        )
         for value in ([4.0, 5.0], [4.0, 5.0, 6.0])
     ]
 

@@ -221,29 +221,37 @@ def main() -> int:
         op, _, attr = args.only.partition(".")
         rows = [r for r in rows if r["op"] == op and (not attr or r["attr"] == attr)]
     envs = ready_envs(args.envs)
-    plans: dict[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]] = {}
     table = []
+    pending: list[tuple[dict[str, Any], list[str], list[dict[str, Any]]]] = []
     for row in rows:
-        release = next(
-            (
-                v
-                for v in reversed(envs)
-                if knows(args.registries, indexes, v, row["op"], row["attr"])
-            ),
-            None,
-        )
-        cases = cases_for(row["op"], row["attr"], row["default"] or {}) if release else []
+        knowing = [
+            v for v in reversed(envs) if knows(args.registries, indexes, v, row["op"], row["attr"])
+        ]
+        cases = cases_for(row["op"], row["attr"], row["default"] or {}) if knowing else []
         for n, case in enumerate(cases):
             case["id"] = f"{row['op']}.{row['attr']}#{n}"
-        if release is None or not cases:
-            table.append(classify(row, [], {}, release or ""))
+        if not cases:
+            table.append(classify(row, [], {}, knowing[0] if knowing else ""))
             continue
-        plans.setdefault(release, []).append((row, cases))
-    for release, planned in plans.items():
-        flat = [c for _, cs in planned for c in cs]
-        sys.stderr.write(f"{release}: {len(planned)} attrs, {len(flat)} cases\n")
-        runs = probe(envs[release], flat)
-        table.extend(classify(row, cases, runs, release) for row, cases in planned)
+        pending.append((row, knowing, cases))
+    # Newest release that knows the attr first; an op that does not run there (a kernel
+    # that changed how it serializes, say) is tried in the next older one that knows it.
+    while pending:
+        plans: dict[str, list[tuple[dict[str, Any], list[str], list[dict[str, Any]]]]] = {}
+        for row, knowing, cases in pending:
+            plans.setdefault(knowing[0], []).append((row, knowing, cases))
+        pending = []
+        for release, planned in plans.items():
+            flat = [c for _, _, cs in planned for c in cs]
+            sys.stderr.write(f"{release}: {len(planned)} attrs, {len(flat)} cases\n")
+            runs = probe(envs[release], flat)
+            for row, knowing, cases in planned:
+                found = classify(row, cases, runs, release)
+                if found["effect"] == UNVERIFIED and len(knowing) > 1:
+                    found["tried"] = [*row.get("tried", []), f"{release}: {found['how']}"]
+                    pending.append(({**row, "tried": found["tried"]}, knowing[1:], cases))
+                    continue
+                table.append(found)
     table.sort(key=lambda r: (r["op"], r["attr"]))
     elapsed = time.monotonic() - started
     counts: dict[str, int] = {}

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Run models made by tools/attrs/models.py in every release and record what each did.
+
+    python3 tools/attrs/outcomes.py DIR [--envs /work/tfenvs] [--releases 2.5,2.8]
+
+For each `DIR/<case>/` (a `frozen_graph.pb` and its `case.json`), runs
+`models.py run` with the python of every READY venv (tools/build_registries.py)
+and writes `DIR/<case>/outcomes.json`: per release, whether the graph imported,
+the outputs for each feed (or the error), and `same` — whether that release's
+answer equals the producer release's own (outputs equal on every feed). That is
+the truth the checks are measured against: a release that imports the graph and
+answers differently computes something else. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+MODELS = Path(__file__).with_name("models.py")
+
+
+def key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".")[:3])
+
+
+def run(python: str, case: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [python, str(MODELS), "run", str(case)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
+        return {"loads": False, "error": f"process exit {done.returncode}: {tail}"}
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("root", type=Path)
+    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--releases", default="", help="minors or versions (default: all)")
+    args = parser.parse_args()
+    wanted = [r for r in args.releases.split(",") if r]
+    envs = {}
+    for ready in sorted(args.envs.glob("*/READY"), key=lambda p: key(p.parent.name)):
+        version = ready.parent.name
+        if wanted and not any(version == w or version.startswith(w + ".") for w in wanted):
+            continue
+        envs[version] = ready.read_text().strip().splitlines()[0].strip()
+    for case in sorted(p.parent for p in args.root.glob("*/case.json")):
+        doc = json.loads((case / "case.json").read_text())
+        results = {version: run(python, case) for version, python in envs.items()}
+        producer = results.get(doc["producer"])
+        if producer is None:
+            sys.stderr.write(f"{case.name}: producer {doc['producer']} has no READY venv\n")
+            continue
+        rows = {}
+        for version, result in results.items():
+            result.pop("tensorflow", None)
+            result.pop("case", None)
+            result["same"] = bool(result.get("loads")) and result.get("outputs") == producer.get(
+                "outputs"
+            )
+            rows[version] = result
+        out = {
+            "case": doc["case"],
+            "producer": doc["producer"],
+            "made_by": "tools/attrs/outcomes.py: tools/attrs/models.py run in each release",
+            "releases": rows,
+        }
+        (case / "outcomes.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        differ = [v for v, r in rows.items() if not r["same"]]
+        sys.stderr.write(f"{case.name}: {len(rows)} releases, differ or fail: {differ}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
