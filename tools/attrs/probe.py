@@ -170,6 +170,8 @@ def _attr_value(raw, functions):
 def _encode(value):
     """A fetched value as JSON: dtype, shape and values (bytes as base64, NaN as a string)."""
     array = np.asarray(value)
+    if array.dtype.kind == "V" or str(array.dtype) in ("bfloat16", "float16"):
+        array = array.astype(np.float32)  # bfloat16 (a numpy extension type) as its values
     if array.dtype == object or array.dtype.kind in "SU":
         flat = [
             base64.b64encode(v).decode() if isinstance(v, bytes) else str(v) for v in array.ravel()
