@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from worker.compat.check import check_artifact
+from worker.compat.subject import NO_HISTORY
 from worker.model.artifact import (
     ArgDef,
     Artifact,
@@ -24,7 +25,8 @@ from worker.model.artifact import (
     VersionDef,
 )
 from worker.model.consumer import Consumer, Loader, Registry
-from worker.model.findings import Code
+from worker.model.effects import AttrEffect, Effect
+from worker.model.findings import Code, Finding, FixKind, Severity
 
 T = {"type": "DT_FLOAT"}
 TOPK = OpDef(
@@ -157,7 +159,7 @@ CASES = [
         {"index_type": {"type": "DT_INT64"}},
         Loader.SAVED_MODEL_V1,
         False,
-        (True, [Code.ATTR_IGNORED]),
+        (True, [Code.ATTR_UNVERIFIED]),
     ),
 ]
 
@@ -280,3 +282,98 @@ def test_function_body_attrs_fail_at_first_call_except_for_saved_model_load() ->
         assert (verdict.loads, verdict.serves) == (True, False)  # the request runs f
         assert "every request that runs f fails" in finding.message
     assert not check_artifact(artifact, consumer(True, Loader.SAVED_MODEL_V2, ops)).loads
+
+
+class Measured:
+    """A history whose attr table says one thing about TopKV2 index_type."""
+
+    def __init__(self, effect: AttrEffect | None) -> None:
+        self.effect = effect
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(NO_HISTORY, name)
+
+    def attr_effect(self, op: str, attr: str) -> AttrEffect | None:
+        return self.effect if (op, attr) == ("TopKV2", "index_type") else None
+
+
+def measured(effect: Effect) -> AttrEffect:
+    return AttrEffect(
+        "TopKV2",
+        "index_type",
+        effect,
+        how="run at both values on 1 input set",
+        measured_in="2.21.0",
+        evidence="with index_type=DT_INT64 the op gave int64 indices; with the default, int32"
+        if effect == Effect.CHANGES_RESULTS
+        else "",
+    )
+
+
+def ignored_finding(effect: AttrEffect | None, rejects: bool = False) -> Finding:
+    topk = kind("TopKV2", {"T": T, "index_type": {"type": "DT_INT64"}}, inputs=2, name="topk")
+    artifact = saved_model([*TOPK_GRAPH, topk], [Edge(0, 0, 2, 0), Edge(1, 0, 2, 1)])
+    verdict = check_artifact(artifact, consumer(rejects), Measured(effect))  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.attr == "index_type"]
+    return found
+
+
+# an ignored non-default attr: its measured class decides the severity
+EFFECTS = [
+    (Effect.CHANGES_RESULTS, Code.ATTR_IGNORED, Severity.WARNING, "the results differ"),
+    (Effect.UNVERIFIED, Code.ATTR_UNVERIFIED, Severity.WARNING, "not verified"),
+    (None, Code.ATTR_UNVERIFIED, Severity.WARNING, "not in the measured table"),
+    (
+        Effect.NO_EFFECT,
+        Code.ATTR_IGNORED,
+        Severity.INFO,
+        "Measured (tools/attrs/measure.py in TensorFlow 2.21.0)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("effect", "code", "severity", "said"), EFFECTS)
+def test_an_ignored_attr_is_judged_by_its_measured_effect(
+    effect: Effect | None, code: Code, severity: Severity, said: str
+) -> None:
+    found = ignored_finding(measured(effect) if effect else None)
+    assert (found.code, found.severity) == (code, severity)
+    assert said in found.message
+
+
+def test_a_changing_attr_quotes_the_measured_difference_and_says_how_to_keep_it() -> None:
+    found = ignored_finding(measured(Effect.CHANGES_RESULTS))
+    assert "int64 indices" in found.message
+    assert found.fix is not None and found.fix.kind == FixKind.UPGRADE_TO
+
+
+def test_no_message_calls_an_unmeasured_attr_harmless() -> None:
+    for effect in (None, measured(Effect.UNVERIFIED), measured(Effect.CHANGES_RESULTS)):
+        message = ignored_finding(effect).message
+        assert "does not change" not in message and "no effect" not in message
+
+
+# a rejecting release: only an attr measured to change nothing may simply be dropped
+DROPS = [
+    (Effect.NO_EFFECT, FixKind.DROP_ATTR),
+    (Effect.CHANGES_RESULTS, FixKind.UPGRADE_TO),
+    (Effect.UNVERIFIED, FixKind.UPGRADE_TO),
+]
+
+
+@pytest.mark.parametrize(("effect", "fix"), DROPS)
+def test_a_rejected_attr_is_offered_as_a_drop_only_when_measured_harmless(
+    effect: Effect, fix: FixKind
+) -> None:
+    found = ignored_finding(measured(effect), rejects=True)
+    assert found.code == Code.ATTR_UNKNOWN
+    assert found.fix is not None and found.fix.kind == fix
+
+
+def test_an_attr_that_only_adds_a_refusal_is_information_with_its_evidence() -> None:
+    # AssignVariableOp validate_shape=true: the op refuses a reshaping assignment the
+    # default accepts; a release ignoring it answers wherever the producer answers.
+    stricter = replace(measured(Effect.CHANGES_RESULTS), refuses_only=True)
+    found = ignored_finding(stricter)
+    assert (found.code, found.severity) == (Code.ATTR_IGNORED, Severity.INFO)
+    assert "refuse inputs the default accepts" in found.message and "int64 indices" in found.message

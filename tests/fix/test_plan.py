@@ -8,8 +8,7 @@ import pytest
 
 from tests.truth import OWN
 from worker.catalog.catalog import load_catalog
-from worker.fix.meaningless import MEANINGLESS as TABLE
-from worker.fix.plan import MEANINGLESS, PRODUCER_DEFAULT, Drop, plan_fix, safe_for
+from worker.fix.plan import NO_EFFECT, Drop, plan_fix, safe_for
 from worker.formats.read import read_path
 from worker.model.artifact import AttrDef, OpDef
 from worker.model.consumer import Loader
@@ -19,7 +18,7 @@ A = OWN / "artifacts"
 
 # (artifact, consumer, state, drops that must be in the plan, blocker codes left)
 CASES = [
-    # 2.15+ SavedModels: VarHandleOp.debug_name (meaningless) plus unstripped defaults
+    # 2.15+ SavedModels: VarHandleOp.debug_name (measured: no effect) plus unstripped defaults
     ("tf2.21/savedmodel_v1", "2.4", "fixed", {"VarHandleOp.debug_name", "MatMul.grad_a"}, set()),
     ("tf2.15/savedmodel_v1_stripped", "1.15", "fixed", {"VarHandleOp.debug_name"}, set()),
     # a default-valued new attr inside a function body, where no loader strips it
@@ -34,7 +33,7 @@ CASES = [
     ("tf2.21/fixable_frozen/frozen_graph.pb", "2.4", "fixed", {"MatMul.grad_a"}, set()),
     # what no safe rewrite fixes
     ("tf2.21/new_op", "2.15", "unfixable", set(), {Code.OP_NOT_REGISTERED}),
-    ("tf2.18/new_attr_nondefault", "2.4", "unfixable", set(), {Code.ATTR_UNKNOWN}),
+    ("tf2.8/new_attr_nondefault", "2.4", "unfixable", set(), {Code.ATTR_UNKNOWN}),
     ("tf2.15/min_consumer_raised", "2.4", "unfixable", set(), {Code.MIN_CONSUMER}),
     ("tf2.21/savedmodel_v2", "2.4", "unfixable", set(), {Code.OP_NOT_REGISTERED}),
     # nothing to do
@@ -57,11 +56,23 @@ def test_plan_on_real_models(
         assert fix.instead, "an unfixable consumer is told what to do instead"
 
 
-def test_a_plan_never_drops_an_attr_holding_a_non_default_value() -> None:
+def test_a_plan_never_drops_a_non_default_value_that_changes_results() -> None:
+    # TridiagonalSolve perturb_singular=true: measured to change results (attr table)
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / "tf2.8/new_attr_nondefault"))
+    plan = plan_fix(artifact, [catalog.consumer("2.4")], catalog)
+    assert "TridiagonalSolve.perturb_singular" not in {f"{d.op}.{d.attr}" for d in plan.drops}
+    (fix,) = plan.consumers
+    assert fix.state == "unfixable"
+
+
+def test_a_plan_drops_a_non_default_hint_measured_to_change_nothing() -> None:
+    # MatMul grad_a=true: a gradient hint, measured to change no results (attr table)
     catalog = load_catalog()
     (artifact,) = read_path(str(A / "tf2.18/new_attr_nondefault"))
     plan = plan_fix(artifact, [catalog.consumer("2.4")], catalog)
-    assert "MatMul.grad_a" not in {f"{d.op}.{d.attr}" for d in plan.drops}
+    assert "MatMul.grad_a" in {f"{d.op}.{d.attr}" for d in plan.drops}
+    assert {d.rule for d in plan.drops if d.attr == "grad_a"} == {NO_EFFECT}
 
 
 def test_one_copy_serves_several_consumers_and_loaders() -> None:
@@ -83,9 +94,9 @@ SAFETY = [
     (Drop.producer_default("MatMul", "grad_a", {"b": False}), {"MatMul": OP}, True),
     (Drop.producer_default("MatMul", "grad_a", {"b": True}), {"MatMul": OP}, False),
     (Drop.producer_default("MatMul", "grad_a", {"b": False}), {}, True),
-    (Drop("MatMul", "grad_a", MEANINGLESS), {"MatMul": OP}, True),
+    (Drop("MatMul", "grad_a", NO_EFFECT), {"MatMul": OP}, True),
     (
-        Drop("MatMul", "grad_a", MEANINGLESS),
+        Drop("MatMul", "grad_a", NO_EFFECT),
         {"MatMul": OpDef("MatMul", attrs=(AttrDef("grad_a", "bool"),))},
         False,
     ),
@@ -95,10 +106,3 @@ SAFETY = [
 @pytest.mark.parametrize(("drop", "ops", "safe"), SAFETY)
 def test_safe_for(drop: Drop, ops: dict[str, OpDef], safe: bool) -> None:
     assert safe_for(drop, ops) is safe
-
-
-def test_every_meaningless_entry_states_its_evidence() -> None:
-    for (op, attr), entry in TABLE.items():
-        assert (entry.op, entry.attr) == (op, attr)
-        assert len(entry.evidence) > 100 and entry.since
-        assert PRODUCER_DEFAULT != MEANINGLESS

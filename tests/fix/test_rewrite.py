@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.fix.plan import MEANINGLESS, Drop
+from worker.fix.plan import NO_EFFECT, Drop
 from worker.fix.rewrite import render, rewrite_message, varint
 from worker.formats.source import BytesSource
 from worker.proto import tensorflow_subset_pb2 as pb
@@ -26,7 +26,7 @@ def attr(key: str, value: pb.AttrValue) -> bytes:
 FALSE = pb.AttrValue(b=False)
 TRUE = pb.AttrValue(b=True)
 GRAD_A = Drop.producer_default("MatMul", "grad_a", {"b": False})
-DEBUG = Drop("VarHandleOp", "debug_name", MEANINGLESS)
+DEBUG = Drop("VarHandleOp", "debug_name", NO_EFFECT)
 
 
 def node(name: str, op: str, attrs: list[bytes], unknown: bytes = b"") -> bytes:

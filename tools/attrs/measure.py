@@ -13,7 +13,9 @@
 3. Classified by comparing what a request would see (outputs, variables written,
    dataset elements, or the error) at each value with the default's:
    - `changes-results`: some input gives other results at some value; the first such
-     input, value and both results are the evidence;
+     input, value and both results are the evidence, and `difference` says whether
+     any value gave other outputs (`values`) or only made the op refuse inputs the
+     default accepts (`refuses`: a stricter check);
    - `no-effect-on-results`: the default ran on at least one input, and every value
      tried gave the default's results on every input; the evidence says how many;
    - `unverified`: no case (and why, when known), or the op did not run.
@@ -149,6 +151,8 @@ def classify(
     compared = 0
     values_tried: set[str] = set()
     same_values: dict[str, bool] = {}
+    changed: dict[str, Any] | None = None
+    kinds: set[str] = set()
     for case in cases:
         results = runs.get(case["id"], [])
         if not results or "build_error" in results[0]:
@@ -163,8 +167,16 @@ def classify(
             compared += 1
             same = _comparable(result) == _comparable(default)
             same_values[shown_value] = same_values.get(shown_value, True) and same
+            refuses = _ran(default) and "error" in result
             if not same and (_ran(default) or _ran(result)):
-                return {
+                kinds.add("refuses" if refuses else "values")
+            if (
+                not same
+                and (_ran(default) or _ran(result))
+                and (changed is None or (not refuses and changed["difference"] == "refuses"))
+            ):
+                changed = {
+                    "difference": "refuses" if refuses else "values",
                     **row,
                     "effect": CHANGES,
                     "measured_in": release,
@@ -184,6 +196,17 @@ def classify(
                         "value_result": _shown(result),
                     },
                 }
+    if changed is not None:
+        # "refuses": every difference is the value making the op fail where the default
+        # ran (a stricter check); a release ignoring it answers wherever the producer does.
+        changed["difference"] = "values" if "values" in kinds else "refuses"
+        # Values that gave the default's results on these inputs: not a claim about any
+        # input (blank_index=2 is the default's blank only with 3 classes), so no
+        # verdict reads it; it shows how far the inputs reached.
+        changed["same_on_these_inputs"] = [
+            json.loads(v) for v in sorted(v for v, same in same_values.items() if same)
+        ]
+        return changed
     if default_ran and compared:
         return {
             **row,
@@ -203,6 +226,8 @@ def classify(
             (runs[c["id"]][0] for c in cases if runs.get(c["id"])), {"message": "no result"}
         )
         why = f"the op did not run at its default: {_shown(first)}"
+    elif not release:
+        why = "no release with a READY venv knows the attr"
     else:
         why = reason or "no probe builds this op yet (tools/attrs/cases.py)"
     return {**row, "effect": UNVERIFIED, "measured_in": release if cases else None, "how": why}

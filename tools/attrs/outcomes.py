@@ -28,18 +28,19 @@ def key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".")[:3])
 
 
-def run(python: str, case: Path) -> dict[str, Any]:
+def run(python: str, cases: list[Path]) -> list[dict[str, Any]]:
+    """Every case in one process of that release (a failure to start: every case fails)."""
     done = subprocess.run(
-        [python, str(MODELS), "run", str(case)],
+        [python, str(MODELS), "run", *map(str, cases)],
         capture_output=True,
         text=True,
         check=False,
     )
-    if done.returncode != 0:
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or len(lines) != len(cases):
         tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1][:300]
-        return {"loads": False, "error": f"process exit {done.returncode}: {tail}"}
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
+        return [{"loads": False, "error": f"process exit {done.returncode}: {tail}"}] * len(cases)
+    return [json.loads(line) for line in lines]
 
 
 def main() -> int:
@@ -55,9 +56,11 @@ def main() -> int:
         if wanted and not any(version == w or version.startswith(w + ".") for w in wanted):
             continue
         envs[version] = ready.read_text().strip().splitlines()[0].strip()
-    for case in sorted(p.parent for p in args.root.glob("*/case.json")):
+    cases = sorted(p.parent for p in args.root.glob("*/case.json"))
+    by_release = {version: run(python, cases) for version, python in envs.items()}
+    for n, case in enumerate(cases):
         doc = json.loads((case / "case.json").read_text())
-        results = {version: run(python, case) for version, python in envs.items()}
+        results = {version: dict(found[n]) for version, found in by_release.items()}
         producer = results.get(doc["producer"])
         if producer is None:
             sys.stderr.write(f"{case.name}: producer {doc['producer']} has no READY venv\n")

@@ -6,7 +6,11 @@ Two data files ship with the package, both built from real TensorFlow:
 - `data/registries.jsonl`: the op registry of each release installed and
   dumped with `dump_manifest.py` (`tools/build_registries.py`), each distinct
   OpDef once; read lazily (`registries.ShippedRegistries`), so a check pays
-  for the OpDefs it looks up, not for 25 registries.
+  for the OpDefs it looks up, not for 25 registries;
+- `data/attr_effects.json`: what each attr a release added does to results,
+  measured by running the op (`tools/attrs/measure.py`, `attr_effects`);
+- `data/kernel_changes.json`: common ops whose kernels give other results in
+  some releases than in the newest (`tools/attrs/kernels.py`, `kernel_changes`).
 
 A release without its own registry borrows the registry of the closest
 release of the same minor version, and says so; a minor with no registry at
@@ -24,6 +28,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from worker.catalog.attr_effects import ShippedAttrEffects
 from worker.catalog.behaviour import (
     lifted_reads_empty,
     looks_up_op_list_first,
@@ -32,12 +37,14 @@ from worker.catalog.behaviour import (
     validates_library_at_load,
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
+from worker.catalog.kernel_changes import ShippedKernelChanges
 from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
 from worker.catalog.registries import ShippedRegistries
 from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
+from worker.model.effects import AttrEffect, KernelChange
 from worker.model.tflite import TENSORFLOW
 
 DAILY_SINCE = dt.date(2019, 5, 9)
@@ -84,8 +91,12 @@ class Catalog:
         registries: ShippedRegistries | None,
         kernels: ShippedKernels | None = None,
         revived: ShippedRevivedTypes | None = None,
+        attr_effects: ShippedAttrEffects | None = None,
+        kernel_changes: ShippedKernelChanges | None = None,
     ) -> None:
         self._shipped = registries
+        self.attr_effects = attr_effects
+        self.kernel_changes = kernel_changes
         self._kernels = kernels
         self._revived = revived
         self._registries: dict[str, Registry] = {}
@@ -197,6 +208,15 @@ class Catalog:
         attr_def = found.attr(attr) if found is not None else None
         return attr_def.default if attr_def is not None else None
 
+    def attr_effect(self, op: str, attr: str) -> AttrEffect | None:
+        """What the attr does to the op's results, as measured (None: not in the table)."""
+        return self.attr_effects.effect(op, attr) if self.attr_effects else None
+
+    def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        """How the op's kernel for `dtype` in `release` differs from the newest release's,
+        as measured; None: no difference measured (or the op was not compared)."""
+        return self.kernel_changes.change(op, dtype, release) if self.kernel_changes else None
+
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         """The day a binary with this TF_GRAPH_DEF_VERSION was built (bumped daily since
         2019-05-09); None before that."""
@@ -291,9 +311,13 @@ def load_catalog() -> Catalog:
     registries = _read_data("registries.jsonl")
     kernels = _read_data("kernels.json.gz")
     revived = _read_data("revived_types.json")
+    effects = _read_data("attr_effects.json")
+    changes = _read_data("kernel_changes.json")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
         ShippedKernels(kernels) if kernels else None,
         ShippedRevivedTypes(revived) if revived else None,
+        ShippedAttrEffects(effects) if effects else None,
+        ShippedKernelChanges(changes) if changes else None,
     )

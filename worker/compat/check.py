@@ -26,6 +26,7 @@ from packaging.version import Version
 
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
+from worker.compat.kernel_changes import kernel_change_findings
 from worker.compat.memo import (
     Table,
     edges_touching,
@@ -258,11 +259,13 @@ def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
     if hit is None:
         if len(_CONTEXTS) >= 4096:
             _CONTEXTS.clear()
-        default_of = s.history.attr_default
-        graph_ctx = NodeContext(s.drops_graph_defaults, rejects, version, stripped, default_of)
+        default_of, effect_of = s.history.attr_default, s.history.attr_effect
+        graph_ctx = NodeContext(
+            s.drops_graph_defaults, rejects, version, stripped, default_of, effect_of
+        )
         # No loader drops default-valued attrs inside functions (measured: the v1 loader
         # loads such a model and the first call fails); see `place`.
-        library_ctx = NodeContext(False, rejects, version, stripped, default_of)
+        library_ctx = NodeContext(False, rejects, version, stripped, default_of, effect_of)
         hit = _CONTEXTS[key] = (s.history, graph_ctx, library_ctx)
     return hit[1], hit[2]
 
@@ -303,7 +306,7 @@ def _node_findings(s: Subject) -> list[tuple[Finding, str | None, bool]]:
             if key in reported:
                 continue  # one finding per (code, op, attr): kinds repeat the same cause
             reported.add(key)
-            if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED):
+            if finding.code in (Code.ATTR_UNKNOWN, Code.ATTR_IGNORED, Code.ATTR_UNVERIFIED):
                 finding = _with_attr_history(s, finding)
             at_load = finding.code not in ATTR_CODES or s.instantiates_at_load
             findings.append((finding, kind.function, at_load))
@@ -405,6 +408,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-nodes": partial(check_nodes, in_functions=True),
     "function-edges": partial(check_edges, in_functions=True),
     "serving": check_serving,
+    "kernel-changes": kernel_change_findings,
     "runs": run_findings,
     "objects": object_findings,
     "keras": check_keras,

@@ -17,6 +17,7 @@ from worker.compat.memo import remembered
 from worker.compat.signatures import arg_count, effective_attrs, signature
 from worker.model.artifact import AttrDef, AttrJSON, NodeKind, OpDef
 from worker.model.attrs import attr_kind, describe_attr
+from worker.model.effects import AttrEffect, Effect
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 
 
@@ -28,6 +29,11 @@ class NodeContext:
     stripped_default_attrs: bool  # the export already stripped defaults
     # An attr's default where the model carries no op list (frozen GraphDefs).
     default_of: Callable[[str, str], AttrJSON | None] = field(
+        default=lambda op, attr: None, compare=False
+    )
+    # What an attr does to results, measured (catalog/data/attr_effects.json); None:
+    # not measured, which is never read as "no effect".
+    effect_of: Callable[[str, str], AttrEffect | None] = field(
         default=lambda op, attr: None, compare=False
     )
 
@@ -77,25 +83,6 @@ def _minimum(attr: AttrDef, value: AttrJSON) -> Finding | None:
     return None
 
 
-# Attrs whose value changes what the op computes on the forward pass, so that a
-# release which ignores them returns other results (TensorFlow's op docs). Other
-# ignored attrs (VarHandleOp `debug_name`, MatMul `grad_a`, SparseSegmentSum
-# `sparse_gradient`: names and gradient hints) change nothing a request sees: the
-# fixture matrix has 1,270 cells where those were ignored, and every one served.
-FORWARD_ATTRS: dict[tuple[str, str], str] = {
-    ("TridiagonalSolve", "perturb_singular"): (
-        "singular systems are solved by perturbation instead of failing"
-    ),
-}
-
-
-# Attrs that only name things: a release that rejects them loads the model once they
-# are dropped, and nothing a request sees changes (fixture finding 7: VarHandleOp
-# `debug_name`, set to the variable's name so no export strips it, dropped from
-# 2.15+ models made them load, run and return the producer's outputs on 1.15, 2.4).
-NAMING_ATTRS = frozenset({("VarHandleOp", "debug_name")})
-
-
 def where_of(kind: NodeKind) -> str:
     return kind.where
 
@@ -130,11 +117,12 @@ def _unknown_attr(
             attr=name,
             fix=Fix(FixKind.STRIP_DEFAULT_ATTRS),
         )
+    effect = ctx.effect_of(kind.op, name)
     if ctx.rejects_unknown_attrs:
         if is_default:
             state, fix = f"value {shown}, its default", Fix(FixKind.STRIP_DEFAULT_ATTRS)
-        elif (kind.op, name) in NAMING_ATTRS:
-            state = f"value {shown}, a name"
+        elif effect is not None and effect.effect == Effect.NO_EFFECT:
+            state = f"value {shown}, measured to change no results"
             fix = Fix(FixKind.DROP_ATTR, op=kind.op, attr=name)
         else:
             state = f"value {shown}" + (", not its default" if default is not None else "")
@@ -146,34 +134,48 @@ def _unknown_attr(
             attr=name,
             fix=fix,
         )
-    if default is None:
-        return info(
-            Code.ATTR_IGNORED,
-            f"{kind.op} attr '{name}' ({where}, value {shown}) is unknown to this release, "
-            "which ignores it; the graph carries no op list, so whether that value is the "
-            "default is not known.",
-            op=kind.op,
-            attr=name,
-        )
-    effect = FORWARD_ATTRS.get((kind.op, name))
     text = (
-        f"{kind.op} attr '{name}' ({where}) is set to {shown}, not its default "
-        f"{describe_attr(default)}; this release does not know the attr and ignores it"
+        f"{kind.op} attr '{name}' ({where}) is set to {shown}"
+        + (f", not its default {describe_attr(default)}" if default is not None else "")
+        + "; this release does not know the attr and ignores it"
     )
-    if effect is None:
+    if effect is not None and effect.effect == Effect.NO_EFFECT:
         return info(
             Code.ATTR_IGNORED,
-            f"{text} (it does not change what the node computes).",
+            f"{text}. Measured ({effect.source}): {effect.how}.",
             op=kind.op,
             attr=name,
         )
+    if effect is not None and effect.effect == Effect.CHANGES_RESULTS and effect.refuses_only:
+        return info(
+            Code.ATTR_IGNORED,
+            f"{text}. The value only makes the op refuse inputs the default accepts, so "
+            "this release answers wherever the producer answers, and also where it would "
+            f"refuse. Measured ({effect.source}): {effect.evidence}.",
+            op=kind.op,
+            attr=name,
+        )
+    changes = effect is not None and effect.effect == Effect.CHANGES_RESULTS
     return warning(
-        Code.ATTR_IGNORED,
-        f"{text}, so requests get the default behaviour, not the exported one: with "
-        f"{name}={shown} {effect}.",
+        Code.ATTR_IGNORED if changes else Code.ATTR_UNVERIFIED,
+        f"{text}, so requests get what the op computes at the default: "
+        + _risk(name, effect, default is None),
         op=kind.op,
         attr=name,
         fix=Fix(FixKind.UPGRADE_TO, op=kind.op, attr=name),
+    )
+
+
+def _risk(name: str, effect: AttrEffect | None, default_unknown: bool) -> str:
+    """Why ignoring the attr is a risk: the measured difference, or that none was measured."""
+    unknown = " (the graph carries no op list, so whether the value is the default is not known)"
+    if effect is not None and effect.effect == Effect.CHANGES_RESULTS:
+        return f"the results differ. Measured ({effect.source}): {effect.evidence}." + (
+            unknown if default_unknown else ""
+        )
+    why = effect.how if effect is not None else "the attr is not in the measured table"
+    return f"whether that changes results is not verified ({why})." + (
+        unknown if default_unknown else ""
     )
 
 
@@ -182,7 +184,7 @@ def _unknown_attr(
 _NODE_MARK = "\x00node\x00"
 _FUNCTION_MARK = "\x00function\x00"
 
-_Template = tuple[OpDef, OpDef | None, object, tuple[Finding, ...]]
+_Template = tuple[OpDef, OpDef | None, object, object, tuple[Finding, ...]]
 _FINDINGS: dict[tuple[object, ...], _Template] = remembered({})
 _FINDINGS_LIMIT = 200_000
 
@@ -197,8 +199,8 @@ def check_node_kind(
     OpDef and context: the findings are kept as a template naming a placeholder node,
     and each model's kind gets them with its own node and function names (the only
     part of a message that differs between equal keys). The producer's OpDef and the
-    catalog's defaults count only for an attr the consumer lacks, so they are part of
-    the memo only then. What the memo names by identity is held, so no other object
+    catalog's defaults and attr effects count only for an attr the consumer lacks, so
+    they are part of the memo only then. What the memo names by identity is held, so no other object
     can take its id meanwhile.
     """
     deprecated = (
@@ -209,6 +211,7 @@ def check_node_kind(
     known = op.attr_map
     lacks = any(name not in known for name in kind.attrs)
     defaults = getattr(ctx.default_of, "__self__", ctx.default_of) if lacks else None
+    effects = getattr(ctx.effect_of, "__self__", ctx.effect_of) if lacks else None
     memo = (
         id(op),
         kind.key,
@@ -217,6 +220,7 @@ def check_node_kind(
         ctx.producer_version if deprecated else None,
         id(producer_op) if lacks else None,
         id(defaults),
+        id(effects),
         bool(kind.function),
     )
     hit = _FINDINGS.get(memo)
@@ -225,6 +229,7 @@ def check_node_kind(
         or hit[0] is not op
         or hit[1] is not (producer_op if lacks else None)
         or hit[2] is not defaults
+        or hit[3] is not effects
     ):
         marked = NodeKind(
             kind.op,
@@ -237,8 +242,8 @@ def check_node_kind(
         found = tuple(_validate(marked, op, producer_op, ctx))
         if len(_FINDINGS) >= _FINDINGS_LIMIT:
             _FINDINGS.clear()
-        hit = _FINDINGS[memo] = (op, producer_op if lacks else None, defaults, found)
-    if not hit[3]:
+        hit = _FINDINGS[memo] = (op, producer_op if lacks else None, defaults, effects, found)
+    if not hit[4]:
         return []
     template = f"node {_NODE_MARK}" + (f" in function {_FUNCTION_MARK}" if kind.function else "")
     where = where_of(kind)
@@ -246,7 +251,7 @@ def check_node_kind(
         Finding(
             f.code, f.severity, f.message.replace(template, where), f.op, f.attr, f.fix, f.stage
         )
-        for f in hit[3]
+        for f in hit[4]
     ]
 
 

@@ -50,17 +50,17 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 _GRAPH_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
     "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
-    "runs", "keras", "unsafe", "policy",
+    "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
     "nodes", "edges", "function-ops", "function-nodes", "function-edges", "objects", "serving",
-    "runs", "keras", "unsafe", "policy",
+    "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
     "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges", "objects",
-    "serving", "runs", "keras", "unsafe", "policy",
+    "serving", "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 
 

@@ -25,6 +25,7 @@ from worker.compat.memo import kinds_in_scope
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
+from worker.model.effects import AttrEffect, KernelChange
 from worker.model.findings import Finding
 
 SERVING_TAG = "serve"
@@ -49,6 +50,14 @@ class History(Protocol):
         """The last known release that registers `op` (for removed ops)."""
         ...
 
+    def attr_effect(self, op: str, attr: str) -> AttrEffect | None:
+        """What the attr does to the op's results, as measured; None: not measured."""
+        ...
+
+    def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        """How the op's kernel in `release` differs from the newest, as measured."""
+        ...
+
     def producer_date(self, graph_def_version: int) -> dt.date | None: ...
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
@@ -67,6 +76,12 @@ class NoHistory:
         return None
 
     def op_last_release(self, op: str) -> str | None:
+        return None
+
+    def attr_effect(self, op: str, attr: str) -> AttrEffect | None:
+        return None
+
+    def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         return None
 
     def producer_date(self, graph_def_version: int) -> dt.date | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable
 
+from worker.compat.kernel_changes import dtype_of
 from worker.compat.kernels import kernel_gap
 from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
 from worker.compat.objects import revival_gaps
@@ -120,8 +121,19 @@ def _class_of(
         banned,
         kernels,
         _revival_signature(artifact, consumer),
+        _kernel_change_signature(graph, consumer, history),
     )
     return found, by_release
+
+
+def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:
+    """Which of the graph's (op, dtype) pairs the catalog measured to compute otherwise in
+    the consumer's release (`kernel.changed` reads the release, which the registry alone
+    does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max)."""
+    if graph is None or consumer.tensorflow is None:
+        return None
+    pairs = {(k.op, d) for k in _kind_set(graph)[1] if (d := dtype_of(k)) is not None}
+    return tuple(sorted(p for p in pairs if history.kernel_change(p[0], p[1], consumer.tensorflow)))
 
 
 def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:

@@ -7,12 +7,14 @@ from finding messages:
   catalog registry of the release its GraphDef producer number dates): exactly
   what `strip_default_attrs=True` would have done, in graph nodes and in every
   function body;
-- an attr in the curated `meaningless` table is dropped whatever its value;
+- an attr measured to change no results (`no-effect-on-results` in the catalog's
+  attr table, `catalog/data/attr_effects.json`) is dropped whatever its value;
+  one that changes results, or that no one measured, only at its default;
 - nothing else: no op is dropped, no VersionDef lowered, no value changed.
 
 A drop is kept only when it is safe for every named consumer at once: one that
-knows the attr must fill in the same default (or, for a meaningless attr, have
-one). The copy's metadata is then simulated (the same node kinds without the
+knows the attr must fill in the same default (or, for an attr with no effect,
+have one). The copy's metadata is then simulated (the same node kinds without the
 dropped attrs) and checked against each consumer exactly like the original, so
 "fixed" means the checks that judge uploads say the copy serves.
 """
@@ -20,7 +22,7 @@ dropped attrs) and checked against each consumer exactly like the original, so
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.version import Version
@@ -28,14 +30,14 @@ from packaging.version import Version
 from worker.catalog.catalog import Catalog
 from worker.compat.check import check_artifact
 from worker.compat.subject import select_meta_graph
-from worker.fix.meaningless import meaningless
 from worker.model.artifact import Artifact, AttrJSON, Graph, NodeKind, OpDef
 from worker.model.consumer import Consumer, Loader
+from worker.model.effects import AttrEffect, Effect
 from worker.model.findings import Code, Finding, Severity
 from worker.model.verdict import Verdict
 
 PRODUCER_DEFAULT = "producer-default"
-MEANINGLESS = "meaningless"
+NO_EFFECT = str(Effect.NO_EFFECT)
 
 # Findings that stop a consumer serving even when they are only warnings: errors the
 # consumer meets when a function first runs (compat.check.deferred_to_call).
@@ -57,11 +59,11 @@ _DEFERRED_BLOCKERS = frozenset(
 class Drop:
     """Drop attr `attr` from every `op` node (graph and functions) holding `value`.
 
-    `value` None: any value (a meaningless attr)."""
+    `value` None: any value (an attr measured to change no results)."""
 
     op: str
     attr: str
-    rule: str  # PRODUCER_DEFAULT | MEANINGLESS
+    rule: str  # PRODUCER_DEFAULT | NO_EFFECT
     default: str | None = None  # the value as canonical JSON (hashable)
 
     @classmethod
@@ -234,9 +236,13 @@ def _all_kinds(artifact: Artifact) -> Iterable[NodeKind]:
 
 
 def candidate_drops(
-    artifact: Artifact, consumer: Consumer, producer_ops: Mapping[str, OpDef]
+    artifact: Artifact,
+    consumer: Consumer,
+    producer_ops: Mapping[str, OpDef],
+    effect_of: Callable[[str, str], AttrEffect | None],
 ) -> set[Drop]:
-    """Attrs on the artifact's nodes that the consumer's OpDef lacks and a drop covers."""
+    """Attrs on the artifact's nodes that the consumer's OpDef lacks and a drop covers:
+    any value of an attr measured to change no results, else only the default."""
     if consumer.registry is None:
         return set()
     found: set[Drop] = set()
@@ -247,8 +253,9 @@ def candidate_drops(
         for name, value in kind.attrs.items():
             if name in op.attr_map:
                 continue
-            if meaningless(kind.op, name) is not None:
-                found.add(Drop(kind.op, name, MEANINGLESS))
+            effect = effect_of(kind.op, name)
+            if effect is not None and effect.effect == Effect.NO_EFFECT:
+                found.add(Drop(kind.op, name, NO_EFFECT))
                 continue
             producer_op = producer_ops.get(kind.op)
             attr = producer_op.attr(name) if producer_op else None
@@ -266,7 +273,7 @@ def safe_for(drop: Drop, ops: Mapping[str, OpDef]) -> bool:
     attr = op.attr(drop.attr) if op else None
     if attr is None:
         return True  # it lacks the attr (or the op): the drop is what it needs
-    if drop.rule == MEANINGLESS:
+    if drop.rule == NO_EFFECT:
         return attr.default is not None
     return attr.default is not None and canonical(attr.default) == drop.default
 
@@ -313,7 +320,7 @@ def plan_fix(
     newer release)."""
     producer_ops, _source = producer_defaults(artifact, catalog)
     wanted: dict[str, set[Drop]] = {
-        c.name: candidate_drops(artifact, c, producer_ops) for c in consumers
+        c.name: candidate_drops(artifact, c, producer_ops, catalog.attr_effect) for c in consumers
     }
     union = set().union(*wanted.values()) if wanted else set()
     registries = [c.registry.ops for c in consumers if c.registry is not None]

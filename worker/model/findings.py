@@ -41,7 +41,8 @@ class Code(StrEnum):
     OP_DEPRECATED = "op.deprecated"
     OP_NEEDS_CUDA = "op.needs-cuda"
     ATTR_UNKNOWN = "attr.unknown"
-    ATTR_IGNORED = "attr.ignored"
+    ATTR_IGNORED = "attr.ignored"  # measured: changes results (warning) or not (info)
+    ATTR_UNVERIFIED = "attr.ignored-unverified"  # ignored, and what that changes is unmeasured
     ATTR_DEFAULT_DROPPED = "attr.default-dropped"
     ATTR_MISSING = "attr.missing"
     ATTR_TYPE = "attr.wrong-type"
@@ -59,6 +60,7 @@ class Code(StrEnum):
     REQUEST_NO_SIGNATURE = "request.no-signature"  # nothing a request can call
     REQUEST_PYTHON = "request.python"  # a Python callable on a run: no other process has it
     KERNEL_MISSING = "kernel.missing"  # registered op, no kernel for the device and types
+    KERNEL_CHANGED = "kernel.changed"  # the kernel computes other results than the newest
     OBJECT_NOT_REVIVED = "object.not-revived"  # tf.saved_model.load cannot rebuild it
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
     # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
@@ -100,7 +102,7 @@ class FixKind(StrEnum):
     KEEP_AT_MOST = "keep_at_most"  # release: the last release that has the op
     STRIP_DEFAULT_ATTRS = "strip_default_attrs"  # re-export dropping default-valued attrs
     SET_ATTR_DEFAULT = "set_attr_default"  # op, attr: export with the attr at its default
-    DROP_ATTR = "drop_attr"  # op, attr: an attr that only names things; dropping it is safe
+    DROP_ATTR = "drop_attr"  # op, attr: measured to change no results; dropping it is safe
     REEXPORT_WITHOUT_OP = "reexport_without_op"  # op
     LOAD_OP_LIBRARY = "load_op_library"  # op: a custom op's library, in the consumer
     USE_MODEL_EXPORT = "use_model_export"  # Keras 3: model.export() instead of saved_model.save

@@ -48,7 +48,10 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
     if kind == "set_attr_default":
         return f"Export with {item} at its default"
     if kind == "drop_attr":
-        return f"Re-export without attr {item} (it only names the node; dropping it is safe)"
+        return (
+            f"Re-export without attr {item}, or run {quote('tfcompat fix')} (measured: it "
+            "changes no results, so dropping it is safe)"
+        )
     if kind == "reexport_without_op":
         return f"Re-export without op {item}"
     if kind == "load_op_library":

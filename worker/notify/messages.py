@@ -130,6 +130,8 @@ def reason(finding: Mapping[str, Any]) -> str:
         "op.needs-cuda": f"op `{op}` runs only in a CUDA build (requests fail)",
         "attr.unknown": f"unknown attr {_code(op, attr)}",
         "attr.ignored": f"attr {_code(op, attr)} ignored",
+        "attr.ignored-unverified": f"attr {_code(op, attr)} ignored (effect not verified)",
+        "kernel.changed": f"`{op}` computes other results in this release",
         "attr.default-dropped": f"attr {_code(op, attr)} dropped at load",
         "attr.missing": f"`{op}` lacks required attr `{attr}`",
         "attr.not-allowed": f"value of {_code(op, attr)} not allowed",

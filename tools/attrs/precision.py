@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Precision and recall of `at-risk` on models real TensorFlow made and ran.
+
+    .venv/bin/python tools/attrs/precision.py [DIR] [--json]
+
+DIR (default tests/fixtures/attrs-heldout) holds models made by tools/attrs/models.py
+and the outcomes tools/attrs/outcomes.py recorded in every release. For each (model,
+release) the release imported and served, the truth is whether it answered what the
+producer release answered on every feed; the prediction is `tfcompat check`'s status
+for that release with the graph-import loader. Over those cells:
+- precision: of the cells predicted `at-risk`, how many really answered otherwise;
+- recall: of the cells that really answered otherwise, how many were `at-risk`.
+Cells where the release refused the graph are counted apart (predicted
+`incompatible` or not), since at-risk is a claim about models that load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from worker.catalog.catalog import load_catalog  # noqa: E402
+from worker.compat.check import check_artifact  # noqa: E402
+from worker.formats.read import read_path  # noqa: E402
+from worker.model.consumer import Loader  # noqa: E402
+from worker.model.verdict import Status  # noqa: E402
+
+DEFAULT = REPO / "tests" / "fixtures" / "attrs-heldout"
+
+
+def cells(root: Path) -> list[dict[str, Any]]:
+    catalog = load_catalog()
+    found = []
+    for path in sorted(root.glob("*/outcomes.json")):
+        doc = json.loads(path.read_text())
+        (artifact,) = read_path(str(path.parent / "frozen_graph.pb"))
+        for release, real in sorted(doc["releases"].items()):
+            consumer = catalog.consumer(release, Loader.GRAPH_IMPORT)
+            verdict = check_artifact(artifact, consumer, catalog)
+            found.append(
+                {
+                    "case": doc["case"],
+                    "release": release,
+                    "loads": bool(real["loads"]),
+                    "differs": not real["same"],
+                    "status": str(verdict.status),
+                    "warnings": sorted(
+                        {str(f.code) for f in verdict.findings if f.severity == "warning"}
+                    ),
+                }
+            )
+    return found
+
+
+def score(found: list[dict[str, Any]]) -> dict[str, Any]:
+    served = [c for c in found if c["loads"]]
+    tp = sum(c["status"] == Status.AT_RISK and c["differs"] for c in served)
+    fp = sum(c["status"] == Status.AT_RISK and not c["differs"] for c in served)
+    fn = sum(c["status"] != Status.AT_RISK and c["differs"] for c in served)
+    tn = sum(c["status"] != Status.AT_RISK and not c["differs"] for c in served)
+    refused = [c for c in found if not c["loads"]]
+    return {
+        "cells": len(found),
+        "served": len(served),
+        "true_positive": tp,
+        "false_positive": fp,
+        "false_negative": fn,
+        "true_negative": tn,
+        "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+        "refused": len(refused),
+        "refused_predicted_incompatible": sum(c["status"] == Status.INCOMPATIBLE for c in refused),
+        "misses": [
+            f"{c['case']}@{c['release']}: {c['status']}, differs={c['differs']}"
+            for c in served
+            if (c["status"] == Status.AT_RISK) != c["differs"]
+        ],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("root", type=Path, nargs="?", default=DEFAULT)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    found = score(cells(args.root))
+    if args.json:
+        json.dump(found, sys.stdout, indent=1, sort_keys=True)
+        sys.stdout.write("\n")
+        return 0
+    print(
+        f"{found['cells']} cells ({found['served']} served, {found['refused']} refused: "
+        f"{found['refused_predicted_incompatible']} predicted incompatible)"
+    )
+    print(
+        f"at-risk precision {found['precision']} "
+        f"({found['true_positive']}/{found['true_positive'] + found['false_positive']}), "
+        f"recall {found['recall']} "
+        f"({found['true_positive']}/{found['true_positive'] + found['false_negative']})"
+    )
+    for miss in found["misses"]:
+        print(f"  miss: {miss}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
