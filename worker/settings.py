@@ -32,9 +32,11 @@ DEFAULT_MODEL_PATTERNS = (
 )
 
 
-RECEIVER_ROUTES = ("s3", "eventbridge", "sns", "github")
+DEFAULT_RECEIVER_ROUTES = ("s3", "eventbridge", "sns", "github")
+RECEIVER_ROUTES = (*DEFAULT_RECEIVER_ROUTES, "mlflow")
 """The event routes `tfcompat serve` can serve: /events/s3, /events/eventbridge,
-/events/sns, /webhooks/github."""
+/events/sns, /webhooks/github, /webhooks/mlflow (served only when named: it needs an
+MLflow server to talk to)."""
 
 
 class Settings(BaseSettings):
@@ -102,11 +104,12 @@ class Settings(BaseSettings):
         "`TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` permits",
     )
     receiver_routes: list[str] = Field(
-        default_factory=lambda: list(RECEIVER_ROUTES),
+        default_factory=lambda: list(DEFAULT_RECEIVER_ROUTES),
         description="Event routes `tfcompat serve` serves (JSON list of `s3`, `eventbridge`, "
-        "`sns`, `github`); each must authenticate its sender: `s3` and `eventbridge` need "
-        "`TFCOMPAT_EVENTS_TOKEN`, `sns` `TFCOMPAT_SNS_TOPIC_ARNS`, `github` "
-        "`TFCOMPAT_GITHUB_WEBHOOK_SECRET`, or the receiver does not start",
+        "`sns`, `github`, `mlflow`; `mlflow` only when named); each must authenticate its "
+        "sender: `s3` and `eventbridge` need `TFCOMPAT_EVENTS_TOKEN`, `sns` "
+        "`TFCOMPAT_SNS_TOPIC_ARNS`, `github` `TFCOMPAT_GITHUB_WEBHOOK_SECRET`, `mlflow` "
+        "`TFCOMPAT_MLFLOW_WEBHOOK_SECRET`, or the receiver does not start",
     )
     buckets: list[str] = Field(
         default_factory=list,
@@ -178,6 +181,29 @@ class Settings(BaseSettings):
         description="Header an authenticating proxy in front of the receiver sets to the "
         "signed-in user (e.g. `X-Forwarded-User`); a request with it non-empty may read "
         "the fleet page. Set it only when every request passes through that proxy",
+    )
+    mlflow_tracking_uri: str | None = Field(
+        None,
+        description="MLflow tracking server whose model versions are checked and tagged "
+        "(`http://host:5000`); unset: MLflow webhooks are refused",
+    )
+    mlflow_tracking_token: SecretStr | None = Field(
+        None, description="Bearer token for the MLflow tracking server, when it asks for one"
+    )
+    mlflow_webhook_secret: SecretStr | None = Field(
+        None,
+        description="HMAC secret of the MLflow webhook (the `secret` given to "
+        "`create_webhook`): POST /webhooks/mlflow refuses every delivery without it",
+    )
+    mlflow_webhook_tolerance: int = Field(
+        300,
+        description="Seconds an MLflow delivery's X-MLflow-Timestamp may differ from our "
+        "clock; older deliveries are refused as replays",
+    )
+    mlflow_delivery_ttl: int = Field(
+        24 * 3600,
+        description="Seconds an X-MLflow-Delivery-Id is remembered (replays inside the "
+        "timestamp window); kept above TFCOMPAT_MLFLOW_WEBHOOK_TOLERANCE",
     )
     metrics_port: int = Field(
         0,

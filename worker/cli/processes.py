@@ -88,9 +88,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from worker.ingest.app import create_http_app
     from worker.ingest.github import github_route
     from worker.ingest.handoff import Handoff
+    from worker.ingest.mlflow import mlflow_route
     from worker.logs import configure_logging
     from worker.once import RedisClaims
-    from worker.pipeline.app import github_enqueuer, object_enqueuer
+    from worker.pipeline.app import github_enqueuer, object_enqueuer, registry_enqueuer
     from worker.pipeline.health import dependency_checks
     from worker.settings import load_settings, state_redis_url
 
@@ -101,6 +102,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     routes = []
     if "github" in settings.receiver_routes:
         routes.append(github_route(settings, github_enqueuer(settings), claims, handoff))
+    if "mlflow" in settings.receiver_routes:
+        routes.append(mlflow_route(settings, registry_enqueuer(settings), claims, handoff))
     app = create_http_app(
         settings,
         object_enqueuer(settings),

@@ -76,6 +76,10 @@ def open_routes(settings: Settings) -> list[str]:
             secret = settings.github_webhook_secret
             if secret is None or not secret.get_secret_value():
                 reasons.append("/webhooks/github has no TFCOMPAT_GITHUB_WEBHOOK_SECRET")
+        elif route == "mlflow":
+            secret = settings.mlflow_webhook_secret
+            if secret is None or not secret.get_secret_value():
+                reasons.append("/webhooks/mlflow has no TFCOMPAT_MLFLOW_WEBHOOK_SECRET")
     if reasons:
         reasons[-1] += (
             f" (or leave routes out of TFCOMPAT_RECEIVER_ROUTES: {','.join(RECEIVER_ROUTES)})"

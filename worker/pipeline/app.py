@@ -25,11 +25,13 @@ from celery import Celery, bootsteps, signals
 from worker.errors import ConfigError, TransientError
 from worker.model.events import ObjectEvent
 from worker.model.github import GithubJob
+from worker.model.registry import RegistryJob
 from worker.settings import Settings
 
 TASK_CHECK_OBJECT = "tfcompat.check_object"
 TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
+TASK_MLFLOW_VERSION = "tfcompat.mlflow_version"
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; a waiting retry keeps its lease (Redis) or is unacked (RabbitMQ)
 MAX_RETRIES = 8
@@ -85,7 +87,11 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
         "tfcompat",
         broker=settings.broker_url,
         backend=settings.result_backend,
-        include=["worker.pipeline.tasks", "worker.pipeline.github_tasks"],
+        include=[
+            "worker.pipeline.tasks",
+            "worker.pipeline.github_tasks",
+            "worker.pipeline.registry_tasks",
+        ],
     )
     app.conf.update(
         task_serializer="json",
@@ -149,6 +155,16 @@ def github_enqueuer(settings: Settings) -> Callable[[GithubJob], None]:
     publish = publisher(settings, TASK_GITHUB_EVENT)
 
     def enqueue(job: GithubJob) -> None:
+        publish(job.to_json())
+
+    return enqueue
+
+
+def registry_enqueuer(settings: Settings) -> Callable[[RegistryJob], None]:
+    """Hands registered model versions to `mlflow_version` (the MLflow route's enqueue)."""
+    publish = publisher(settings, TASK_MLFLOW_VERSION)
+
+    def enqueue(job: RegistryJob) -> None:
         publish(job.to_json())
 
     return enqueue

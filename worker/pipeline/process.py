@@ -150,6 +150,28 @@ def consumer_states(reports: Sequence[dict[str, Any]]) -> dict[str, str]:
     return states
 
 
+def verdict_reports(
+    artifacts: Sequence[Artifact], checker: Checker
+) -> tuple[list[dict[str, Any]], list[str], str | None]:
+    """Each artifact's report against the fleet and the catalog, and the releases that
+    serve every one of them (with the first such release)."""
+    releases = checker.catalog.range_consumers()
+    lookup = release_lookup(checker.catalog)
+    reports = []
+    every: list[list[ReleaseOutcome]] = []
+    for a in artifacts:
+        outcomes = release_verdicts(a, releases, checker.catalog)
+        report = artifact_report(
+            a, checker.consumers, releases, checker.catalog, checker.policy, outcomes
+        )
+        # for fleet changes: a consumer added as a catalog release takes its verdict
+        report["release_verdicts"] = release_record(outcomes, lookup)
+        reports.append(report)
+        every.append(outcomes)
+    ranges, min_release = combined_ranges(reports, every)
+    return reports, ranges, min_release
+
+
 def check_and_record(
     event: ObjectEvent,
     artifacts: Sequence[Artifact],
@@ -164,20 +186,7 @@ def check_and_record(
     read and written back to back."""
     bucket, key = location.of(event)
     if error is None:
-        releases = checker.catalog.range_consumers()
-        lookup = release_lookup(checker.catalog)
-        reports = []
-        every: list[list[ReleaseOutcome]] = []
-        for a in artifacts:
-            outcomes = release_verdicts(a, releases, checker.catalog)
-            report = artifact_report(
-                a, checker.consumers, releases, checker.catalog, checker.policy, outcomes
-            )
-            # for fleet changes: a consumer added as a catalog release takes its verdict
-            report["release_verdicts"] = release_record(outcomes, lookup)
-            reports.append(report)
-            every.append(outcomes)
-        ranges, min_release = combined_ranges(reports, every)
+        reports, ranges, min_release = verdict_reports(artifacts, checker)
     else:
         reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]
         ranges, min_release = [], None

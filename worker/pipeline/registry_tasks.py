@@ -1,0 +1,48 @@
+"""Celery task for registered model versions: JSON in, build the client, call one function."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from celery import Task, shared_task
+
+from worker.errors import ConfigError, MalformedEvent
+from worker.model.registry import RegistryJob
+from worker.pipeline.app import RETRY_POLICY, TASK_MLFLOW_VERSION, settings_of
+from worker.pipeline.registered import check_model_version
+from worker.pipeline.services import services_for
+from worker.sinks.mlflow import mlflow_registry
+
+log = structlog.get_logger(__name__)
+
+
+@shared_task(bind=True, name=TASK_MLFLOW_VERSION, **RETRY_POLICY)
+def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parsed = RegistryJob.from_json(job)
+    except MalformedEvent as exc:
+        log.error("task.malformed", error=str(exc))
+        return {"action": "rejected", "error": str(exc)}
+    structlog.contextvars.bind_contextvars(
+        model=parsed.name, version=parsed.version, delivery=parsed.delivery
+    )
+    settings = settings_of(self.app)
+    try:
+        registry = mlflow_registry(settings)
+    except ConfigError as exc:
+        log.error("mlflow.not_configured", error=str(exc))
+        return {"action": "rejected", "error": str(exc)}
+    services = services_for(settings)
+    outcome = check_model_version(
+        parsed, registry, services.store, services.checker, services.location
+    )
+    log.info(
+        "task.done",
+        action=outcome.action,
+        status=outcome.status,
+        tags=outcome.tags,
+        deleted=list(outcome.deleted),
+        bytes_read=registry.bytes_read,
+    )
+    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}

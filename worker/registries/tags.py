@@ -1,0 +1,74 @@
+"""Which tags we write on a registered model version, and which we may remove; pure.
+
+Ours are `tfcompat.status`, `tfcompat.releases`, `tfcompat.report` (the report's
+`s3://` URL, when reports are stored) and one `tfcompat.consumer.<name>` per
+fleet consumer that cannot serve the version (its status). A registry allows
+far more tags than S3's ten, so none of ours is ever dropped for room.
+
+We never remove or change a tag we did not write. A consumer tag is removed
+only when it names a consumer of the fleet we check against (it serves the
+version now); a tag naming a consumer that has since left the fleet stays, as
+we can no longer tell it from one a person set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from worker.compat.ranges import tag_value
+
+PREFIX = "tfcompat."
+STATUS = "tfcompat.status"
+RELEASES = "tfcompat.releases"
+REPORT = "tfcompat.report"
+CONSUMER = "tfcompat.consumer."
+MAX_VALUE = 250  # SageMaker's tag value limit (256) with room; MLflow takes more
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_.\- /]")  # what MLflow and SageMaker tag keys share
+FAILING = frozenset({"incompatible", "at-risk", "unknown", "invalid"})
+
+
+def consumer_key(name: str) -> str:
+    return CONSUMER + _KEY_UNSAFE.sub("_", name)[:100]
+
+
+@dataclass(frozen=True)
+class TagPlan:
+    """What to change on the version: `put` (key -> value) and `delete` (keys)."""
+
+    put: dict[str, str]
+    delete: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.put and not self.delete
+
+
+def version_tags(document: Mapping[str, Any], report_url: str | None) -> dict[str, str]:
+    """Our tags for a checked version, from its report document."""
+    ours = {
+        STATUS: str(document["status"]),
+        RELEASES: tag_value(document.get("compatible_releases") or []),
+    }
+    if report_url:
+        ours[REPORT] = report_url
+    verdicts = (document.get("fleet") or {}).get("verdicts") or {}
+    for consumer, status in sorted(verdicts.items()):
+        if status in FAILING:
+            ours[consumer_key(consumer)] = status
+    return {k: v[:MAX_VALUE] for k, v in ours.items()}
+
+
+def plan_tags(
+    existing: Mapping[str, str], ours: Mapping[str, str], fleet: Iterable[str]
+) -> TagPlan:
+    """The writes that make `existing` carry `ours`: only changed values are put, and only
+    our consumer tags for consumers of `fleet` that no longer fail are deleted."""
+    put = {k: v for k, v in ours.items() if existing.get(k) != v}
+    known = {consumer_key(name) for name in fleet}
+    delete = tuple(
+        sorted(k for k in existing if k in known and k not in ours and k.startswith(CONSUMER))
+    )
+    return TagPlan(put, delete)
