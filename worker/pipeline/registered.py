@@ -10,7 +10,8 @@ checked, stores the report, then writes our tags on the version.
 Safe to repeat: the report's bytes depend on the version and the verdict only,
 and a tag is written only when its value changes. The version's tags are read
 right before ours are written, and only ours are written or removed
-(`registries.tags`). A version still being registered (`PENDING_REGISTRATION`)
+(`registries.tags`), `tfcompat.status` last: a reader that sees a new status
+sees the other tags of the same check. A version still being registered (`PENDING_REGISTRATION`)
 is retried later (`TransientError`); one whose registration failed, or that
 holds no TensorFlow model, is left untagged.
 """
@@ -183,8 +184,8 @@ def check_model_version(
         store.put_report(place[0], place[1], encode(document))
     existing = registry.model_version(job.name, job.version).tags
     plan = plan_tags(existing, ours, [c.name for c in checker.consumers])
-    for key, value in plan.put.items():
-        registry.set_tag(job.name, job.version, key, value)
     for key in plan.delete:
         registry.delete_tag(job.name, job.version, key)
+    for key, value in plan.put.items():
+        registry.set_tag(job.name, job.version, key, value)
     return VersionOutcome("checked", document["status"], ours, plan.delete, report_url, document)

@@ -64,9 +64,11 @@ def version_tags(document: Mapping[str, Any], report_url: str | None) -> dict[st
 def plan_tags(
     existing: Mapping[str, str], ours: Mapping[str, str], fleet: Iterable[str]
 ) -> TagPlan:
-    """The writes that make `existing` carry `ours`: only changed values are put, and only
-    our consumer tags for consumers of `fleet` that no longer fail are deleted."""
-    put = {k: v for k, v in ours.items() if existing.get(k) != v}
+    """The writes that make `existing` carry `ours`: only changed values are put (in
+    order, `tfcompat.status` last), and only our consumer tags for consumers of `fleet`
+    that no longer fail are deleted."""
+    changed = sorted((k for k in ours if existing.get(k) != ours[k]), key=lambda k: k == STATUS)
+    put = {k: ours[k] for k in changed}
     known = {consumer_key(name) for name in fleet}
     delete = tuple(
         sorted(k for k in existing if k in known and k not in ours and k.startswith(CONSUMER))
