@@ -77,7 +77,7 @@ def open_model_tree(uri: str, registry: VersionRegistry, store: ObjectStore) -> 
     the worker cannot read (gs://, wasbs://, dbfs:/ ...)."""
     proxied = proxied_path(uri)
     if proxied is not None:
-        return ProxiedTree(registry, proxied)  # type: ignore[arg-type]
+        return ProxiedTree(registry, proxied)
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme in ("s3", "s3a"):
         return store.tree(parsed.netloc, parsed.path.strip("/"))

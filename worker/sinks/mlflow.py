@@ -22,7 +22,7 @@ import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from worker.errors import ConfigError, NotFound, TfcompatError, TransientError
 from worker.formats.source import Source, truncated
@@ -33,6 +33,14 @@ ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
 BLOCK = 1 << 20
 KEPT_BLOCKS = 8
 TIMEOUT = 30.0
+
+
+class ArtifactProxy(Protocol):
+    """The artifact proxy's two read calls (`MlflowRegistry`, or a fake in tests)."""
+
+    def list_artifacts(self, path: str) -> list[tuple[str, bool, int]]: ...
+
+    def read_artifact(self, path: str, offset: int, length: int) -> tuple[bytes, bool]: ...
 
 
 @dataclass(frozen=True)
@@ -179,7 +187,7 @@ def http_error(shown: str, code: int, body: bytes) -> TfcompatError:
 class ProxiedArtifact:
     """One file behind the artifact proxy, read in `BLOCK`-aligned ranges (a few kept)."""
 
-    def __init__(self, registry: MlflowRegistry, path: str, size: int) -> None:
+    def __init__(self, registry: ArtifactProxy, path: str, size: int) -> None:
         self._registry, self._path, self._size = registry, path, size
         self._blocks: OrderedDict[int, bytes] = OrderedDict()
         self._whole: bytes | None = None
@@ -226,7 +234,7 @@ class ProxiedArtifact:
 class ProxiedTree:
     """A model directory behind the artifact proxy, as a `Tree`: listed when asked."""
 
-    def __init__(self, registry: MlflowRegistry, root: str) -> None:
+    def __init__(self, registry: ArtifactProxy, root: str) -> None:
         self._registry = registry
         self._root = root.strip("/")
         self._files: dict[str, int] | None = None
