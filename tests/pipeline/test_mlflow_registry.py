@@ -55,6 +55,7 @@ class RegistryStack:
     s3: Any
     logs: Path
     webhook_id: str
+    env: dict[str, str]
 
     def wait_for_tags(self, name: str, version: str, timeout: float = 180) -> dict[str, str]:
         return wait_until(  # type: ignore[no-any-return]
@@ -122,15 +123,15 @@ def registry_stack(
                 events=[WebhookEvent("model_version", "created")],
                 secret=SECRET,
             )
-            yield RegistryStack(server, receiver, bucket, s3, logs, webhook.webhook_id)
+            yield RegistryStack(server, receiver, bucket, s3, logs, webhook.webhook_id, env)
     finally:
         server.stop()
 
 
-def check_cli(path: Path) -> dict[str, Any]:
+def check_cli(path: Path, fleet: Path = FLEET) -> dict[str, Any]:
     """`tfcompat check --json` on the local files, as a user runs it."""
     result = subprocess.run(
-        [*cli("check", str(path), "--fleet", str(FLEET), "--json")],
+        [*cli("check", str(path), "--fleet", str(fleet), "--json")],
         capture_output=True,
         cwd=ROOT,
         timeout=300,
@@ -299,3 +300,26 @@ def test_a_check_in_flight_survives_an_mlflow_restart(registry_stack: RegistrySt
     registry_stack.mlflow.start()
     tags = registry_stack.wait_for_tags("restarted", version, timeout=300)
     assert ours(tags) == expected_tags(check_cli(TF221 / "new_op"))
+
+
+def test_a_fleet_change_rechecks_registered_versions(
+    registry_stack: RegistryStack, tmp_path: Path
+) -> None:
+    directory = model_directory({"tf2model": TF221 / "new_op"}, tensorflow_mlmodel())
+    version = register(registry_stack.mlflow.url, "fleet-change", directory).version
+    before = registry_stack.wait_for_tags("fleet-change", version)
+    assert before["tfcompat.consumer.serving-prod"] == "incompatible"
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text('consumers:\n  - name: serving-canary\n    serving: "2.21"\n')
+    env = {**registry_stack.env, "TFCOMPAT_FLEET": str(fleet)}
+    subprocess.run(cli("fleet", "apply", "--enqueue", "--fleet", str(fleet)), env=env, check=True)
+    expected = expected_tags(check_cli(TF221 / "new_op", fleet))
+    tags = wait_until(
+        lambda: (
+            ours(t := version_tags(registry_stack.mlflow.url, "fleet-change", version)) == expected
+            and t
+        ),
+        180,
+        "the version's tags after the fleet change",
+    )
+    assert "tfcompat.consumer.serving-prod" not in tags

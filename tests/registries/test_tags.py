@@ -62,3 +62,14 @@ def test_tags_we_did_not_write_are_never_removed() -> None:
 def test_nothing_to_do_when_the_tags_are_current() -> None:
     ours = version_tags(DOCUMENT, None)
     assert plan_tags(ours, ours, ["serving-prod", "canary", "edge"]).empty
+
+
+def test_tags_our_previous_check_wrote_go_when_this_check_does_not_write_them() -> None:
+    existing = {"tfcompat.consumer.left-the-fleet": "incompatible", "tfcompat.status": "x"}
+    plan = plan_tags(
+        existing,
+        version_tags(DOCUMENT, None),
+        ["serving-prod", "edge"],
+        written_before=["tfcompat.status", "tfcompat.consumer.left-the-fleet", "owner"],
+    )
+    assert plan.delete == ("tfcompat.consumer.left-the-fleet",)

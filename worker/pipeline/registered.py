@@ -27,7 +27,13 @@ from typing import Any, Protocol
 import structlog
 
 from worker.compat.report import invalid_report
-from worker.errors import InvalidArtifact, NotFound, TransientError, UnsupportedArtifact
+from worker.errors import (
+    InvalidArtifact,
+    NotFound,
+    TfcompatError,
+    TransientError,
+    UnsupportedArtifact,
+)
 from worker.fleet.checker import Checker
 from worker.formats.source import DirectoryTree, Tree
 from worker.formats.summary import inspect_json
@@ -35,8 +41,10 @@ from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.model.verdict import Status
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
+from worker.pipeline.services import Services
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import plan_tags, version_tags
+from worker.settings import Settings
 from worker.sinks.mlflow import ModelVersion, ProxiedTree, proxied_path
 from worker.sinks.ports import ObjectStore
 from worker.sinks.reports import REPORT_FORMAT, encode, tag_safe_key
@@ -180,12 +188,58 @@ def check_model_version(
     report_url = f"s3://{place[0]}/{place[1]}" if place else None
     ours = version_tags(document, report_url)
     document["tags"] = ours
+    written_before: list[str] = []
     if place is not None:
+        previous = store.get_json(place[0], place[1])
+        if previous is not None and isinstance(previous.get("tags"), dict):
+            written_before = list(previous["tags"])
         store.put_report(place[0], place[1], encode(document))
     existing = registry.model_version(job.name, job.version).tags
-    plan = plan_tags(existing, ours, [c.name for c in checker.consumers])
+    plan = plan_tags(existing, ours, [c.name for c in checker.consumers], written_before)
     for key in plan.delete:
         registry.delete_tag(job.name, job.version, key)
     for key, value in plan.put.items():
         registry.set_tag(job.name, job.version, key, value)
     return VersionOutcome("checked", document["status"], ours, plan.delete, report_url, document)
+
+
+def recheck_registered(
+    registry: VersionRegistry,
+    versions: list[tuple[str, str]],
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    delivery: str,
+) -> dict[str, int]:
+    """Check every registered version again against `checker`'s fleet (a fleet change),
+    one after the other; a version that cannot be checked now is logged and counted, and
+    never stops the others. Counts per outcome action (`failed`: an error)."""
+    counts: dict[str, int] = {}
+    for name, version in versions:
+        job = RegistryJob("mlflow", name, version, delivery)
+        try:
+            action = check_model_version(job, registry, store, checker, location).action
+        except TfcompatError as exc:
+            log.warning("mlflow.recheck_failed", model=name, version=version, error=str(exc))
+            action = "failed"
+        counts[action] = counts.get(action, 0) + 1
+    return counts
+
+
+def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> dict[str, int]:
+    """After a fleet change: every version of the MLflow server, checked against the
+    fleet at `fleet_path` (nothing when no MLflow server is configured)."""
+    if not settings.mlflow_tracking_uri:
+        return {}
+    from worker.fleet.fleet import load_fleet
+    from worker.sinks.mlflow import mlflow_registry
+
+    fleet = load_fleet(fleet_path, services.checker.catalog)
+    checker = Checker(fleet.consumers, fleet.policy, services.checker.catalog, fleet_path)
+    registry = mlflow_registry(settings)
+    versions = registry.versions()
+    counts = recheck_registered(
+        registry, versions, services.store, checker, services.location, f"fleet:{fleet_path}"
+    )
+    log.info("mlflow.rechecked", versions=len(versions), outcomes=counts)
+    return counts

@@ -16,6 +16,7 @@ from worker.model.events import ObjectEvent
 from worker.pipeline.app import RETRY_POLICY, TASK_CHECK_OBJECT, TASK_FLEET_CHANGED, settings_of
 from worker.pipeline.process import process_event
 from worker.pipeline.reevaluate import apply_fleet
+from worker.pipeline.registered import recheck_mlflow
 from worker.pipeline.services import services_for
 
 log = structlog.get_logger(__name__)
@@ -52,8 +53,10 @@ def fleet_changed(self: Task[Any, Any], fleet_path: str) -> dict[str, Any]:
     settings = settings_of(self.app)
     services = services_for(settings)
     result = apply_fleet(settings, services, fleet_path)
+    registered = recheck_mlflow(settings, services, fleet_path)
     return {
         "examined": result.impact.examined,
         "changed": len(result.impact.models),
         "owners": result.notified_owners,
+        "registered": registered,
     }

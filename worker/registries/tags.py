@@ -6,9 +6,11 @@ fleet consumer that cannot serve the version (its status). A registry allows
 far more tags than S3's ten, so none of ours is ever dropped for room.
 
 We never remove or change a tag we did not write. A consumer tag is removed
-only when it names a consumer of the fleet we check against (it serves the
-version now); a tag naming a consumer that has since left the fleet stays, as
-we can no longer tell it from one a person set.
+when it names a consumer of the fleet we check against (it serves the version
+now), or when the previous check's report lists it among the tags it wrote (a
+consumer that has since left the fleet). Without a stored report, a tag naming
+a consumer that left the fleet stays: we can no longer tell it from one a
+person set.
 """
 
 from __future__ import annotations
@@ -62,15 +64,24 @@ def version_tags(document: Mapping[str, Any], report_url: str | None) -> dict[st
 
 
 def plan_tags(
-    existing: Mapping[str, str], ours: Mapping[str, str], fleet: Iterable[str]
+    existing: Mapping[str, str],
+    ours: Mapping[str, str],
+    fleet: Iterable[str],
+    written_before: Iterable[str] = (),
 ) -> TagPlan:
     """The writes that make `existing` carry `ours`: only changed values are put (in
-    order, `tfcompat.status` last), and only our consumer tags for consumers of `fleet`
-    that no longer fail are deleted."""
+    order, `tfcompat.status` last). Deleted: our consumer tags for consumers of `fleet`
+    that no longer fail, and the tags our previous check wrote (`written_before`, from
+    its report) that this one does not; nothing else."""
     changed = sorted((k for k in ours if existing.get(k) != ours[k]), key=lambda k: k == STATUS)
     put = {k: ours[k] for k in changed}
     known = {consumer_key(name) for name in fleet}
+    ours_before = {k for k in written_before if k.startswith(PREFIX)}
     delete = tuple(
-        sorted(k for k in existing if k in known and k not in ours and k.startswith(CONSUMER))
+        sorted(
+            k
+            for k in existing
+            if k not in ours and ((k in known and k.startswith(CONSUMER)) or k in ours_before)
+        )
     )
     return TagPlan(put, delete)
