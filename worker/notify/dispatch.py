@@ -35,7 +35,13 @@ import structlog
 
 from worker import metrics
 from worker.errors import DestinationBroken, TfcompatError
-from worker.notify.messages import Message, artifact_version, owner_message, verdict
+from worker.notify.messages import (
+    Message,
+    artifact_version,
+    model_url,
+    owner_message,
+    verdict,
+)
 from worker.notify.owners import Owners, SlackDestination, default_owners, load_owners
 from worker.once import Claims, leased, take
 
@@ -117,9 +123,8 @@ def group_by_owner(
     notifies. Documents are stored reports (`pipeline.process.build_document`)."""
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for document in documents:
-        obj = document.get("object") or {}
         tags, metadata = labels(document) if labels else ({}, {})
-        routing = owners.route(str(obj.get("bucket")), str(obj.get("key")), tags, metadata)
+        routing = owners.route_url(model_url(document), tags, metadata)
         if routing.note:
             log.warning("owners.route", note=routing.note)
         if routing.wants(str(document.get("status"))):

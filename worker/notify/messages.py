@@ -53,12 +53,22 @@ def clip(text: str, limit: int) -> str:
 
 
 def model_url(document: Mapping[str, Any]) -> str:
+    """Where the model is: `s3://bucket/key`, or `mlflow://name/version` for a version
+    of a registered model (what owners.yaml `locations` globs match)."""
+    registered = document.get("model_version")
+    if isinstance(registered, Mapping):
+        return (
+            f"{registered.get('registry')}://{registered.get('name')}/{registered.get('version')}"
+        )
     obj = document.get("object") or {}
     return f"s3://{obj.get('bucket', '?')}/{obj.get('key', '?')}"
 
 
 def short_name(document: Mapping[str, Any]) -> str:
     """The last path segments that name the model (`ranking/v3/1`, not `saved_model.pb`)."""
+    registered = document.get("model_version")
+    if isinstance(registered, Mapping):
+        return f"{registered.get('name')} v{registered.get('version')}"
     key = str((document.get("object") or {}).get("key") or "?")
     folder = model_folder(key) if in_saved_model(key) else key
     parts = [p for p in folder.split("/") if p]
@@ -67,6 +77,9 @@ def short_name(document: Mapping[str, Any]) -> str:
 
 def artifact_version(document: Mapping[str, Any]) -> str:
     """The object version a document is about: version id, else the ETag seen."""
+    registered = document.get("model_version")
+    if isinstance(registered, Mapping):
+        return f"{model_url(document)}@{registered.get('server')}"
     obj = document.get("object") or {}
     event = document.get("event") or {}  # reports of format /1 kept the ETag there
     version = (

@@ -13,7 +13,9 @@ routes:                              # first match wins; every condition given m
   - locations: ["s3://models/ranking/**"]   # `**` any depth, `*` within one path segment
     owner: ranking
     notify: [incompatible, at-risk]  # statuses that notify (this is the default)
-  - tags: {team: search}             # object tags (values are globs) ...
+  - locations: ["mlflow://ranking-*/*"]     # MLflow registered models: mlflow://NAME/VERSION
+    owner: ranking
+  - tags: {team: search}             # object (or model version) tags (values are globs) ...
     metadata: {team: search}         # ... and user metadata (x-amz-meta-*)
     owner: search
   - owner_tag: owner                 # the object's `owner` tag (or metadata) names the owner
@@ -117,6 +119,10 @@ def _labels_match(wanted: Mapping[str, str], have: Mapping[str, str]) -> bool:
     return all(k in have and fnmatch.fnmatchcase(have[k], v) for k, v in wanted.items())
 
 
+LOCATION_SCHEMES = ("s3://", "mlflow://")
+"""Uploaded objects, and versions of MLflow registered models (`mlflow://name/version`)."""
+
+
 @dataclass(frozen=True)
 class Owners:
     owners: Mapping[str, Owner]
@@ -140,7 +146,15 @@ class Owners:
         metadata: Mapping[str, str] | None = None,
     ) -> Routing:
         """The first route whose conditions all hold, else the default."""
-        url = f"s3://{bucket}/{key}"
+        return self.route_url(f"s3://{bucket}/{key}", tags, metadata)
+
+    def route_url(
+        self,
+        url: str,
+        tags: Mapping[str, str] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> Routing:
+        """`route` for a model named by URL (`s3://bucket/key`, `mlflow://name/version`)."""
         tags = tags or {}
         meta = {k.lower(): v for k, v in (metadata or {}).items()}
         note = None
@@ -264,8 +278,11 @@ def _route(path: Path, entry: Any, owners: Mapping[str, Owner], default: bool = 
     if isinstance(locations, str):
         locations = [locations]
     for glob in locations:
-        if not isinstance(glob, str) or not glob.startswith("s3://"):
-            raise ConfigError(f"{where}: locations are s3://bucket/prefix/** globs, got {glob!r}")
+        if not isinstance(glob, str) or not glob.startswith(LOCATION_SCHEMES):
+            raise ConfigError(
+                f"{where}: locations are s3://bucket/prefix/** or mlflow://name/* globs, "
+                f"got {glob!r}"
+            )
     route = Route(
         where,
         owner=str(owner) if owner else None,

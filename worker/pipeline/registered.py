@@ -40,6 +40,8 @@ from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.model.verdict import Status
+from worker.notify.dispatch import Notifier
+from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
 from worker.pipeline.services import Services
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
@@ -78,6 +80,7 @@ class VersionOutcome:
     deleted: tuple[str, ...] = ()
     report: str | None = None  # s3:// URL of the report
     document: dict[str, Any] | None = None
+    version_tags: dict[str, str] | None = None  # every tag of the version after ours
 
 
 def open_model_tree(uri: str, registry: VersionRegistry, store: ObjectStore) -> Tree:
@@ -200,7 +203,10 @@ def check_model_version(
         registry.delete_tag(job.name, job.version, key)
     for key, value in plan.put.items():
         registry.set_tag(job.name, job.version, key, value)
-    return VersionOutcome("checked", document["status"], ours, plan.delete, report_url, document)
+    after = {k: v for k, v in existing.items() if k not in plan.delete}
+    return VersionOutcome(
+        "checked", document["status"], ours, plan.delete, report_url, document, {**after, **ours}
+    )
 
 
 def recheck_registered(
@@ -243,3 +249,37 @@ def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> d
     )
     log.info("mlflow.rechecked", versions=len(versions), outcomes=counts)
     return counts
+
+
+def notify_version_owner(
+    settings: Settings,
+    outcome: VersionOutcome,
+    notifier: Notifier | None = None,
+    claims: Claims | None = None,
+) -> None:
+    """Tell the owner of a checked version, as an upload's owner is told: routed by
+    `mlflow://name/version` (owners.yaml `locations`) and the version's tags, at most one
+    message per (version, verdict). Off without an owners file or a Slack webhook."""
+    if outcome.action != "checked" or outcome.document is None:
+        return
+    from pathlib import Path
+
+    from worker.notify.dispatch import group_by_owner, load_owners_or_default, notify_owners
+    from worker.once import RedisClaims
+    from worker.settings import state_redis_url
+    from worker.sinks.slack import SlackNotifier
+
+    if not Path(settings.owners).exists() and settings.slack_webhook_url is None:
+        return
+    owners = load_owners_or_default(settings.owners)
+    document = {**outcome.document, "report": outcome.report}
+    tags = outcome.version_tags or {}
+    groups = group_by_owner([document], owners, lambda _: (tags, {}))
+    notify_owners(
+        groups,
+        owners,
+        notifier or SlackNotifier(settings),
+        claims or RedisClaims.from_url(state_redis_url(settings)),
+        ttl=settings.notify_dedupe_ttl,
+        lease=settings.notify_lease,
+    )

@@ -10,7 +10,7 @@ from celery import Task, shared_task
 from worker.errors import ConfigError, MalformedEvent
 from worker.model.registry import RegistryJob
 from worker.pipeline.app import RETRY_POLICY, TASK_MLFLOW_VERSION, settings_of
-from worker.pipeline.registered import check_model_version
+from worker.pipeline.registered import check_model_version, notify_version_owner
 from worker.pipeline.services import services_for
 from worker.sinks.mlflow import mlflow_registry
 
@@ -45,4 +45,8 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         deleted=list(outcome.deleted),
         bytes_read=registry.bytes_read,
     )
+    try:
+        notify_version_owner(settings, outcome)
+    except Exception:  # a notification never undoes the recorded result
+        log.exception("hook.failed", hook="notify_version_owner")
     return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
