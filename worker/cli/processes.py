@@ -99,11 +99,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, settings.log_format)
     claims = RedisClaims.from_url(state_redis_url(settings), timeout=settings.publish_timeout)
     handoff = Handoff(settings.publish_timeout)
+    registry_enqueue = registry_enqueuer(settings)
     routes = []
     if "github" in settings.receiver_routes:
         routes.append(github_route(settings, github_enqueuer(settings), claims, handoff))
     if "mlflow" in settings.receiver_routes:
-        routes.append(mlflow_route(settings, registry_enqueuer(settings), claims, handoff))
+        routes.append(mlflow_route(settings, registry_enqueue, claims, handoff))
     app = create_http_app(
         settings,
         object_enqueuer(settings),
@@ -111,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         extra_routes=[*routes, *fleet_page(settings)],
         replays=claims,
         handoff=handoff,
+        registry_enqueue=registry_enqueue,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
     return 0

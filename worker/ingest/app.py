@@ -39,6 +39,7 @@ from worker.ingest.access import (
 )
 from worker.ingest.events import Enqueue, EventFilter, parse_eventbridge_body, parse_s3_body
 from worker.ingest.handoff import Handoff
+from worker.ingest.packages import EnqueueJob, hand_over_package, model_package_event
 from worker.ingest.sns_route import handle_sns
 from worker.model.events import ObjectEvent
 from worker.model.health import healthy
@@ -177,11 +178,14 @@ def create_http_app(
     *,
     replays: Claims | None = None,
     handoff: Handoff | None = None,
+    registry_enqueue: EnqueueJob | None = None,
 ) -> Starlette:
     """The receiver. `enqueue` hands events to the pipeline and `health` probes what
     the receiver depends on; `replays` remembers SNS MessageIds (None: SNS replays are
-    not detected); the process that runs it wires them (`cli.processes`), and passes
-    the GitHub route in `extra_routes` only when `github` is one of the routes served.
+    not detected); `registry_enqueue` takes SageMaker model package events arriving on
+    /events/eventbridge (None: they are parsed as object events, and ignored); the
+    process that runs it wires them (`cli.processes`), and passes the GitHub and MLflow
+    routes in `extra_routes` only when they are among the routes served.
 
     ConfigError when a route served would take unauthenticated events or no bucket
     allowlist is set, unless the opt-out is; under it, a warning names what is open."""
@@ -206,6 +210,8 @@ def create_http_app(
     async def eventbridge_events(request: Request) -> Response:
         check_token(request, settings)
         body = await read_body(request, limit)
+        if registry_enqueue is not None and (package := model_package_event(body)) is not None:
+            return await hand_over_package(package, registry_enqueue, handoff)
         events = parse_eventbridge_body(body)
         return await hand_over(events, "eventbridge", settings, enqueue, handoff, allowlist)
 

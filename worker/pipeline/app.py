@@ -32,6 +32,8 @@ TASK_CHECK_OBJECT = "tfcompat.check_object"
 TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
 TASK_MLFLOW_VERSION = "tfcompat.mlflow_version"
+TASK_SAGEMAKER_PACKAGE = "tfcompat.sagemaker_package"
+REGISTRY_TASKS = {"mlflow": TASK_MLFLOW_VERSION, "sagemaker": TASK_SAGEMAKER_PACKAGE}
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; a waiting retry keeps its lease (Redis) or is unacked (RabbitMQ)
 MAX_RETRIES = 8
@@ -161,11 +163,12 @@ def github_enqueuer(settings: Settings) -> Callable[[GithubJob], None]:
 
 
 def registry_enqueuer(settings: Settings) -> Callable[[RegistryJob], None]:
-    """Hands registered model versions to `mlflow_version` (the MLflow route's enqueue)."""
-    publish = publisher(settings, TASK_MLFLOW_VERSION)
+    """Hands registered model versions to `mlflow_version` or `sagemaker_package` (the
+    MLflow route's and the EventBridge route's enqueue)."""
+    publishers = {name: publisher(settings, task) for name, task in REGISTRY_TASKS.items()}
 
     def enqueue(job: RegistryJob) -> None:
-        publish(job.to_json())
+        publishers[job.registry](job.to_json())
 
     return enqueue
 

@@ -9,10 +9,20 @@ from celery import Task, shared_task
 
 from worker.errors import ConfigError, MalformedEvent
 from worker.model.registry import RegistryJob
-from worker.pipeline.app import RETRY_POLICY, TASK_MLFLOW_VERSION, settings_of
-from worker.pipeline.registered import check_model_version, notify_version_owner
+from worker.pipeline.app import (
+    RETRY_POLICY,
+    TASK_MLFLOW_VERSION,
+    TASK_SAGEMAKER_PACKAGE,
+    settings_of,
+)
+from worker.pipeline.registered import (
+    check_model_package,
+    check_model_version,
+    notify_version_owner,
+)
 from worker.pipeline.services import services_for
 from worker.sinks.mlflow import mlflow_registry
+from worker.sinks.sagemaker import sagemaker_registry
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +55,29 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         deleted=list(outcome.deleted),
         bytes_read=registry.bytes_read,
     )
+    try:
+        notify_version_owner(settings, outcome)
+    except Exception:  # a notification never undoes the recorded result
+        log.exception("hook.failed", hook="notify_version_owner")
+    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+
+
+@shared_task(bind=True, name=TASK_SAGEMAKER_PACKAGE, **RETRY_POLICY)
+def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
+    try:
+        parsed = RegistryJob.from_json(job)
+    except MalformedEvent as exc:
+        log.error("task.malformed", error=str(exc))
+        return {"action": "rejected", "error": str(exc)}
+    structlog.contextvars.bind_contextvars(
+        model=parsed.name, version=parsed.version, delivery=parsed.delivery
+    )
+    settings = settings_of(self.app)
+    services = services_for(settings)
+    outcome = check_model_package(
+        parsed, sagemaker_registry(settings), services.store, services.checker, services.location
+    )
+    log.info("task.done", action=outcome.action, status=outcome.status, tags=outcome.tags)
     try:
         notify_version_owner(settings, outcome)
     except Exception:  # a notification never undoes the recorded result
