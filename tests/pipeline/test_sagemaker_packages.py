@@ -23,8 +23,8 @@ from moto import mock_aws
 from worker.compat.ranges import tag_value
 from worker.ingest.app import create_http_app
 from worker.model.registry import RegistryJob
+from worker.pipeline.packages import check_model_package
 from worker.pipeline.process import ReportLocation
-from worker.pipeline.registered import check_model_package
 from worker.pipeline.services import build_checker
 from worker.registries.sagemaker import image_consumer, job_from_event, serving_release
 from worker.settings import Settings

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import posixpath
 import urllib.parse
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
@@ -36,7 +36,6 @@ from worker.errors import (
     UnsupportedArtifact,
 )
 from worker.fleet.checker import Checker
-from worker.formats.layout import read_object
 from worker.formats.source import DirectoryTree, Tree
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
@@ -47,13 +46,11 @@ from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
 from worker.pipeline.services import Services
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
-from worker.registries.sagemaker import image_consumer
-from worker.registries.tags import plan_tags, version_tags
+from worker.registries.tags import TagPlan, plan_tags, version_tags
 from worker.settings import Settings
 from worker.sinks.mlflow import ModelVersion, ProxiedTree, proxied_path
 from worker.sinks.ports import ObjectStore
 from worker.sinks.reports import REPORT_FORMAT, encode, tag_safe_key
-from worker.sinks.sagemaker import SageMakerRegistry
 
 log = structlog.get_logger(__name__)
 
@@ -191,6 +188,31 @@ def check_model_version(
     except InvalidArtifact as exc:
         error = str(exc)
     document = version_document(job, registry.base_url, uri, artifacts, checker, target, error)
+
+    def write(plan: TagPlan) -> None:
+        for key in plan.delete:
+            registry.delete_tag(job.name, job.version, key)
+        for key, value in plan.put.items():
+            registry.set_tag(job.name, job.version, key, value)
+
+    def current() -> dict[str, str]:
+        return registry.model_version(job.name, job.version).tags
+
+    return record(job, document, uri, store, checker, location, current, write)
+
+
+def record(
+    job: RegistryJob,
+    document: dict[str, Any],
+    uri: str,
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    current_tags: Callable[[], dict[str, str]],
+    write: Callable[[TagPlan], None],
+) -> VersionOutcome:
+    """The report first, so a tag never points at a missing report, then our tags,
+    read (`current_tags`) and written (`write`) back to back."""
     place = report_place(location, job, uri)
     report_url = f"s3://{place[0]}/{place[1]}" if place else None
     ours = version_tags(document, report_url)
@@ -201,12 +223,9 @@ def check_model_version(
         if previous is not None and isinstance(previous.get("tags"), dict):
             written_before = list(previous["tags"])
         store.put_report(place[0], place[1], encode(document))
-    existing = registry.model_version(job.name, job.version).tags
+    existing = current_tags()
     plan = plan_tags(existing, ours, [c.name for c in checker.consumers], written_before)
-    for key in plan.delete:
-        registry.delete_tag(job.name, job.version, key)
-    for key, value in plan.put.items():
-        registry.set_tag(job.name, job.version, key, value)
+    write(plan)
     after = {k: v for k, v in existing.items() if k not in plan.delete}
     return VersionOutcome(
         "checked", document["status"], ours, plan.delete, report_url, document, {**after, **ours}
@@ -286,70 +305,4 @@ def notify_version_owner(
         claims or RedisClaims.from_url(state_redis_url(settings)),
         ttl=settings.notify_dedupe_ttl,
         lease=settings.notify_lease,
-    )
-
-
-def check_model_package(
-    job: RegistryJob,
-    registry: SageMakerRegistry,
-    store: ObjectStore,
-    checker: Checker,
-    location: ReportLocation,
-) -> VersionOutcome:
-    """Check one SageMaker model package (`job.version` is its ARN) and record the result:
-    its first container's `ModelDataUrl` read from S3 (a `model.tar.gz` is read as an
-    archive, member by member), checked against the fleet and against the TensorFlow
-    Serving release its image runs (`sagemaker-image`, named in the report); the report,
-    then our tags on the package. Approval status is never touched."""
-    try:
-        package = registry.model_package(job.version)
-    except NotFound:
-        return VersionOutcome("gone")
-    if package.status in ("Pending", "InProgress"):
-        raise TransientError(f"{job.version}: still {package.status}")
-    if package.status != "Completed":
-        return VersionOutcome("failed-registration")
-    urls = [(image, url) for image, url in package.containers if url]
-    if not urls:
-        return VersionOutcome("unreadable")
-    image, url = urls[0]
-    parsed = urllib.parse.urlparse(url)
-    if parsed.scheme != "s3":
-        return VersionOutcome("unreadable")
-    consumer = image_consumer(image, checker.catalog)
-    if consumer is not None:
-        checker = replace(checker, consumers=(*checker.consumers, consumer))
-    key = parsed.path.lstrip("/")
-    folder, name = posixpath.split(key)
-    error: str | None = None
-    artifacts: list[Artifact] = []
-    try:
-        tree = store.tree(parsed.netloc, folder)
-        artifacts = read_object(tree, name, f"s3://{parsed.netloc}/{folder}".rstrip("/"))
-    except NotFound as exc:
-        log.warning("sagemaker.unreadable", package=job.version, error=str(exc))
-        return VersionOutcome("unreadable")
-    except InvalidArtifact as exc:
-        error = str(exc)
-    target = Target(key, False, f"image {image}" if consumer else "ModelDataUrl")
-    document = version_document(job, registry.base_url, url, artifacts, checker, target, error)
-    document["model_version"]["image"] = image
-    document["model_version"]["image_consumer"] = consumer.tensorflow if consumer else None
-    place = report_place(location, job, url)
-    report_url = f"s3://{place[0]}/{place[1]}" if place else None
-    ours = version_tags(document, report_url)
-    document["tags"] = ours
-    written_before: list[str] = []
-    if place is not None:
-        previous = store.get_json(place[0], place[1])
-        if previous is not None and isinstance(previous.get("tags"), dict):
-            written_before = list(previous["tags"])
-        store.put_report(place[0], place[1], encode(document))
-    existing = registry.tags(job.version)
-    plan = plan_tags(existing, ours, [c.name for c in checker.consumers], written_before)
-    registry.delete_tags(job.version, list(plan.delete))
-    registry.add_tags(job.version, plan.put)
-    after = {k: v for k, v in existing.items() if k not in plan.delete}
-    return VersionOutcome(
-        "checked", document["status"], ours, plan.delete, report_url, document, {**after, **ours}
     )

@@ -15,11 +15,8 @@ from worker.pipeline.app import (
     TASK_SAGEMAKER_PACKAGE,
     settings_of,
 )
-from worker.pipeline.registered import (
-    check_model_package,
-    check_model_version,
-    notify_version_owner,
-)
+from worker.pipeline.packages import check_model_package
+from worker.pipeline.registered import check_model_version, notify_version_owner
 from worker.pipeline.services import services_for
 from worker.sinks.mlflow import mlflow_registry
 from worker.sinks.sagemaker import sagemaker_registry
