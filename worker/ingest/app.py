@@ -2,8 +2,10 @@
 
 Routes: POST /events/s3 (S3 and MinIO webhook `Records`), /events/sns (SNS
 HTTP deliveries, signature-verified, replays dropped by MessageId),
-/events/eventbridge (EventBridge API destinations), GET /healthz, /metrics; only
-the routes named by `TFCOMPAT_RECEIVER_ROUTES`. It starts only when each of them
+/events/eventbridge (EventBridge API destinations: S3 events, and SageMaker model
+package events, `ingest.packages`), GET /healthz, /metrics; /webhooks/github and
+/webhooks/mlflow are their own modules' routes. Only the routes named by
+`TFCOMPAT_RECEIVER_ROUTES`. It starts only when each of them
 authenticates its sender and `TFCOMPAT_BUCKETS` lists the buckets events may name
 (`ingest.access`), unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` says otherwise.
 Every delivery is authenticated before its body is parsed; a malformed body is

@@ -119,8 +119,9 @@ def _labels_match(wanted: Mapping[str, str], have: Mapping[str, str]) -> bool:
     return all(k in have and fnmatch.fnmatchcase(have[k], v) for k, v in wanted.items())
 
 
-LOCATION_SCHEMES = ("s3://", "mlflow://")
-"""Uploaded objects, and versions of MLflow registered models (`mlflow://name/version`)."""
+LOCATION_SCHEMES = ("s3://", "mlflow://", "sagemaker://")
+"""Uploaded objects, versions of MLflow registered models (`mlflow://name/version`) and
+SageMaker model packages (`sagemaker://group/package ARN`)."""
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,8 @@ def _route(path: Path, entry: Any, owners: Mapping[str, Owner], default: bool = 
     for glob in locations:
         if not isinstance(glob, str) or not glob.startswith(LOCATION_SCHEMES):
             raise ConfigError(
-                f"{where}: locations are s3://bucket/prefix/** or mlflow://name/* globs, "
+                f"{where}: locations are s3://bucket/prefix/**, mlflow://name/* or "
+                "sagemaker://group/** globs, "
                 f"got {glob!r}"
             )
     route = Route(
