@@ -40,7 +40,7 @@ from worker.registries.tags import FAILING, consumer_key
 
 pytestmark = pytest.mark.services
 
-REDIS_DB = 12
+REDIS_DB = 7  # 9-15 and 0 are other tests' (tests/pipeline/test_resilience.py uses 12 and 13)
 SECRET = "mlflow-webhook-secret"
 FIXTURES = ROOT / "tests" / "fixtures"
 TF221 = FIXTURES / "tf-real" / "artifacts" / "tf2.21"
