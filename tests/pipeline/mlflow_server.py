@@ -14,7 +14,10 @@ TensorFlow is copied under the layout an MLflow flavor gives it, with the
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -23,7 +26,7 @@ from typing import Any
 
 import httpx
 
-from tests.pipeline.services import free_port, process, wait_until
+from tests.pipeline.services import free_port, wait_until
 
 SERVER_ENV = {
     "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
@@ -42,7 +45,7 @@ class MlflowServer:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**env, **SERVER_ENV}
-        self._stack: contextlib.ExitStack | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
     def args(self) -> list[str]:
@@ -64,18 +67,47 @@ class MlflowServer:
 
     def start(self) -> None:
         self.starts += 1
-        self._stack = contextlib.ExitStack()
         log = self.root / f"server-{self.starts}.log"
-        self._stack.enter_context(process(self.args(), self.env, log))
-        wait_until(self.healthy, 180, f"mlflow server on {self.url} (see {log})", interval=0.5)
+        with log.open("wb") as out:
+            self._process = subprocess.Popen(
+                self.args(),
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            wait_until(self.healthy, 180, f"mlflow server on {self.url} (see {log})", interval=0.5)
+        except BaseException:
+            self.stop()
+            raise
 
     def healthy(self) -> bool:
         return httpx.get(f"{self.url}/health", timeout=5).status_code == 200
 
     def stop(self) -> None:
-        if self._stack is not None:
-            self._stack.close()
-            self._stack = None
+        """End the server and what it started (its uvicorn and job runner processes):
+        its whole process group, so nothing keeps serving on the port."""
+        proc, self._process = self._process, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        wait_until(lambda: not group_alive(proc.pid), 30, "the mlflow server's processes to end")
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -49,6 +49,11 @@ RETRY_POLICY: dict[str, Any] = {
 """Every task's retry policy: only our `TransientError` is worth retrying (the
 object store or broker may answer next time); anything else is final."""
 
+REGISTRY_RETRY_POLICY: dict[str, Any] = {**RETRY_POLICY, "max_retries": 12}
+"""Registry tasks wait longer for their registry: the tracking server is one process
+that is restarted (an upgrade, a new node), and with full jitter eight retries can all
+fall within its first two minutes down; twelve span about half an hour at most."""
+
 
 def broker_kind(url: str) -> str:
     """The broker's family from its URL's scheme: redis, amqp or sqs."""

@@ -10,7 +10,7 @@ from celery import Task, shared_task
 from worker.errors import ConfigError, MalformedEvent
 from worker.model.registry import RegistryJob
 from worker.pipeline.app import (
-    RETRY_POLICY,
+    REGISTRY_RETRY_POLICY,
     TASK_MLFLOW_VERSION,
     TASK_SAGEMAKER_PACKAGE,
     settings_of,
@@ -24,7 +24,7 @@ from worker.sinks.sagemaker import sagemaker_registry
 log = structlog.get_logger(__name__)
 
 
-@shared_task(bind=True, name=TASK_MLFLOW_VERSION, **RETRY_POLICY)
+@shared_task(bind=True, name=TASK_MLFLOW_VERSION, **REGISTRY_RETRY_POLICY)
 def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     try:
         parsed = RegistryJob.from_json(job)
@@ -59,7 +59,7 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
 
 
-@shared_task(bind=True, name=TASK_SAGEMAKER_PACKAGE, **RETRY_POLICY)
+@shared_task(bind=True, name=TASK_SAGEMAKER_PACKAGE, **REGISTRY_RETRY_POLICY)
 def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     try:
         parsed = RegistryJob.from_json(job)
