@@ -111,7 +111,14 @@ def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
         port = int(env["TFCOMPAT_BROKER_URL"].rsplit(":", 1)[1].split("/")[0])
         assert port not in (6379, REDIS_PORT)
         record = json.loads((state / "stack.json").read_text())
-        assert set(record) == {"redis", "moto", "worker", "sqs-bridge", "receiver"}
+        assert set(record) == {"redis", "moto", "mlflow", "worker", "sqs-bridge", "receiver"}
+        # the registered MLflow version is in the table, with the verdict of its upload twin
+        lines = result.stdout.splitlines()
+        (row,) = [line for line in lines if line.startswith("MLflow version")]
+        (twin,) = [line for line in lines if line.startswith("new op DecodeWebP")]
+        assert "mlflow://vision-dnn/1" in row
+        verdict = row.split("incompatible", 1)[1].split()  # releases, then each consumer's
+        assert verdict == twin.split("incompatible", 1)[1].split()
         # the stack outlived the demo: the index it built answers a fleet change
         impact = subprocess.run(
             [*CLI, "fleet", "impact", "--add-consumer", "tf==2.10", "--json"],
@@ -136,7 +143,7 @@ def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
     finally:
         stopped = demo("--stop", "--state", str(state))
     assert stopped.returncode == 0
-    assert stopped.stdout.startswith("stopped redis, moto, worker, sqs-bridge, receiver")
+    assert stopped.stdout.startswith("stopped redis, moto, mlflow, worker, sqs-bridge, receiver")
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(
         alive(p["pid"], p["started"]) for p in record.values()

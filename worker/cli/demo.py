@@ -7,6 +7,9 @@ SQS bridge, a Celery worker and the HTTP receiver; uploads real
 TensorFlow-written models; waits until each carries its `tfcompat:*` tags;
 prints model, status, releases and each consumer's verdict. Nobody calls a
 check: S3 notifies, the bridge enqueues, the worker checks, tags and reports.
+Where MLflow is installed (the dev extras), it also starts an MLflow tracking
+server (SQLite, artifact proxy) whose webhook points at the receiver, registers
+one model version, and shows that version's tags in the same table.
 With --keep the stack stays up, with the commands to try next; --stop ends it.
 """
 
@@ -137,6 +140,7 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
         "moto",
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", endpoint.rsplit(":", 1)[1]],
     )
+    start_mlflow(stack)
     s3 = client("s3", endpoint)
     wait_for(lambda: s3.list_buckets() is not None, 30, "the S3 endpoint")
     queue = set_up_bucket(s3, client("sqs", endpoint))
@@ -156,6 +160,102 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
         "the worker",
     )
     return s3, str(port)
+
+
+MLFLOW = Path(sys.executable).with_name("mlflow")
+MLFLOW_MODEL = ("MLflow version, new op (2.21)", "tf2.21/new_op", "vision-dnn")
+
+
+def start_mlflow(stack: Stack) -> None:
+    """An MLflow tracking server on a free port, when MLflow is installed; the worker and
+    the receiver then take its webhooks (the secret is the demo's own)."""
+    if not MLFLOW.exists():
+        say("     (MLflow is not installed here: the model registry part is left out)")
+        return
+    url = f"http://127.0.0.1:{free_port()}"
+    stack.env.update(
+        {
+            "TFCOMPAT_MLFLOW_TRACKING_URI": url,
+            "TFCOMPAT_MLFLOW_WEBHOOK_SECRET": os.urandom(16).hex(),
+            "TFCOMPAT_REPORT_BUCKET": BUCKET,  # where the version's report goes
+            # MLflow's own switches for webhooks to a local receiver over http
+            "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
+            "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true",
+            "MLFLOW_DISABLE_TELEMETRY": "true",
+        }
+    )
+    say(f"     MLflow tracking server (SQLite, artifact proxy) on {url}")
+    stack.start(
+        "mlflow",
+        [
+            str(MLFLOW),
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{stack.state / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(stack.state / "mlartifacts"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            url.rsplit(":", 1)[1],
+            "--workers",
+            "1",
+        ],
+    )
+
+
+def register_version(stack: Stack, receiver_port: str, timeout: float) -> tuple[str, str] | None:
+    """Point MLflow's webhook at the receiver and register one model version; (what,
+    `mlflow://name/version`), or None without MLflow."""
+    import subprocess
+    import urllib.request
+
+    url = stack.env.get("TFCOMPAT_MLFLOW_TRACKING_URI")
+    if url is None:
+        return None
+    wait_for(
+        lambda: urllib.request.urlopen(f"{url}/health", timeout=5).status == 200,
+        timeout,
+        "the MLflow tracking server",
+    )
+    what, fixture, name = MLFLOW_MODEL
+    registered = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tools" / "mlflow_register.py"),
+            url,
+            name,
+            str(fixture_path(fixture)),
+            "--webhook",
+            f"http://127.0.0.1:{receiver_port}/webhooks/mlflow",
+            "--secret",
+            stack.env["TFCOMPAT_MLFLOW_WEBHOOK_SECRET"],
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **stack.env},
+        timeout=timeout,
+    )
+    if registered.returncode != 0:
+        raise DemoError(f"registering an MLflow model version failed: {registered.stderr[-500:]}")
+    version = registered.stdout.strip().splitlines()[-1]
+    say(f"     registered MLflow model {name} version {version} ({what})")
+    return what, f"mlflow://{name}/{version}"
+
+
+def mlflow_tags(stack: Stack, model: str, timeout: float) -> dict[str, str]:
+    """The version's tags once ours are on it (`tfcompat.status` is written last)."""
+    from worker.sinks.mlflow import MlflowRegistry
+
+    registry = MlflowRegistry(stack.env["TFCOMPAT_MLFLOW_TRACKING_URI"])
+    name, version = model.removeprefix("mlflow://").rsplit("/", 1)
+
+    def tagged() -> dict[str, str] | None:
+        found = registry.model_version(name, version).tags
+        return found if found.get("tfcompat.status") else None
+
+    found: dict[str, str] = wait_for(tagged, timeout, f"tags on {model}")
+    return found
 
 
 def set_up_bucket(s3: Any, sqs: Any) -> str:
@@ -236,9 +336,14 @@ def table(rows: list[list[str]]) -> str:
 
 
 def verdicts_table(s3: Any, watched: list[tuple[str, str]], results: dict[str, Any]) -> str:
+    """One row per model: uploads by key, a registered version by `mlflow://name/version`
+    (its tags are `tfcompat.*`, its report an `s3://` URL)."""
     rows = [["model", "object", "status", "releases", "consumers (serves / FAILS)"]]
     for what, key in watched:
-        found = results[key]
+        found = dict(results[key])
+        if key.startswith("mlflow://"):
+            found = {k.replace("tfcompat.", "tfcompat:", 1): v for k, v in found.items()}
+            found["tfcompat:report"] = found["tfcompat:report"].split("/", 3)[3]
         report = json.loads(
             s3.get_object(Bucket=BUCKET, Key=found["tfcompat:report"])["Body"].read()
         )
@@ -276,7 +381,7 @@ def fixed_copies(s3: Any, watched: list[tuple[str, str]], timeout: float) -> str
     wait_for(listed, timeout, f"the fixed copy of {key} for {consumer}")
     lines = ["Fixed copies (the originals are untouched):"]
     for _, watched_key in watched:
-        if watched_key == BROKEN[1]:
+        if watched_key == BROKEN[1] or watched_key.startswith("mlflow://"):
             continue
         for copy in report_of(s3, watched_key).get("fixed_copies") or []:
             rewrites = ", ".join(copy["rewrites"][:3])
@@ -327,7 +432,12 @@ def run(state: Path, keep: bool, timeout: float) -> None:
     try:
         s3, receiver_port = start_stack(stack)
         watched = upload_models(s3)
+        registered = register_version(stack, receiver_port, timeout)
         results = wait_for_tags(s3, watched, timeout)
+        if registered is not None:
+            results[registered[1]] = mlflow_tags(stack, registered[1], timeout)
+            say(f"     {registered[1]}: {results[registered[1]]['tfcompat.status']}")
+            watched.append(registered)
         say("")
         say(verdicts_table(s3, watched, results))
         say("")
