@@ -160,3 +160,14 @@ def test_sqs_with_visibility_above_the_time_limit_is_accepted(
     monkeypatch.setenv("TFCOMPAT_BROKER_URL", "sqs://")
     monkeypatch.setenv("TFCOMPAT_VISIBILITY_TIMEOUT", "1260")
     assert load_settings().visibility_timeout == 1260
+
+
+def test_the_mlflow_route_is_served_only_when_named_and_needs_its_secret() -> None:
+    assert "mlflow" not in Settings().receiver_routes
+    named = Settings(buckets=["m"], receiver_routes=["mlflow"])
+    assert open_routes(named) == [
+        "/webhooks/mlflow has no TFCOMPAT_MLFLOW_WEBHOOK_SECRET (or leave routes out of "
+        "TFCOMPAT_RECEIVER_ROUTES: s3,eventbridge,sns,github,mlflow)"
+    ]
+    secret = Settings(buckets=["m"], receiver_routes=["mlflow"], mlflow_webhook_secret="s")
+    assert open_routes(secret) == []

@@ -102,6 +102,7 @@ def registry_stack(
         REDIS_DB,
         TFCOMPAT_MLFLOW_TRACKING_URI=server.url,
         TFCOMPAT_MLFLOW_WEBHOOK_SECRET=SECRET,
+        TFCOMPAT_RECEIVER_ROUTES=json.dumps(["mlflow"]),
         TFCOMPAT_REPORT_BUCKET=bucket,
         TFCOMPAT_FLEET=str(FLEET),
     )

@@ -96,15 +96,19 @@ def test_the_serving_release_an_image_runs(image: str, found: tuple[str, bool] |
 # The receiver: the EventBridge route hands package events to the registry enqueue.
 def test_the_eventbridge_route_enqueues_package_events() -> None:
     jobs: list[RegistryJob] = []
-    app = create_http_app(Settings(), lambda e: None, lambda: {}, registry_enqueue=jobs.append)
+    settings = Settings(
+        events_token="eventbridge-token", buckets=["*"], receiver_routes=["eventbridge"]
+    )
+    app = create_http_app(settings, lambda e: None, lambda: {}, registry_enqueue=jobs.append)
+    auth = {"Authorization": "Bearer eventbridge-token"}
     arn = "arn:aws:sagemaker:us-east-1:123456789012:model-package/ranking/1"
 
     async def deliver() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as client:
             return [
-                await client.post("/events/eventbridge", json=event(arn)),
-                await client.post("/events/eventbridge", json=event(arn, "Pending")),
+                await client.post("/events/eventbridge", json=event(arn), headers=auth),
+                await client.post("/events/eventbridge", json=event(arn, "Pending"), headers=auth),
             ]
 
     accepted, waiting = asyncio.run(deliver())
@@ -206,3 +210,17 @@ def test_tag_calls_match_the_sagemaker_api() -> None:
         registry.delete_tags(arn, ["tfcompat.consumer.edge"])
         stub.assert_no_pending_responses()
     assert json.dumps(registry.base_url) == '"sagemaker:us-east-1"'
+
+
+def test_a_package_outside_the_bucket_allowlist_is_never_read(aws: tuple[Any, Any]) -> None:
+    s3, sm = aws
+    registry = MemoryTaggedRegistry(sm)
+    outcome = check_model_package(
+        RegistryJob("sagemaker", "ranking", package(sm, "2.13.0"), "e-1"),
+        registry,
+        S3ObjectStore(s3, SETTINGS),
+        build_checker(SETTINGS),
+        ReportLocation("reports", "tfcompat-reports/"),
+        allows=lambda bucket, key: bucket == "other-models",
+    )
+    assert outcome.action == "refused" and registry.package_tags == {"team": "ranking"}

@@ -178,6 +178,7 @@ def start_mlflow(stack: Stack) -> None:
             "TFCOMPAT_MLFLOW_TRACKING_URI": url,
             "TFCOMPAT_MLFLOW_WEBHOOK_SECRET": os.urandom(16).hex(),
             "TFCOMPAT_REPORT_BUCKET": BUCKET,  # where the version's report goes
+            "TFCOMPAT_RECEIVER_ROUTES": json.dumps(["s3", "eventbridge", "mlflow"]),
             # MLflow's own switches for webhooks to a local receiver over http
             "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
             "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true",

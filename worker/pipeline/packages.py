@@ -22,7 +22,13 @@ from worker.formats.layout import read_object
 from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.pipeline.process import ReportLocation
-from worker.pipeline.registered import VersionOutcome, record, version_document
+from worker.pipeline.registered import (
+    Allows,
+    VersionOutcome,
+    outside,
+    record,
+    version_document,
+)
 from worker.registries.mlmodel import Target
 from worker.registries.sagemaker import image_consumer
 from worker.registries.tags import TagPlan
@@ -38,6 +44,7 @@ def check_model_package(
     store: ObjectStore,
     checker: Checker,
     location: ReportLocation,
+    allows: Allows | None = None,
 ) -> VersionOutcome:
     """Check one SageMaker model package (`job.version` is its ARN) and record the result:
     its first container's `ModelDataUrl` read from S3 (a `model.tar.gz` is read as an
@@ -59,6 +66,9 @@ def check_model_package(
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme != "s3":
         return VersionOutcome("unreadable")
+    if outside(url, allows):
+        log.error("sagemaker.refused_bucket", package=job.version, url=url)
+        return VersionOutcome("refused")
     consumer = image_consumer(image, checker.catalog)
     if consumer is not None:
         checker = replace(checker, consumers=(*checker.consumers, consumer))

@@ -75,7 +75,7 @@ class VersionRegistry(Protocol):
 
 @dataclass(frozen=True)
 class VersionOutcome:
-    action: str  # checked, pending, not-tensorflow, failed-registration, unreadable, gone
+    action: str  # checked, not-tensorflow, failed-registration, unreadable, refused, gone
     status: str | None = None
     tags: dict[str, str] | None = None  # ours as written (all of them, changed or not)
     deleted: tuple[str, ...] = ()
@@ -156,12 +156,26 @@ def version_document(
     }
 
 
+Allows = Callable[[str, str], bool]
+"""Whether the worker may read (bucket, key): `TFCOMPAT_BUCKETS` (`ingest.access`)."""
+
+
+def outside(uri: str, allows: Allows | None) -> bool:
+    """An `s3://` model the bucket allowlist does not cover: a registry user must not
+    make the worker read a bucket an uploader could not (the worker's credentials)."""
+    parsed = urllib.parse.urlparse(uri)
+    if allows is None or parsed.scheme not in ("s3", "s3a"):
+        return False
+    return not allows(parsed.netloc, parsed.path.lstrip("/"))
+
+
 def check_model_version(
     job: RegistryJob,
     registry: VersionRegistry,
     store: ObjectStore,
     checker: Checker,
     location: ReportLocation,
+    allows: Allows | None = None,
 ) -> VersionOutcome:
     """Check one registered version and record the result (report, then tags)."""
     try:
@@ -173,6 +187,9 @@ def check_model_version(
     if version.status == "FAILED_REGISTRATION":
         return VersionOutcome("failed-registration")
     uri = registry.download_uri(job.name, job.version)
+    if outside(uri, allows):
+        log.error("mlflow.refused_bucket", name=job.name, version=job.version, uri=uri)
+        return VersionOutcome("refused")
     target: Target | None = None
     artifacts: list[Artifact] = []
     error: str | None = None

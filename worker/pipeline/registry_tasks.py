@@ -8,6 +8,7 @@ import structlog
 from celery import Task, shared_task
 
 from worker.errors import ConfigError, MalformedEvent
+from worker.ingest.access import bucket_allowlist
 from worker.model.registry import RegistryJob
 from worker.pipeline.app import (
     REGISTRY_RETRY_POLICY,
@@ -41,8 +42,9 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         log.error("mlflow.not_configured", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
     services = services_for(settings)
+    allows = bucket_allowlist(settings).allows
     outcome = check_model_version(
-        parsed, registry, services.store, services.checker, services.location
+        parsed, registry, services.store, services.checker, services.location, allows
     )
     log.info(
         "task.done",
@@ -71,8 +73,10 @@ def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, An
     )
     settings = settings_of(self.app)
     services = services_for(settings)
+    registry = sagemaker_registry(settings)
+    allows = bucket_allowlist(settings).allows
     outcome = check_model_package(
-        parsed, sagemaker_registry(settings), services.store, services.checker, services.location
+        parsed, registry, services.store, services.checker, services.location, allows
     )
     log.info("task.done", action=outcome.action, status=outcome.status, tags=outcome.tags)
     try:
