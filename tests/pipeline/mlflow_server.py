@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from cryptography.fernet import Fernet
 
 from tests.pipeline.services import free_port, wait_until
 
@@ -44,7 +45,10 @@ class MlflowServer:
         self.root = root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**env, **SERVER_ENV}
+        # MLflow encrypts webhook secrets with this key, a new random one per process when
+        # unset: after a restart its webhooks would fail to decrypt and never be sent.
+        key = Fernet.generate_key().decode()
+        self.env = {**env, **SERVER_ENV, "MLFLOW_WEBHOOK_SECRET_ENCRYPTION_KEY": key}
         self._process: subprocess.Popen[bytes] | None = None
         self.starts = 0
 

@@ -16,6 +16,7 @@ With --keep the stack stays up, with the commands to try next; --stop ends it.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -183,6 +184,10 @@ def start_mlflow(stack: Stack) -> None:
             "MLFLOW_WEBHOOK_ALLOWED_SCHEMES": "http,https",
             "MLFLOW_WEBHOOK_ALLOW_PRIVATE_IPS": "true",
             "MLFLOW_DISABLE_TELEMETRY": "true",
+            # the key MLflow encrypts webhook secrets with (random per process if unset)
+            "MLFLOW_WEBHOOK_SECRET_ENCRYPTION_KEY": base64.urlsafe_b64encode(
+                os.urandom(32)
+            ).decode(),
         }
     )
     say(f"     MLflow tracking server (SQLite, artifact proxy) on {url}")
