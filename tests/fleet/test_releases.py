@@ -38,7 +38,7 @@ PATHS = sorted(
     p.parent if p.name == "saved_model.pb" else p
     for s in FIXTURE_SETS
     for p in (s / "artifacts").glob("*/*/*.pb")
-    if p.name != "fingerprint.pb"
+    if p.name not in ("fingerprint.pb", "keras_metadata.pb")  # SavedModel side files
 )[::4]
 OWN = Path(__file__).resolve().parents[1] / "fixtures"
 PATHS += sorted(p.parent for p in (OWN / "unsafe").glob("tf*/*/saved_model.pb"))  # at-risk
