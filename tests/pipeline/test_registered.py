@@ -163,3 +163,17 @@ def test_owners_are_told_once_routed_by_name_or_version_tags(
     notify_version_owner(settings, outcome, notifier, claims)
     assert [d.webhook for d, _ in notifier.sent] == [owner]
     assert f"mlflow://{job.name}/{job.version}" in notifier.sent[0][1].text
+
+
+def test_a_version_on_s3_outside_the_bucket_allowlist_is_never_read() -> None:
+    registry = new_op_registry()
+    registry.download_uri = lambda name, version: "s3://secrets/model"  # type: ignore[method-assign]
+    outcome = check_model_version(
+        JOB,
+        registry,
+        MemoryObjectStore(),
+        build_checker(SETTINGS),
+        LOCATION,
+        allows=lambda bucket, key: bucket == "models",
+    )
+    assert outcome.action == "refused" and registry.tags == {}
