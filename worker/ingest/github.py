@@ -30,11 +30,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.errors import BrokerUnavailable
 from worker.github.webhook import SOURCE, job_from_delivery, signature_valid
-from worker.ingest.app import Rejected, broker_refused, guarded, read_body
+from worker.ingest.app import Rejected, guarded, read_body
 from worker.ingest.events import load_json
 from worker.ingest.handoff import Handoff
+from worker.ingest.replays import enqueue_once
 from worker.model.github import GithubJob
 from worker.once import Claims
 from worker.settings import Settings
@@ -99,22 +99,16 @@ class GithubDeliveries:
         return await self.hand_over(job)
 
     async def hand_over(self, job: GithubJob) -> Response:
-        key, ttl = f"github-delivery:{job.delivery}", self.settings.github_delivery_ttl
-        try:
-            token = await self.handoff.call(lambda: self.deliveries.claim(key, ttl), "redis")
-        except BrokerUnavailable as exc:
-            log.error("github.replay_check_failed", error=str(exc))
-            return JSONResponse({"error": "cannot check for replays now; retry"}, status_code=503)
-        if token is None:
-            raise Rejected(409, f"delivery {job.delivery} was already received")
-        try:
-            await self.handoff.call(lambda: self.enqueue(job))
-        except BrokerUnavailable as exc:
-            try:
-                await self.handoff.call(lambda: self.deliveries.release(key, token), "redis")
-            except BrokerUnavailable as lost:  # the claim lapses after its TTL
-                log.error("github.release_failed", delivery=job.delivery, error=str(lost))
-            return broker_refused(SOURCE, exc)
+        refused = await enqueue_once(
+            SOURCE,
+            job.delivery,
+            self.settings.github_delivery_ttl,
+            lambda: self.enqueue(job),
+            self.deliveries,
+            self.handoff,
+        )
+        if refused is not None:
+            return refused
         log.info(
             "github.accepted",
             delivery=job.delivery,

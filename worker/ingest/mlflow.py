@@ -26,10 +26,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from worker import metrics
-from worker.errors import BrokerUnavailable
-from worker.ingest.app import Rejected, broker_refused, guarded, read_body
+from worker.ingest.app import Rejected, guarded, read_body
 from worker.ingest.events import load_json
 from worker.ingest.handoff import Handoff
+from worker.ingest.replays import enqueue_once
 from worker.model.registry import RegistryJob
 from worker.once import Claims
 from worker.registries.mlflow_webhook import (
@@ -108,23 +108,12 @@ class MlflowDeliveries:
         return await self.hand_over(job)
 
     async def hand_over(self, job: RegistryJob) -> Response:
-        key = f"mlflow-delivery:{job.delivery}"
         ttl = max(self.settings.mlflow_delivery_ttl, 2 * self.settings.mlflow_webhook_tolerance)
-        try:
-            token = await self.handoff.call(lambda: self.deliveries.claim(key, ttl), "redis")
-        except BrokerUnavailable as exc:
-            log.error("mlflow.replay_check_failed", error=str(exc))
-            return JSONResponse({"error": "cannot check for replays now; retry"}, status_code=503)
-        if token is None:
-            raise Rejected(409, f"delivery {job.delivery} was already received")
-        try:
-            await self.handoff.call(lambda: self.enqueue(job))
-        except BrokerUnavailable as exc:
-            try:
-                await self.handoff.call(lambda: self.deliveries.release(key, token), "redis")
-            except BrokerUnavailable as lost:  # the claim lapses after its TTL
-                log.error("mlflow.release_failed", delivery=job.delivery, error=str(lost))
-            return broker_refused(SOURCE, exc)
+        refused = await enqueue_once(
+            SOURCE, job.delivery, ttl, lambda: self.enqueue(job), self.deliveries, self.handoff
+        )
+        if refused is not None:
+            return refused
         log.info("mlflow.accepted", delivery=job.delivery, model=job.name, version=job.version)
         return JSONResponse({"accepted": 1, "ignored": 0}, status_code=202)
 
