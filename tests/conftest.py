@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.kept_demo import KeptDemo, kept_demo_stack
 
 # Property tests judge correctness, not speed (timings belong in bench/): no
 # per-example deadline, so a busy 2-core CI machine cannot fail them. In CI the
@@ -16,3 +20,10 @@ settings.register_profile(
     derandomize=bool(os.environ.get("CI")),
 )
 settings.load_profile("tfcompat")
+
+
+@pytest.fixture(scope="session")
+def kept_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptDemo]:
+    """The stack `make demo KEEP=1` leaves running, shared by the tests that read it
+    (tests/kept_demo.py); stopped, and the stop checked, at the end of the session."""
+    yield from kept_demo_stack(tmp_path_factory.mktemp("demo") / "state")

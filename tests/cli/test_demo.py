@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.kept_demo import ENV, STACK, KeptDemo, demo
 from tests.redis_server import REDIS_PORT, redis_url
 from worker.cli.demo_stack import (
     REDIS_URL_VARIABLE,
@@ -24,29 +22,7 @@ from worker.cli.demo_stack import (
     stop_recorded,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "worker.cli"]
-ENV = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
-
-
-def demo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker.cli.demo", *args],
-        capture_output=True,
-        text=True,
-        env=env or ENV,
-        cwd=ROOT,
-        timeout=600,
-    )
-
-
-def exported(env_sh: Path) -> dict[str, str]:
-    found = {}
-    for line in env_sh.read_text().splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        if name != "PATH":
-            found[name] = shlex.split(value)[0]
-    return found
 
 
 def test_without_redis_server_the_demo_says_how_to_pick_a_redis(tmp_path: Path) -> None:
@@ -100,53 +76,39 @@ def test_stop_ends_only_the_processes_recorded(tmp_path: Path) -> None:
 
 
 @pytest.mark.services
-def test_kept_demo_runs_on_its_own_redis_until_stopped(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    try:
-        result = demo("--keep", "--state", str(state))
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        assert "legacy-edge FAILS" in result.stdout
-        assert "tfcompat fleet impact" in result.stdout and "make demo-stop" in result.stdout
-        env = exported(state / "env.sh")
-        port = int(env["TFCOMPAT_BROKER_URL"].rsplit(":", 1)[1].split("/")[0])
-        assert port not in (6379, REDIS_PORT)
-        record = json.loads((state / "stack.json").read_text())
-        assert set(record) == {"redis", "moto", "mlflow", "worker", "sqs-bridge", "receiver"}
-        # the registered MLflow version is in the table, with the verdict of its upload twin
-        lines = result.stdout.splitlines()
-        (row,) = [line for line in lines if line.startswith("MLflow version")]
-        (twin,) = [line for line in lines if line.startswith("new op DecodeWebP")]
-        assert "mlflow://vision-dnn/1" in row
-        verdict = row.split("incompatible", 1)[1].split()  # releases, then each consumer's
-        assert verdict == twin.split("incompatible", 1)[1].split()
-        # the stack outlived the demo: the index it built answers a fleet change
-        impact = subprocess.run(
-            [*CLI, "fleet", "impact", "--add-consumer", "tf==2.10", "--json"],
-            capture_output=True,
-            text=True,
-            env={**ENV, **env},
-            cwd=tmp_path,
-            timeout=300,
-        )
-        assert impact.returncode == 1, impact.stderr  # DecodeWebP cannot load in 2.10
-        found = json.loads(impact.stdout)
-        assert found["models_examined"] >= 7
-        # a catalog release: every verdict, errors included, recorded when the worker
-        # checked the model (its report's release_verdicts), none checked again
-        assert found["checks_run"] == 0 and found["consumers_rechecked"] == ["tf-2.10.1"]
-        judged = [
-            m for m in found["changed"] if any(c["consumer"] == "tf-2.10.1" for c in m["changes"])
-        ]
-        assert found["verdicts_recorded_at_upload"] == len(judged) >= 7  # all but invalid ones
-        reasons = [r for m in found["changed"] for c in m["changes"] for r in c["reasons"]]
-        assert any("DecodeWebP" in r for r in reasons)
-    finally:
-        stopped = demo("--stop", "--state", str(state))
-    assert stopped.returncode == 0
-    assert stopped.stdout.startswith("stopped redis, moto, mlflow, worker, sqs-bridge, receiver")
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(
-        alive(p["pid"], p["started"]) for p in record.values()
-    ):
-        time.sleep(0.1)
-    assert not any(alive(p["pid"], p["started"]) for p in record.values())
+def test_kept_demo_runs_on_its_own_redis(kept_demo: KeptDemo, tmp_path: Path) -> None:
+    """The kept stack (its stop is checked where the suite's fixture ends it)."""
+    assert "legacy-edge FAILS" in kept_demo.stdout
+    assert "tfcompat fleet impact" in kept_demo.stdout and "make demo-stop" in kept_demo.stdout
+    env = kept_demo.env
+    port = int(env["TFCOMPAT_BROKER_URL"].rsplit(":", 1)[1].split("/")[0])
+    assert port not in (6379, REDIS_PORT)
+    assert set(kept_demo.record) == set(STACK)
+    # the registered MLflow version is in the table, with the verdict of its upload twin
+    lines = kept_demo.stdout.splitlines()
+    (row,) = [line for line in lines if line.startswith("MLflow version")]
+    (twin,) = [line for line in lines if line.startswith("new op DecodeWebP")]
+    assert "mlflow://vision-dnn/1" in row
+    verdict = row.split("incompatible", 1)[1].split()  # releases, then each consumer's
+    assert verdict == twin.split("incompatible", 1)[1].split()
+    # the stack outlived the demo: the index it built answers a fleet change
+    impact = subprocess.run(
+        [*CLI, "fleet", "impact", "--add-consumer", "tf==2.10", "--json"],
+        capture_output=True,
+        text=True,
+        env={**ENV, **env},
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert impact.returncode == 1, impact.stderr  # DecodeWebP cannot load in 2.10
+    found = json.loads(impact.stdout)
+    assert found["models_examined"] >= 7
+    # a catalog release: every verdict, errors included, recorded when the worker
+    # checked the model (its report's release_verdicts), none checked again
+    assert found["checks_run"] == 0 and found["consumers_rechecked"] == ["tf-2.10.1"]
+    judged = [
+        m for m in found["changed"] if any(c["consumer"] == "tf-2.10.1" for c in m["changes"])
+    ]
+    assert found["verdicts_recorded_at_upload"] == len(judged) >= 7  # all but invalid ones
+    reasons = [r for m in found["changed"] for c in m["changes"] for r in c["reasons"]]
+    assert any("DecodeWebP" in r for r in reasons)

@@ -9,21 +9,18 @@ checked page. Screenshots land in var/ui-screenshots/ to be looked at.
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from tests.kept_demo import KeptDemo
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 SHOTS = ROOT / "var" / "ui-screenshots"
-ENV = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
 # What the project's headless Chromium runs with: as root it needs --no-sandbox, and the
 # machine's closed network refuses the connections Chromium makes in the background.
 ARGS = [
@@ -38,35 +35,13 @@ ARGS = [
 pytestmark = pytest.mark.services
 
 
-def demo(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "worker.cli.demo", *args],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        cwd=ROOT,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """(the fleet page's URL, its token) on a kept demo stack, stopped afterwards."""
-    state = tmp_path_factory.mktemp("demo") / "state"
-    try:
-        result = demo("--keep", "--state", str(state))
-        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-        found = re.search(r"Fleet page: (http://\S+/ui) .*token (\S+)\)", result.stdout)
-        assert found, result.stdout
-        env = dict(
-            line.removeprefix("export ").split("=", 1)
-            for line in (state / "env.sh").read_text().splitlines()
-        )
-        token = shlex.split(env["TFCOMPAT_UI_TOKEN"])[0]
-        assert token == found.group(2)
-        yield found.group(1), token
-    finally:
-        demo("--stop", "--state", str(state))
+def stack(kept_demo: KeptDemo) -> tuple[str, str]:
+    """(the fleet page's URL, its token) on the suite's kept demo stack."""
+    found = re.search(r"Fleet page: (http://\S+/ui) .*token (\S+)\)", kept_demo.stdout)
+    assert found, kept_demo.stdout
+    assert kept_demo.env["TFCOMPAT_UI_TOKEN"] == found.group(2)
+    return found.group(1), found.group(2)
 
 
 @pytest.fixture(scope="module")
