@@ -17,16 +17,17 @@ from worker.pipeline.app import (
     settings_of,
 )
 from worker.pipeline.packages import check_model_package
-from worker.pipeline.registered import check_model_version, notify_version_owner
+from worker.pipeline.registered import VersionOutcome, check_model_version, notify_version_owner
 from worker.pipeline.services import services_for
+from worker.settings import Settings
 from worker.sinks.mlflow import mlflow_registry
 from worker.sinks.sagemaker import sagemaker_registry
 
 log = structlog.get_logger(__name__)
 
 
-@shared_task(bind=True, name=TASK_MLFLOW_VERSION, **REGISTRY_RETRY_POLICY)
-def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
+def _parsed(job: dict[str, Any]) -> RegistryJob | dict[str, Any]:
+    """The job, with its names bound to the log; or the task's answer to a malformed one."""
     try:
         parsed = RegistryJob.from_json(job)
     except MalformedEvent as exc:
@@ -35,6 +36,25 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     structlog.contextvars.bind_contextvars(
         model=parsed.name, version=parsed.version, delivery=parsed.delivery
     )
+    return parsed
+
+
+def _finished(settings: Settings, outcome: VersionOutcome, **logged: Any) -> dict[str, Any]:
+    """Log the outcome, tell the owners (a failure to tell never undoes the recorded
+    result) and answer."""
+    log.info("task.done", action=outcome.action, status=outcome.status, tags=outcome.tags, **logged)
+    try:
+        notify_version_owner(settings, outcome)
+    except Exception:
+        log.exception("hook.failed", hook="notify_version_owner")
+    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+
+
+@shared_task(bind=True, name=TASK_MLFLOW_VERSION, **REGISTRY_RETRY_POLICY)
+def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
+    parsed = _parsed(job)
+    if not isinstance(parsed, RegistryJob):
+        return parsed
     settings = settings_of(self.app)
     try:
         registry = mlflow_registry(settings)
@@ -46,31 +66,16 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
     outcome = check_model_version(
         parsed, registry, services.store, services.checker, services.location, allows
     )
-    log.info(
-        "task.done",
-        action=outcome.action,
-        status=outcome.status,
-        tags=outcome.tags,
-        deleted=list(outcome.deleted),
-        bytes_read=registry.bytes_read,
+    return _finished(
+        settings, outcome, deleted=list(outcome.deleted), bytes_read=registry.bytes_read
     )
-    try:
-        notify_version_owner(settings, outcome)
-    except Exception:  # a notification never undoes the recorded result
-        log.exception("hook.failed", hook="notify_version_owner")
-    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
 
 
 @shared_task(bind=True, name=TASK_SAGEMAKER_PACKAGE, **REGISTRY_RETRY_POLICY)
 def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
-    try:
-        parsed = RegistryJob.from_json(job)
-    except MalformedEvent as exc:
-        log.error("task.malformed", error=str(exc))
-        return {"action": "rejected", "error": str(exc)}
-    structlog.contextvars.bind_contextvars(
-        model=parsed.name, version=parsed.version, delivery=parsed.delivery
-    )
+    parsed = _parsed(job)
+    if not isinstance(parsed, RegistryJob):
+        return parsed
     settings = settings_of(self.app)
     services = services_for(settings)
     registry = sagemaker_registry(settings)
@@ -78,9 +83,4 @@ def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, An
     outcome = check_model_package(
         parsed, registry, services.store, services.checker, services.location, allows
     )
-    log.info("task.done", action=outcome.action, status=outcome.status, tags=outcome.tags)
-    try:
-        notify_version_owner(settings, outcome)
-    except Exception:  # a notification never undoes the recorded result
-        log.exception("hook.failed", hook="notify_version_owner")
-    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+    return _finished(settings, outcome)
