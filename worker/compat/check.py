@@ -28,10 +28,11 @@ from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.kernel_changes import kernel_change_findings
 from worker.compat.memo import (
-    Table,
+    Identity,
+    ObjectTable,
     edges_touching,
     graph_facts,
-    keep,
+    identity,
     ops_in,
     registered_names,
     remembered,
@@ -223,9 +224,7 @@ def _nodes(s: Subject) -> list[tuple[Finding, str | None, bool]]:
     return s.nodes
 
 
-_CLEAN: dict[tuple[int, bool, bool], tuple[object, set[tuple[str, str, int, bool]]]] = remembered(
-    {}
-)
+_CLEAN: dict[tuple[Identity, bool, bool], set[tuple[str, str, int, bool]]] = remembered({})
 
 
 _CLEAN_KINDS_LIMIT = 200_000
@@ -235,18 +234,18 @@ def _clean_kinds(ops: object, drops: bool, rejects: bool) -> set[tuple[str, str,
     """Kind keys found without any finding under a registry and loader context, whatever
     the model: kinds whose attrs the registry all knows and whose op is not deprecated
     (only those two make a kind's findings depend on the model that holds it)."""
-    key = (id(ops), drops, rejects)
-    hit = _CLEAN.get(key)
-    if hit is None or hit[0] is not ops:
+    key = (identity(ops), drops, rejects)
+    found = _CLEAN.get(key)
+    if found is None:
         if len(_CLEAN) >= 1024:
             _CLEAN.clear()
-        hit = _CLEAN[key] = (ops, set())
-    elif len(hit[1]) >= _CLEAN_KINDS_LIMIT:  # a long-lived worker meets ever new kinds
-        hit[1].clear()
-    return hit[1]
+        found = _CLEAN[key] = set()
+    elif len(found) >= _CLEAN_KINDS_LIMIT:  # a long-lived worker meets ever new kinds
+        found.clear()
+    return found
 
 
-_CONTEXTS: dict[tuple[object, ...], tuple[object, NodeContext, NodeContext]] = remembered({})
+_CONTEXTS: dict[tuple[object, ...], tuple[NodeContext, NodeContext]] = remembered({})
 
 
 def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
@@ -254,7 +253,7 @@ def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
     stripped = bool(s.meta_graph and s.meta_graph.stripped_default_attrs)
     version = _deprecation_version(s)
     rejects = s.consumer.rejects_unknown_attrs
-    key = (s.drops_graph_defaults, rejects, version, stripped, id(s.history))
+    key = (s.drops_graph_defaults, rejects, version, stripped, identity(s.history))
     hit = _CONTEXTS.get(key)
     if hit is None:
         if len(_CONTEXTS) >= 4096:
@@ -266,8 +265,8 @@ def _contexts(s: Subject) -> tuple[NodeContext, NodeContext]:
         # No loader drops default-valued attrs inside functions (measured: the v1 loader
         # loads such a model and the first call fails); see `place`.
         library_ctx = NodeContext(False, rejects, version, stripped, default_of, effect_of)
-        hit = _CONTEXTS[key] = (s.history, graph_ctx, library_ctx)
-    return hit[1], hit[2]
+        hit = _CONTEXTS[key] = (graph_ctx, library_ctx)
+    return hit
 
 
 def _node_findings(s: Subject) -> list[tuple[Finding, str | None, bool]]:
@@ -366,15 +365,19 @@ def _edges_in_scope(
             changed = retyped(graph, changed, ops, s.producer_ops)
     if changed is not None and not edges_touching(graph, changed):
         return []  # no edge touches an op the consumer types otherwise
-    key = (id(graph), id(s.kinds), id(ops))  # the same for every loader validating s.kinds
-    hit = _EDGES.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    found = edge_findings(graph, s.kinds, ops, changed)
-    return keep(_EDGES, key, (graph, s.kinds, ops), found)
+    # the same for every loader validating s.kinds (`kinds_in_scope` of these two)
+    reachable = s.scope.reachable if s.scope is not None else frozenset()
+    memo = _EDGES.of(graph)
+    key = (reachable, not s.tf2_load, identity(ops))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = edge_findings(graph, s.kinds, ops, changed)
+    return found
 
 
-_EDGES: Table = remembered({})
+_EDGES: ObjectTable[tuple[frozenset[str], bool, Identity], list[tuple[Finding, str | None]]] = (
+    ObjectTable("edge_findings")
+)
 
 
 def check_serving(s: Subject) -> Iterable[Finding]:
@@ -429,10 +432,8 @@ REGISTRY_CHECKS = (
 # The checks run for every consumer (the others are shared: `_registry_findings`).
 _OWN_CHECKS = [(name, check) for name, check in CHECKS.items() if name not in REGISTRY_CHECKS]
 
-_SHARED: Table = remembered({})
-
-
 _Raw = list[tuple[str, Finding, str | None, bool]]
+_SHARED: ObjectTable[tuple[object, ...], _Raw] = ObjectTable("registry_findings")
 
 
 def _raw_registry_findings(s: Subject) -> _Raw:
@@ -462,28 +463,25 @@ def _registry_findings(s: Subject) -> list[tuple[str, Finding]]:
     and how the loader reads it (which functions it validates, whether it judges
     attrs at load, and, for a release that rejects unknown attrs, whether it drops
     the producer's defaults first), not on the loader's name: the v1 loader and a
-    graph import of the same release share them. Remembered per artifact and OpDefs
-    (the entry holds both, so no other object can take their ids meanwhile)."""
+    graph import of the same release share them. Remembered on the artifact, per history
+    and the identities of the OpDefs."""
     consumer = s.consumer
     if consumer.registry is None:
         return [(name, finding) for name in REGISTRY_CHECKS for finding in CHECKS[name](s)]
-    signature, ids = op_signature(s.graph, consumer, s.history)
+    _, ids = op_signature(s.graph, consumer, s.history)
     rejects = consumer.rejects_unknown_attrs
     key = (
-        id(s.artifact),
-        id(s.history),
+        identity(s.history),
         s.instantiates_at_load,
         rejects,
         s.drops_graph_defaults if rejects else None,  # else dropping changes nothing
         deprecation_key(s.graph, consumer, _deprecation_version(s)),
         ids,
     )
-    hit = _SHARED.get(key)
-    raw: _Raw = (
-        hit[1]  # type: ignore[assignment]
-        if hit is not None
-        else keep(_SHARED, key, (s.artifact, s.history, signature), _raw_registry_findings(s))
-    )
+    memo = _SHARED.of(s.artifact)
+    raw = memo.get(key)
+    if raw is None:
+        raw = memo[key] = _raw_registry_findings(s)
     return [(name, place(s, f, fn, checked_at_load=at_load)) for name, f, fn, at_load in raw]
 
 

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from worker.compat.memo import changed_against, edges_touching, kinds_by_op, remembered
+from worker.compat.memo import (
+    Identity,
+    changed_against,
+    edges_touching,
+    identity,
+    kinds_by_op,
+    remembered,
+)
 from worker.compat.signatures import arg_types, base_type, effective_attrs
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, OpDef
 from worker.model.attrs import short_dtype
@@ -22,23 +29,22 @@ from worker.model.findings import Code, Finding, Fix, FixKind, error
 
 Types = tuple[list[str] | None, list[str] | None]  # (inputs, outputs); None: undecidable
 
-_TYPES: dict[tuple[int, tuple[str, str, int, bool]], tuple[OpDef, Types]] = remembered({})
+_TYPES: dict[tuple[Identity, tuple[str, str, int, bool]], Types] = remembered({})
 _TYPES_LIMIT = 200_000
 
 
 def kind_types(kind: NodeKind, op: OpDef) -> Types:
     """(input types, output types) of a kind under an OpDef; remembered per distinct
-    kind and OpDef (held, so the identity key cannot match another OpDef), since the
-    edges of thousands of models repeat the same kinds."""
-    memo = (id(op), kind.key)
+    kind and OpDef, since the edges of thousands of models repeat the same kinds."""
+    memo = (identity(op), kind.key)
     hit = _TYPES.get(memo)
-    if hit is not None and hit[0] is op:
-        return hit[1]
+    if hit is not None:
+        return hit
     attrs = effective_attrs(op, kind.attrs)
     result = (arg_types(op.inputs, attrs), arg_types(op.outputs, attrs))
     if len(_TYPES) >= _TYPES_LIMIT:
         _TYPES.clear()
-    _TYPES[memo] = (op, result)
+    _TYPES[memo] = result
     return result
 
 
@@ -79,19 +85,17 @@ def _ignored_attr(kind: NodeKind, op: OpDef) -> tuple[str, str] | None:
     return None
 
 
-_SAME: dict[tuple[int, int], tuple[OpDef, OpDef, bool]] = remembered({})
+_SAME: dict[tuple[Identity, Identity], bool] = remembered({})
 
 
 def _same(a: OpDef, b: OpDef) -> bool:
     """OpDef equality, remembered per pair of objects (registries and models repeat them)."""
-    key = (id(a), id(b))
-    hit = _SAME.get(key)
-    if hit is not None and hit[0] is a and hit[1] is b:
-        return hit[2]
-    if len(_SAME) >= _TYPES_LIMIT:
-        _SAME.clear()
-    same = a == b
-    _SAME[key] = (a, b, same)
+    key = (identity(a), identity(b))
+    same = _SAME.get(key)
+    if same is None:
+        if len(_SAME) >= _TYPES_LIMIT:
+            _SAME.clear()
+        same = _SAME[key] = a == b
     return same
 
 

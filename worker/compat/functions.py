@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.compat.memo import Table, keep, remembered
+from worker.compat.memo import ObjectTable, remembered
 from worker.model.artifact import Graph, NodeKind
 
 SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
@@ -143,7 +143,7 @@ def function_scope(graph: Graph) -> FunctionScope:
     )
 
 
-_SCOPES: Table = remembered({})
+_SCOPES: ObjectTable[bool, FunctionScope] = ObjectTable("scope_of")
 
 
 def scope_of(graph: Graph, every_function: bool = False) -> FunctionScope:
@@ -153,12 +153,12 @@ def scope_of(graph: Graph, every_function: bool = False) -> FunctionScope:
     `every_function`: `tf.saved_model.load`, which instantiates (validates at load) every
     function; a request still runs only what the serving signatures call, which the
     graph's own call ops name (a TF2 export's graph calls each signature function)."""
-    key = (id(graph), every_function)
-    hit = _SCOPES.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    if every_function:
-        scope = replace(scope_of(graph), reachable=frozenset(graph.functions))
-    else:
-        scope = function_scope(graph)
-    return keep(_SCOPES, key, (graph,), scope)
+    memo = _SCOPES.of(graph)
+    scope = memo.get(every_function)
+    if scope is None:
+        if every_function:
+            scope = replace(scope_of(graph), reachable=frozenset(graph.functions))
+        else:
+            scope = function_scope(graph)
+        memo[every_function] = scope
+    return scope

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from worker.compat.memo import remembered
+from worker.compat.memo import Identity, identity, remembered
 from worker.model.artifact import AttrJSON, NodeKind, OpDef
 from worker.model.consumer import KernelDefs
 
@@ -75,27 +75,41 @@ class KernelGap:
     gpu_only: bool  # kernels exist, for another device than the CPU
 
 
-_GAPS: dict[tuple[str, str, int, int, bool], tuple[object, object, KernelGap | None]] = remembered(
-    {}
-)
-_GAPS_LIMIT = 100_000
+Gaps = dict[tuple[str, str], KernelGap | None]
+_GAPS: dict[tuple[Identity, Identity, bool], Gaps] = remembered({})
+_GAPS_LIMIT = 10_000  # per registry, kernel table and devices
+
+
+def kernel_gaps(ops: Mapping[str, OpDef], kernels: KernelDefs, gpu: bool) -> Gaps:
+    """`kernel_gap`'s memo for one registry's OpDefs, kernel table and devices, by op and
+    attrs (a fleet asks the same few hundred kinds of every model): a caller asking of
+    many kinds looks it up once."""
+    key = (identity(ops), identity(kernels), gpu)
+    found = _GAPS.get(key)
+    if found is None:
+        if len(_GAPS) >= 256:
+            _GAPS.clear()
+        found = _GAPS[key] = {}
+    elif len(found) >= _GAPS_LIMIT:
+        found.clear()
+    return found
 
 
 def kernel_gap(
-    kind: NodeKind, op: OpDef | None, kernels: KernelDefs, gpu: bool
+    kind: NodeKind,
+    ops: Mapping[str, OpDef],
+    kernels: KernelDefs,
+    gpu: bool,
+    gaps: Gaps | None = None,
 ) -> KernelGap | None:
-    """Why the consumer has no kernel for this kind; None when it has one, or when the
-    op is not looked up at all. Remembered per op, attrs, OpDef and table (a fleet
-    asks the same few hundred kinds of every model); the entry holds the OpDef and the
-    table, so their ids name nothing else while it stays."""
-    key = (kind.op, kind.key[1], id(op), id(kernels), gpu)
-    hit = _GAPS.get(key)
-    if hit is not None:
-        return hit[2]
-    if len(_GAPS) >= _GAPS_LIMIT:
-        _GAPS.clear()
-    found = _kernel_gap(kind, op, kernels, gpu)
-    _GAPS[key] = (op, kernels, found)
+    """Why the consumer has no kernel for this kind (under its OpDef in `ops`); None when
+    it has one, or when the op is not looked up at all. Remembered in `gaps`, the
+    `kernel_gaps` of the same registry, table and devices (looked up when not given)."""
+    memo = gaps if gaps is not None else kernel_gaps(ops, kernels, gpu)
+    key = (kind.op, kind.key[1])
+    if key in memo:
+        return memo[key]
+    found = memo[key] = _kernel_gap(kind, ops.get(kind.op), kernels, gpu)
     return found
 
 

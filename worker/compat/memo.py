@@ -1,12 +1,21 @@
-"""Facts a check asks again and again, remembered per object: one graph's, one registry's.
+"""Facts a check asks again and again, remembered: one graph's, one registry's.
 
 A fleet change checks every indexed model against every changed consumer, and
 an upload checks one model against 79 releases: most of what a check asks of a
 graph (which ops it holds, which ops its edges touch, which kinds a loader
 validates) does not depend on the consumer, and most of what it asks of a
 registry (which ops it names, which of a producer's OpDefs it defines alike)
-does not depend on the model. Each is computed once per object and kept while
-the object lives in the cache (the cache holds it, so its id names nothing else).
+does not depend on the model. Each is computed once and kept in one of two ways,
+neither of which a reused `id()` can fool:
+
+- a fact about one graph or one artifact is kept on that object (`per_object`,
+  `ObjectTable`), as `functools.cached_property` keeps its value: it lives and
+  dies with the object, so it needs no limit and holds nothing longer;
+- a fact that joins several objects (a model's ops in a registry, a kind under
+  an OpDef) is kept in a bounded module table (`remembered`) whose keys name
+  objects by `identity(obj)`, a token standing for that one object. A token is
+  never reused: a key that holds one matches that object only, whatever
+  becomes of it; an object that outlives its token's table gets a new token.
 
 The gates built on them only ever skip work whose result is known to be empty; what they
 let through is checked in full (`tests/compat/test_memo.py` compares both ways).
@@ -14,25 +23,21 @@ let through is checked in full (`tests/compat/test_memo.py` compares both ways).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import NamedTuple, TypeVar
+from operator import attrgetter, methodcaller
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from worker.model.artifact import Edge, Graph, NodeKind, OpDef
+from worker.model.consumer import Registry
 
+_K = TypeVar("_K", bound=Hashable)
+_O = TypeVar("_O")
 _T = TypeVar("_T")
+_D = TypeVar("_D", bound=dict[Any, Any])
 _OP = attrgetter("op")
-# Entries per table that holds graphs or artifacts (here and in the checks' own memos):
-# a fleet pass needs the current model's only, and a long-lived worker must not keep
-# hundreds of large graphs alive for nothing.
-HELD_LIMIT = 256
-_LIMIT = HELD_LIMIT
-
-Table = dict[Hashable, tuple[tuple[object, ...], object]]
-_Table = Table
-_D = TypeVar("_D", bound=dict)  # type: ignore[type-arg]
-_MEMOS: list[dict] = []  # type: ignore[type-arg]
+_MEMOS: list[dict[Any, Any]] = []
 
 
 def remembered(table: _D) -> _D:
@@ -41,28 +46,127 @@ def remembered(table: _D) -> _D:
     return table
 
 
-def _memo() -> _Table:
-    return remembered({})
-
-
-def keep(
-    table: _Table, key: Hashable, owners: tuple[object, ...], value: _T, limit: int = _LIMIT
-) -> _T:
-    """Remember `value` under `key`: the ids of `owners` (held by the entry, so no other
-    object can take those ids while it stays) and whatever else the value depends on.
-    A table holds at most `limit` entries (`HELD_LIMIT` where entries hold graphs). Each
-    accessor looks its table up first, inline (`hit[1]` of `table.get(key)`): a hit is
-    the hot path."""
-    if len(table) >= limit:
-        table.clear()
-    table[key] = (owners, value)
-    return value
-
-
 def forget_all() -> None:
-    """Empty every memo of the checks (a new process's state, for benchmarks and tests)."""
+    """Empty every memo table of the checks and forget every token (a new process's state,
+    for benchmarks and tests). What is kept on graphs and artifacts goes with them."""
     for table in _MEMOS:
         table.clear()
+
+
+class Identity:
+    """Stands for one object in memo keys: hashed and compared as itself (in C, as fast as
+    an int), and made anew for every object, so it never stands for another."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<Identity {id(self):#x}>"
+
+
+class HeldTokens:
+    """Tokens for objects that keep no attributes of their own (a dict, a tuple, a
+    registry with __slots__): each entry holds its object, so its id names nothing else
+    while the entry stays. Past `limit` entries the table starts afresh: an object met
+    again gets a new token, and keys holding its old one match nothing any more."""
+
+    __slots__ = ("_entries", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self._entries: dict[int, tuple[object, Identity]] = remembered({})
+        self.limit = limit
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __call__(self, obj: object) -> Identity:
+        held = self._entries.get(id(obj))
+        if held is not None and held[0] is obj:
+            return held[1]
+        if len(self._entries) >= self.limit:
+            self._entries.clear()
+        token = Identity()
+        self._entries[id(obj)] = (obj, token)
+        return token
+
+
+# Registries, kernel tables and the like: few, and held by the catalog anyway.
+_LASTING = HeldTokens(1024)
+_IDENTITY = "_memo_identity"
+
+
+def identity(obj: object) -> Identity:
+    """The token standing for `obj` in memo keys: kept on the object where it has
+    attributes of its own (an OpDef, a graph, the catalog), else held (`HeldTokens`)
+    among the long-lived ones (registries). Objects made per pass, shared by models
+    and without attributes (op lists, edge lists) have tables of their own below, so
+    they never push a registry's token out."""
+    attrs = getattr(obj, "__dict__", None)
+    if type(attrs) is dict:
+        found: Identity | None = attrs.get(_IDENTITY)
+        if found is None:
+            found = attrs[_IDENTITY] = Identity()
+        return found
+    return _LASTING(obj)
+
+
+_ATTRS = attrgetter("__dict__")
+_TOKEN = methodcaller("get", _IDENTITY)
+
+
+def identities(objs: tuple[object, ...]) -> tuple[Identity, ...]:
+    """`identity` of each: where each keeps its token on itself (OpDefs, once asked), in
+    one pass at C speed (a fleet pass asks it of every model's OpDefs in each registry)."""
+    try:
+        found: tuple[Any, ...] = tuple(map(_TOKEN, map(_ATTRS, objs)))
+    except AttributeError:  # one keeps no attributes of its own
+        return tuple(map(identity, objs))
+    return found if all(found) else tuple(map(identity, objs))
+
+
+def per_object(compute: Callable[[_O], _T]) -> Callable[[_O], _T]:
+    """`compute(obj)` once per object, kept on the object (its `__dict__`, as
+    `functools.cached_property` keeps a value; the object must have one, as our frozen
+    dataclasses do). `compute` must read only the object, and never return None."""
+    name = f"_memo_{compute.__module__}.{compute.__qualname__}"
+
+    @functools.wraps(compute)
+    def remembered_on(obj: _O) -> _T:
+        attrs = obj.__dict__
+        found: _T | None = attrs.get(name)
+        if found is None:
+            found = attrs[name] = compute(obj)
+        return found
+
+    return remembered_on
+
+
+@per_object
+def registry_identities(registry: Registry) -> tuple[Identity, Identity, Identity]:
+    """`identity` of a registry's ops, kernel table and revived types, kept on it."""
+    return identity(registry.ops), identity(registry.kernels), identity(registry.revived)
+
+
+class ObjectTable(Generic[_K, _T]):
+    """A table per object, kept on the object (see `per_object`): facts about it that
+    also depend on a few values, e.g. a graph's kinds in scope per set of functions."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = f"_memo_{name}"
+
+    def of(self, obj: object) -> dict[_K, _T]:
+        attrs = obj.__dict__
+        found: dict[_K, _T] | None = attrs.get(self._name)
+        if found is None:
+            found = attrs[self._name] = {}
+        return found
+
+
+class OpSet(Identity):
+    """Stands for one distinct sorted list of op names: models of one exporter share it."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
@@ -72,49 +176,49 @@ class GraphFacts:
     ops: frozenset[str]  # every kind's op, function-call ops included
     library_ops: frozenset[str]  # ops that are not calls of a library function
     sorted_ops: tuple[str, ...]  # `ops`, sorted
-    op_set: int  # a number per distinct `sorted_ops`: models of one exporter share it
+    op_set: OpSet  # one per distinct `sorted_ops` (while `_OP_SETS` keeps it)
 
 
-_GRAPHS = _memo()
-_OP_SETS: dict[tuple[str, ...], int] = remembered({})
+_OP_SETS: dict[tuple[str, ...], OpSet] = remembered({})
 # Each key holds a model's op names (a kilobyte or so): a long-lived worker keeps ~20 MB.
 _OP_SETS_LIMIT = 20_000
-_NEXT = [0]  # the last number given (op sets here, identities below): never reused
 
 
+@per_object
 def graph_facts(graph: Graph) -> GraphFacts:
-    hit = _GRAPHS.get(id(graph))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
     ops = frozenset(map(_OP, graph.kinds))
     names = tuple(sorted(ops))
     op_set = _OP_SETS.get(names)
     if op_set is None:
         if len(_OP_SETS) >= _OP_SETS_LIMIT:
             _OP_SETS.clear()
-        _NEXT[0] += 1
-        op_set = _OP_SETS[names] = _NEXT[0]
-    facts = GraphFacts(ops, ops - set(graph.functions), names, op_set)
-    return keep(_GRAPHS, id(graph), (graph,), facts)
+        op_set = _OP_SETS[names] = OpSet()
+    return GraphFacts(ops, ops - set(graph.functions), names, op_set)
 
 
-_AT = _memo()
+# Edge lists held for their tokens: each can be large (a graph's distinct edges), so few.
+_EDGE_LISTS = HeldTokens(256)
+_AT: dict[Identity, dict[int, tuple[int, ...]]] = remembered({})
+_AT_LIMIT = 256
 
 
 def edges_at(edges: tuple[Edge, ...]) -> dict[int, tuple[int, ...]]:
     """kind index -> the positions (ascending) of the edges with that kind at either end.
     Keyed on the edges alone: models read from the index share one edges tuple per
     distinct edge list, so this is computed once per distinct edge list."""
-    hit = _AT.get(id(edges))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    found: dict[int, list[int]] = {}
+    key = _EDGE_LISTS(edges)
+    found = _AT.get(key)
+    if found is not None:
+        return found
+    positions_of: dict[int, list[int]] = {}
     for position, edge in enumerate(edges):
-        found.setdefault(edge.src, []).append(position)
+        positions_of.setdefault(edge.src, []).append(position)
         if edge.dst != edge.src:
-            found.setdefault(edge.dst, []).append(position)
-    at = {kind: tuple(positions) for kind, positions in found.items()}
-    return keep(_AT, id(edges), (edges,), at)
+            positions_of.setdefault(edge.dst, []).append(position)
+    if len(_AT) >= _AT_LIMIT:
+        _AT.clear()
+    at = _AT[key] = {kind: tuple(positions) for kind, positions in positions_of.items()}
+    return at
 
 
 def edges_touching(graph: Graph, ops: Iterable[str]) -> list[int]:
@@ -123,65 +227,57 @@ def edges_touching(graph: Graph, ops: Iterable[str]) -> list[int]:
     return sorted({p for op in ops for kind in by_op.get(op, ()) for p in at.get(kind, ())})
 
 
-_BY_OP = _memo()
-
-
+@per_object
 def kinds_by_op(graph: Graph) -> dict[str, list[int]]:
     """op -> the indexes of the graph's kinds of that op (anywhere)."""
-    hit = _BY_OP.get(id(graph))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
     found: dict[str, list[int]] = {}
     for index, kind in enumerate(graph.kinds):
         found.setdefault(kind.op, []).append(index)
-    return keep(_BY_OP, id(graph), (graph,), found)
+    return found
 
 
-_KINDS = _memo()
+_KINDS: ObjectTable[tuple[frozenset[str], bool], list[NodeKind]] = ObjectTable("kinds_in_scope")
 
 
 def kinds_in_scope(graph: Graph, reachable: frozenset[str], top_level: bool) -> list[NodeKind]:
     """The kinds a loader validates: the top-level graph's (unless `top_level` is false)
     and those of the functions in `reachable`. Callers must not change the list."""
-    key = (id(graph), id(reachable), top_level)
-    hit = _KINDS.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    kinds = [
-        k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
-    ]
-    return keep(_KINDS, key, (graph, reachable), kinds)
+    memo = _KINDS.of(graph)
+    found = memo.get((reachable, top_level))
+    if found is None:
+        found = memo[reachable, top_level] = [
+            k for k in graph.kinds if (k.function is None and top_level) or k.function in reachable
+        ]
+    return found
 
 
-_REQUEST = _memo()
+_REQUEST: ObjectTable[tuple[frozenset[str], bool], frozenset[str]] = ObjectTable("ops_in")
 
 
 def ops_in(graph: Graph, functions: frozenset[str], top_level: bool) -> frozenset[str]:
     """The ops of `kinds_in_scope(graph, functions, top_level)`."""
-    key = (id(graph), id(functions), top_level)
-    hit = _REQUEST.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    ops = frozenset(map(_OP, kinds_in_scope(graph, functions, top_level)))
-    return keep(_REQUEST, key, (graph, functions), ops)
+    memo = _REQUEST.of(graph)
+    found = memo.get((functions, top_level))
+    if found is None:
+        found = memo[functions, top_level] = frozenset(
+            map(_OP, kinds_in_scope(graph, functions, top_level))
+        )
+    return found
 
 
-_NAMES = _memo()
+_NAMES: dict[Identity, frozenset[str]] = remembered({})
+_NAMES_LIMIT = 1024
 
 
 def registered_names(ops: Mapping[str, OpDef]) -> frozenset[str]:
     """The op names a registry defines (membership without converting any OpDef)."""
-    hit = _NAMES.get(id(ops))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    return keep(_NAMES, id(ops), (ops,), frozenset(ops))
-
-
-_LOOKUPS = _memo()
-# Keyed by the graph's op set, not the graph: models of one exporter share their ops, so
-# a fleet pass looks each op set up once per registry. Entries hold only the registry
-# and its OpDefs, which the registry holds anyway.
-_LOOKUPS_LIMIT = 8192
+    key = identity(ops)
+    found = _NAMES.get(key)
+    if found is None:
+        if len(_NAMES) >= _NAMES_LIMIT:
+            _NAMES.clear()
+        found = _NAMES[key] = frozenset(ops)
+    return found
 
 
 class Lookup(NamedTuple):
@@ -195,46 +291,57 @@ class Lookup(NamedTuple):
     deprecates: bool  # some OpDef has a deprecation version
 
 
+# Keyed by the graph's op set, not the graph: models of one exporter share their ops, so
+# a fleet pass looks each op set up once per registry.
+_LOOKUPS: dict[tuple[OpSet, Identity], Lookup] = remembered({})
+_LOOKUPS_LIMIT = 8192
+
+
 def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     """The registry's OpDefs of `graph_facts(graph).sorted_ops`, remembered per op set
     and registry."""
     facts = graph_facts(graph)
-    key = (facts.op_set, id(ops))
+    key = (facts.op_set, identity(ops))
     hit = _LOOKUPS.get(key)
     if hit is not None:
-        return hit[1]  # type: ignore[return-value]
+        return hit
     names = facts.sorted_ops
     get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
     found: tuple[OpDef | None, ...] = (
         get_many(names) if get_many is not None else tuple(map(ops.get, names))
     )
     # `all`: an OpDef is true, None false (`None in found` called OpDef.__eq__ per op)
-    ids = _number(tuple(map(id, found))) if all(found) else None
+    ids = _number(identities(found)) if all(found) else None
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
-    return keep(_LOOKUPS, key, (ops,), Lookup(found, ids, deprecates), _LOOKUPS_LIMIT)
+    if len(_LOOKUPS) >= _LOOKUPS_LIMIT:
+        _LOOKUPS.clear()
+    lookup = _LOOKUPS[key] = Lookup(found, ids, deprecates)
+    return lookup
 
 
-_NUMBERS: dict[tuple[int, ...], int] = remembered({})
+_NUMBERS: dict[tuple[Identity, ...], int] = remembered({})
+_NUMBERS_LIMIT = 200_000
+_NEXT = [0]  # the last number given: never reused
 
 
-def _number(identities: tuple[int, ...]) -> int:
+def _number(identities: tuple[Identity, ...]) -> int:
     """A small number per distinct tuple of identities: keys hash it instead of the tuple.
     Never reused, so a number names one tuple even after the table is emptied."""
     found = _NUMBERS.get(identities)
     if found is None:
-        if len(_NUMBERS) >= 200_000:
+        if len(_NUMBERS) >= _NUMBERS_LIMIT:
             _NUMBERS.clear()
         _NEXT[0] += 1
         found = _NUMBERS[identities] = _NEXT[0]
     return found
 
 
-_CHANGED = _memo()
-# Its entries hold a producer's op list and a registry, both shared by many models (the
-# index decodes one op list per distinct list): a fleet pass meets each pair again and
-# again, and at `HELD_LIMIT` it computed a pair four times over (bench/fleet_impact.py).
-_CHANGED_LIMIT = 4096  # an upload judges ~30 registries: ~130 models' op lists held
+# Keyed by a producer's op list and a registry, both shared by many models (the index
+# decodes one op list per distinct list): a fleet pass meets each pair again and again.
+_OP_LISTS = HeldTokens(4096)  # a few hundred OpDef references each
+_CHANGED: dict[tuple[Identity, Identity], frozenset[str]] = remembered({})
+_CHANGED_LIMIT = 4096  # an upload judges ~30 registries: ~130 models' op lists
 
 
 def changed_against(
@@ -243,13 +350,16 @@ def changed_against(
     same: Callable[[OpDef, OpDef], bool],
 ) -> frozenset[str]:
     """The ops of a producer's op list that a registry lacks or defines otherwise."""
-    key = (id(producer_ops), id(ops))
-    hit = _CHANGED.get(key)
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
+    key = (_OP_LISTS(producer_ops), identity(ops))
+    found = _CHANGED.get(key)
+    if found is not None:
+        return found
     changed = set()
     for name, theirs in producer_ops.items():
         mine = ops.get(name)
         if mine is None or not same(mine, theirs):
             changed.add(name)
-    return keep(_CHANGED, key, (producer_ops, ops), frozenset(changed), _CHANGED_LIMIT)
+    if len(_CHANGED) >= _CHANGED_LIMIT:
+        _CHANGED.clear()
+    found = _CHANGED[key] = frozenset(changed)
+    return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from worker.compat.memo import remembered
+from worker.compat.memo import identity, remembered
 from worker.compat.signatures import arg_count, effective_attrs, signature
 from worker.model.artifact import AttrDef, AttrJSON, NodeKind, OpDef
 from worker.model.attrs import attr_kind, describe_attr
@@ -184,8 +184,7 @@ def _risk(name: str, effect: AttrEffect | None, default_unknown: bool) -> str:
 _NODE_MARK = "\x00node\x00"
 _FUNCTION_MARK = "\x00function\x00"
 
-_Template = tuple[OpDef, OpDef | None, object, object, tuple[Finding, ...]]
-_FINDINGS: dict[tuple[object, ...], _Template] = remembered({})
+_FINDINGS: dict[tuple[object, ...], tuple[Finding, ...]] = remembered({})
 _FINDINGS_LIMIT = 200_000
 
 
@@ -200,8 +199,7 @@ def check_node_kind(
     and each model's kind gets them with its own node and function names (the only
     part of a message that differs between equal keys). The producer's OpDef and the
     catalog's defaults and attr effects count only for an attr the consumer lacks, so
-    they are part of the memo only then. What the memo names by identity is held, so no other object
-    can take its id meanwhile.
+    they are part of the memo only then.
     """
     deprecated = (
         op.deprecation_version is not None
@@ -213,24 +211,18 @@ def check_node_kind(
     defaults = getattr(ctx.default_of, "__self__", ctx.default_of) if lacks else None
     effects = getattr(ctx.effect_of, "__self__", ctx.effect_of) if lacks else None
     memo = (
-        id(op),
+        identity(op),
         kind.key,
         ctx.drops_producer_defaults,
         ctx.rejects_unknown_attrs,
         ctx.producer_version if deprecated else None,
-        id(producer_op) if lacks else None,
-        id(defaults),
-        id(effects),
+        identity(producer_op) if lacks else None,
+        identity(defaults) if lacks else None,
+        identity(effects) if lacks else None,
         bool(kind.function),
     )
-    hit = _FINDINGS.get(memo)
-    if (
-        hit is None
-        or hit[0] is not op
-        or hit[1] is not (producer_op if lacks else None)
-        or hit[2] is not defaults
-        or hit[3] is not effects
-    ):
+    found = _FINDINGS.get(memo)
+    if found is None:
         marked = NodeKind(
             kind.op,
             kind.attrs,
@@ -239,11 +231,10 @@ def check_node_kind(
             _NODE_MARK,
             kind.function and _FUNCTION_MARK,
         )
-        found = tuple(_validate(marked, op, producer_op, ctx))
         if len(_FINDINGS) >= _FINDINGS_LIMIT:
             _FINDINGS.clear()
-        hit = _FINDINGS[memo] = (op, producer_op if lacks else None, defaults, effects, found)
-    if not hit[4]:
+        found = _FINDINGS[memo] = tuple(_validate(marked, op, producer_op, ctx))
+    if not found:
         return []
     template = f"node {_NODE_MARK}" + (f" in function {_FUNCTION_MARK}" if kind.function else "")
     where = where_of(kind)
@@ -251,7 +242,7 @@ def check_node_kind(
         Finding(
             f.code, f.severity, f.message.replace(template, where), f.op, f.attr, f.fix, f.stage
         )
-        for f in hit[4]
+        for f in found
     ]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Hashable
 
 from packaging.version import Version
 
-from worker.compat.memo import graph_facts, registry_lookup
+from worker.compat.memo import graph_facts, identity, registry_lookup
 from worker.compat.subject import History
 from worker.model.artifact import Artifact, Graph
 from worker.model.consumer import Consumer, Loader
@@ -41,7 +41,7 @@ def op_signature(
 ) -> tuple[tuple[object, ...], Hashable]:
     """The consumer's OpDef of every op the artifact's graph uses (None where it has none,
     with whether the op was removed before the consumer's release: a different error):
-    the OpDefs, to hold, and their identities, to key on."""
+    the OpDefs, and tokens standing for them (`memo.identity`), to key on."""
     registry = consumer.registry
     if registry is None or graph is None:
         return (), ()
@@ -57,4 +57,4 @@ def op_signature(
             continue
         last = history.op_last_release(op)
         signature.append(bool(release and last and Version(last) < Version(release)))
-    return tuple(signature), tuple(x if isinstance(x, bool) else id(x) for x in signature)
+    return tuple(signature), tuple(x if isinstance(x, bool) else identity(x) for x in signature)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from worker.compat.functions import call_closure, callees
 from worker.compat.kernels import kernel_gap
-from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
+from worker.compat.memo import ObjectTable, identity
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
@@ -189,14 +189,14 @@ def tf2_signature_findings(s: Subject) -> list[Finding]:
     return [] if DEFAULT_SIGNATURE in names else [_no_default_signature(names)]
 
 
-_RUNS: Table = remembered({})
+_RUNS: ObjectTable[tuple[object, ...], tuple[Finding, ...]] = ObjectTable("run_findings")
 
 
 def run_findings(s: Subject) -> list[Finding]:
     """Every step the consumer's loader runs, then the first request (`serving_default`,
     else the first signature), judged in TensorFlow's order.
 
-    Remembered per artifact and what the findings read of the consumer (its loader, op
+    Remembered on the artifact, per what the findings read of the consumer (its loader, op
     registry and kernel table by identity, GPU, lifted reads): an upload is judged
     against 79 releases and a fleet change against every model, and most of them share
     those with many others."""
@@ -204,23 +204,17 @@ def run_findings(s: Subject) -> list[Finding]:
         return tf2_signature_findings(s)
     registry = s.consumer.registry
     key = (
-        id(s.artifact),
         s.consumer.loader,
-        id(registry.ops) if registry is not None else None,
-        id(registry.kernels) if registry is not None else None,
+        identity(registry.ops) if registry is not None else None,
+        identity(registry.kernels) if registry is not None else None,
         s.consumer.gpu,
         s.consumer.lifted_reads_empty,
     )
-    hit = _RUNS.get(key)
-    if hit is not None:
-        found: tuple[Finding, ...] = hit[1]  # type: ignore[assignment]
-        return list(found)
-    owners = (
-        s.artifact,
-        registry.ops if registry else None,
-        registry.kernels if registry else None,
-    )
-    return list(keep(_RUNS, key, owners, tuple(_run_findings(s)), limit=HELD_LIMIT))
+    memo = _RUNS.of(s.artifact)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_run_findings(s))
+    return list(found)
 
 
 def _run_findings(s: Subject) -> list[Finding]:
@@ -367,7 +361,7 @@ def _kernel_findings(
             continue
         if _session_places_graph(s) and not whole_graph:
             continue  # placed with the whole graph at the first run
-        gap = kernel_gap(kind, registry.ops.get(kind.op), registry.kernels, s.consumer.gpu)
+        gap = kernel_gap(kind, registry.ops, registry.kernels, s.consumer.gpu)
         if gap is None:
             continue
         seen.add(kind.op)

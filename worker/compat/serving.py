@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from worker.compat.functions import FunctionScope
-from worker.compat.memo import Table, keep, kinds_in_scope, ops_in, remembered
+from worker.compat.functions import scope_of
+from worker.compat.memo import kinds_in_scope, ops_in, per_object
 from worker.compat.subject import Subject
 from worker.model.artifact import Graph, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
@@ -63,16 +63,12 @@ def unfilled_variables(s: Subject) -> list[Finding]:
     if s.meta_graph is not None and s.meta_graph.serve_plan is not None:
         return []  # metadata read with a serve plan: worker.compat.runs judges every resource
     # Restore and request functions are the same whatever the loader validates: once a graph.
-    hit = _UNFILLED.get(id(graph))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
-    return keep(_UNFILLED, id(graph), (graph,), _unfilled(graph, scope))
+    return _unfilled(graph)
 
 
-_UNFILLED: Table = remembered({})
-
-
-def _unfilled(graph: Graph, scope: FunctionScope) -> list[Finding]:
+@per_object
+def _unfilled(graph: Graph) -> list[Finding]:
+    scope = scope_of(graph)
     kinds = graph.kinds
     role: dict[int, str] = {}
     for index, called in scope.top_calls.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from worker.compat.memo import remembered
+from worker.compat.memo import Identity, identity, remembered
 from worker.model.artifact import ArgDef, AttrJSON, OpDef
 from worker.model.attrs import short_dtype
 
@@ -82,18 +82,17 @@ def arg_types(args: tuple[ArgDef, ...], attrs: Mapping[str, AttrJSON]) -> list[s
     return types
 
 
-_SIGNATURES: dict[int, tuple[OpDef, str]] = remembered({})
+_SIGNATURES: dict[Identity, str] = remembered({})
 
 
 def signature(op: OpDef) -> str:
     """TensorFlow's short OpDef rendering used in its error messages (once per OpDef)."""
-    hit = _SIGNATURES.get(id(op))
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    if len(_SIGNATURES) > 50_000:
-        _SIGNATURES.clear()
-    text = _render_signature(op)
-    _SIGNATURES[id(op)] = (op, text)
+    key = identity(op)
+    text = _SIGNATURES.get(key)
+    if text is None:
+        if len(_SIGNATURES) > 50_000:
+            _SIGNATURES.clear()
+        text = _SIGNATURES[key] = _render_signature(op)
     return text
 
 

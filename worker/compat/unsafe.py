@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from worker.compat.functions import RESTORE_OPS, SAVE_OPS, scope_of
-from worker.compat.memo import HELD_LIMIT, graph_facts, kinds_by_op, remembered
+from worker.compat.memo import graph_facts, kinds_by_op, per_object
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage
@@ -132,24 +132,11 @@ def _print_to_file(kind: NodeKind) -> bool:
 
 _WATCHED = frozenset(UNSAFE_OPS) | {"PrintV2"} | SAVER_OPS  # the ops `_find_hazards` looks at
 
-_HAZARDS: dict[int, tuple[Artifact, list[Hazard]]] = remembered({})
-_HAZARDS_LIMIT = HELD_LIMIT
 
-
+@per_object
 def hazards(artifact: Artifact) -> list[Hazard]:
     """Every unsafe op in every graph of the artifact (once per op), and Keras Lambdas;
-    remembered per artifact (a fleet checks one model against many consumers)."""
-    hit = _HAZARDS.get(id(artifact))
-    if hit is not None and hit[0] is artifact:
-        return hit[1]
-    if len(_HAZARDS) >= _HAZARDS_LIMIT:
-        _HAZARDS.clear()
-    found = _find_hazards(artifact)
-    _HAZARDS[id(artifact)] = (artifact, found)
-    return found
-
-
-def _find_hazards(artifact: Artifact) -> list[Hazard]:
+    remembered on the artifact (a fleet checks one model against many consumers)."""
     found: dict[str, Hazard] = {}
 
     def add(code: Code, op: str, what: str, kind: NodeKind) -> None:

@@ -10,8 +10,15 @@ import itertools
 from collections.abc import Hashable
 
 from worker.compat.kernel_changes import dtype_of
-from worker.compat.kernels import kernel_gap
-from worker.compat.memo import HELD_LIMIT, Table, keep, remembered
+from worker.compat.kernels import kernel_gap, kernel_gaps
+from worker.compat.memo import (
+    Identity,
+    ObjectTable,
+    identity,
+    per_object,
+    registry_identities,
+    remembered,
+)
 from worker.compat.objects import revival_gaps
 from worker.compat.op_signature import deprecation_key, judged_at, op_signature
 from worker.compat.policy import Policy
@@ -21,7 +28,7 @@ from worker.compat.versions import check_versions
 from worker.model.artifact import Artifact, Graph, NodeKind
 from worker.model.consumer import Consumer, Loader
 
-_CLASSES: Table = remembered({})
+_CLASSES: ObjectTable[Hashable, tuple[Hashable, bool]] = ObjectTable("verdict_class")
 
 
 def verdict_class(
@@ -40,7 +47,7 @@ def verdict_class(
     plus the outcome of the version rules; None where no class is promised (a Keras file,
     a .tflite file, a consumer without a registry).
 
-    Remembered per artifact and what the class reads of the consumer, its release aside
+    Remembered on the artifact, per what the class reads of the consumer, its release aside
     (the patch releases of a minor share one), unless the consumer's registry lacks an op
     of the graph: whether that op was removed before the release is read then."""
     registry = consumer.registry
@@ -53,10 +60,10 @@ def verdict_class(
         return None
     history = history or NO_HISTORY
     banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
+    ops, kernels, revived = registry_identities(registry)
     key = (
-        id(artifact),
-        id(history),
-        id(registry.ops),
+        identity(history),
+        ops,
         consumer.loader,
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
@@ -67,23 +74,22 @@ def verdict_class(
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
         banned,
-        id(registry.kernels),
-        id(registry.revived),
+        kernels,
+        revived,
         consumer.gpu,
     )
-    hit = _CLASSES.get(key)
+    memo = _CLASSES.of(artifact)
+    hit = memo.get(key)
     if hit is not None:
-        known: tuple[Hashable, bool] = hit[1]  # type: ignore[assignment]
-        if not known[1]:
-            return known[0]
-        hit = _CLASSES.get((key, consumer.tensorflow))
+        if not hit[1]:
+            return hit[0]
+        hit = memo.get((key, consumer.tensorflow))
         if hit is not None:
-            return hit[1][0]  # type: ignore[index,no-any-return]
+            return hit[0]
     found, by_release = _class_of(artifact, consumer, history, banned)
-    owners = (artifact, history, registry.ops, registry.kernels, registry.revived)
-    keep(_CLASSES, key, owners, (found, by_release))
+    memo[key] = (found, by_release)
     if by_release:
-        keep(_CLASSES, (key, consumer.tensorflow), owners, (found, by_release))
+        memo[key, consumer.tensorflow] = (found, by_release)
     return found
 
 
@@ -108,7 +114,7 @@ def _class_of(
     by_release = graph is not None and not isinstance(ids, int)  # some op not registered
     kernels = _kernel_signature(graph, consumer)
     found = (
-        id(history),
+        identity(history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
         consumer.validates_library,
@@ -145,27 +151,28 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     if graph is None or registry is None or registry.kernels is None:
         return None
     kinds = _kind_set(graph)
-    key = (kinds[0], id(registry.kernels), id(registry.ops), consumer.gpu)
+    ops_token, kernels_token, _ = registry_identities(registry)
+    key = (kinds[0], kernels_token, ops_token, consumer.gpu)
     hit = _KERNEL_GAPS.get(key)
     if hit is not None:
-        return hit[1]
-    kernels, ops = registry.kernels, registry.ops
+        return hit
+    kernels, ops, gpu = registry.kernels, registry.ops, consumer.gpu
+    memo = kernel_gaps(ops, kernels, gpu)
     gaps = (
-        (kind, kernel_gap(kind, ops.get(kind.op), kernels, consumer.gpu))
-        for kind in kinds[1]
-        if kind.op in ops
+        (kind, kernel_gap(kind, ops, kernels, gpu, memo)) for kind in kinds[1] if kind.op in ops
     )
     # the reason too: the message says which types the consumer's kernels take
     missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
-    return keep(_KERNEL_GAPS, key, (kernels, ops), (consumer.gpu, missing), limit=8192)
+    if len(_KERNEL_GAPS) >= _KERNEL_GAPS_LIMIT:
+        _KERNEL_GAPS.clear()
+    found = _KERNEL_GAPS[key] = (consumer.gpu, missing)
+    return found
 
 
+@per_object
 def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
     """A number per distinct set of (op, attrs) the graph's kinds hold, and one kind of
     each: what a kernel lookup reads of a graph."""
-    hit = _KIND_SETS_BY_GRAPH.get(id(graph))
-    if hit is not None:
-        return hit[1]  # type: ignore[return-value]
     distinct: dict[tuple[str, str], NodeKind] = {}
     for kind in graph.kinds:
         distinct.setdefault((kind.op, kind.key[1]), kind)
@@ -175,14 +182,13 @@ def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
         if len(_KIND_SET_NUMBERS) >= 20_000:
             _KIND_SET_NUMBERS.clear()
         number = _KIND_SET_NUMBERS[names] = next(_KIND_SET_COUNTER)  # never reused
-    found = (number, tuple(distinct.values()))
-    return keep(_KIND_SETS_BY_GRAPH, id(graph), (graph,), found, limit=HELD_LIMIT)
+    return number, tuple(distinct.values())
 
 
-_KIND_SETS_BY_GRAPH: Table = remembered({})
 _KIND_SET_NUMBERS: dict[frozenset[tuple[str, str]], int] = remembered({})
 _KIND_SET_COUNTER = itertools.count(1)
-_KERNEL_GAPS: Table = remembered({})
+_KERNEL_GAPS: dict[tuple[int, Identity, Identity, bool], Hashable] = remembered({})
+_KERNEL_GAPS_LIMIT = 8192
 
 
 def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
