@@ -75,16 +75,16 @@ class KernelGap:
     gpu_only: bool  # kernels exist, for another device than the CPU
 
 
-Gaps = dict[tuple[str, str], KernelGap | None]
-_GAPS: dict[tuple[Identity, Identity, bool], Gaps] = remembered({})
-_GAPS_LIMIT = 10_000  # per registry, kernel table and devices
+Gaps = dict[tuple[str, str, Identity], KernelGap | None]
+_GAPS: dict[tuple[Identity, bool], Gaps] = remembered({})
+_GAPS_LIMIT = 100_000  # per kernel table and devices
 
 
-def kernel_gaps(ops: Mapping[str, OpDef], kernels: KernelDefs, gpu: bool) -> Gaps:
-    """`kernel_gap`'s memo for one registry's OpDefs, kernel table and devices, by op and
-    attrs (a fleet asks the same few hundred kinds of every model): a caller asking of
-    many kinds looks it up once."""
-    key = (identity(ops), identity(kernels), gpu)
+def kernel_gaps(kernels: KernelDefs, gpu: bool) -> Gaps:
+    """`kernel_gap`'s memo for one kernel table and devices, by op, attrs and OpDef (a
+    fleet asks the same few hundred kinds of every model): a caller asking of many
+    kinds looks it up once."""
+    key = (identity(kernels), gpu)
     found = _GAPS.get(key)
     if found is None:
         if len(_GAPS) >= 256:
@@ -96,20 +96,16 @@ def kernel_gaps(ops: Mapping[str, OpDef], kernels: KernelDefs, gpu: bool) -> Gap
 
 
 def kernel_gap(
-    kind: NodeKind,
-    ops: Mapping[str, OpDef],
-    kernels: KernelDefs,
-    gpu: bool,
-    gaps: Gaps | None = None,
+    kind: NodeKind, op: OpDef | None, kernels: KernelDefs, gpu: bool, gaps: Gaps | None = None
 ) -> KernelGap | None:
-    """Why the consumer has no kernel for this kind (under its OpDef in `ops`); None when
-    it has one, or when the op is not looked up at all. Remembered in `gaps`, the
-    `kernel_gaps` of the same registry, table and devices (looked up when not given)."""
-    memo = gaps if gaps is not None else kernel_gaps(ops, kernels, gpu)
-    key = (kind.op, kind.key[1])
+    """Why the consumer has no kernel for this kind; None when it has one, or when the
+    op is not looked up at all. Remembered in `gaps`, the `kernel_gaps` of the same
+    table and devices (looked up when not given)."""
+    memo = gaps if gaps is not None else kernel_gaps(kernels, gpu)
+    key = (kind.op, kind.key[1], identity(op))
     if key in memo:
         return memo[key]
-    found = memo[key] = _kernel_gap(kind, ops.get(kind.op), kernels, gpu)
+    found = memo[key] = _kernel_gap(kind, op, kernels, gpu)
     return found
 
 

@@ -17,6 +17,15 @@ neither of which a reused `id()` can fool:
   never reused: a key that holds one matches that object only, whatever
   becomes of it; an object that outlives its token's table gets a new token.
 
+An object keeps its token on itself when it has attributes of its own (OpDefs, the
+catalog). Those without (a registry's ops with __slots__, a producer's op list, an
+edge list: dicts and tuples shared by many models) are the one place an id is read:
+`HeldTokens` holds each such object beside its token, so its id names nothing else
+while the entry stays, and a bounded table per kind keeps a churn of op lists from
+pushing the registries' tokens out. What is kept on a graph or an artifact costs
+memory while the object lives (the fleet bench's batches of 1,000 models hold it
+together) and nothing after.
+
 The gates built on them only ever skip work whose result is known to be empty; what they
 let through is checked in full (`tests/compat/test_memo.py` compares both ways).
 """
@@ -46,11 +55,26 @@ def remembered(table: _D) -> _D:
     return table
 
 
+# The attribute names the memos kept on objects use now: `forget_all` moves them all to
+# new names, so what was kept before is never read again (it goes with its object).
+_ON_OBJECTS: list[tuple[list[str], str]] = []
+_GENERATION = [0]
+
+
+def _on_object(base: str) -> list[str]:
+    name = [f"_memo{_GENERATION[0]}_{base}"]
+    _ON_OBJECTS.append((name, base))
+    return name
+
+
 def forget_all() -> None:
-    """Empty every memo table of the checks and forget every token (a new process's state,
-    for benchmarks and tests). What is kept on graphs and artifacts goes with them."""
+    """A new process's state, for benchmarks and tests: every memo table emptied, every
+    token table forgotten, and what is kept on objects never read again."""
     for table in _MEMOS:
         table.clear()
+    _GENERATION[0] += 1
+    for name, base in _ON_OBJECTS:
+        name[0] = f"_memo{_GENERATION[0]}_{base}"
 
 
 class Identity:
@@ -127,14 +151,14 @@ def per_object(compute: Callable[[_O], _T]) -> Callable[[_O], _T]:
     """`compute(obj)` once per object, kept on the object (its `__dict__`, as
     `functools.cached_property` keeps a value; the object must have one, as our frozen
     dataclasses do). `compute` must read only the object, and never return None."""
-    name = f"_memo_{compute.__module__}.{compute.__qualname__}"
+    name = _on_object(f"{compute.__module__}.{compute.__qualname__}")
 
     @functools.wraps(compute)
     def remembered_on(obj: _O) -> _T:
         attrs = obj.__dict__
-        found: _T | None = attrs.get(name)
+        found: _T | None = attrs.get(name[0])
         if found is None:
-            found = attrs[name] = compute(obj)
+            found = attrs[name[0]] = compute(obj)
         return found
 
     return remembered_on
@@ -153,13 +177,14 @@ class ObjectTable(Generic[_K, _T]):
     __slots__ = ("_name",)
 
     def __init__(self, name: str) -> None:
-        self._name = f"_memo_{name}"
+        self._name = _on_object(name)
 
     def of(self, obj: object) -> dict[_K, _T]:
         attrs = obj.__dict__
-        found: dict[_K, _T] | None = attrs.get(self._name)
+        name = self._name[0]
+        found: dict[_K, _T] | None = attrs.get(name)
         if found is None:
-            found = attrs[self._name] = {}
+            found = attrs[name] = {}
         return found
 
 

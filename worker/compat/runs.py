@@ -361,7 +361,7 @@ def _kernel_findings(
             continue
         if _session_places_graph(s) and not whole_graph:
             continue  # placed with the whole graph at the first run
-        gap = kernel_gap(kind, registry.ops, registry.kernels, s.consumer.gpu)
+        gap = kernel_gap(kind, registry.ops.get(kind.op), registry.kernels, s.consumer.gpu)
         if gap is None:
             continue
         seen.add(kind.op)

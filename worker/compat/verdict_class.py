@@ -157,9 +157,11 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     if hit is not None:
         return hit
     kernels, ops, gpu = registry.kernels, registry.ops, consumer.gpu
-    memo = kernel_gaps(ops, kernels, gpu)
+    memo = kernel_gaps(kernels, gpu)
     gaps = (
-        (kind, kernel_gap(kind, ops, kernels, gpu, memo)) for kind in kinds[1] if kind.op in ops
+        (kind, kernel_gap(kind, ops.get(kind.op), kernels, gpu, memo))
+        for kind in kinds[1]
+        if kind.op in ops
     )
     # the reason too: the message says which types the consumer's kernels take
     missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
