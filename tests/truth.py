@@ -196,6 +196,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("has not been initialized", frozenset({"resource.uninitialized"})),
     ("Incompatible shapes: [0]", frozenset({"resource.uninitialized"})),
     ("matching supplied tags", frozenset({"saved-model.tags"})),
+    ("_output_shapes attribute inconsistent", frozenset({"import.output-shapes"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),
