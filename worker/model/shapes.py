@@ -33,6 +33,7 @@ SHAPE_CHANGED_OPS = frozenset(
         "FusedBatchNormV3",
         "UniqueV2",
         "UniqueWithCountsV2",
+        "XlaDynamicSlice",
         "XlaKeyValueSort",
     }
 )
