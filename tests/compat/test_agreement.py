@@ -42,19 +42,6 @@ KNOWN_MISSES[("tf1.15/unique_axis_meta", "1.15.5")] = (
     "run ('Unable to broadcast tensor of shape [1,3] to tensor of shape [2,1]'); no rule "
     "compares a release's static shapes with its kernels"
 )
-KNOWN_MISSES.update(
-    {
-        (f"tf{producer}/unique_axis_meta", release): (
-            "UniqueV2 along an axis (a 1-element axis input) was not a measured case: the "
-            "sweep feeds every input one shape"
-        )
-        for producer, release in (
-            ("2.4", "1.15.5"), ("2.8", "1.15.5"), ("1.15", "2.2.3"), ("2.8", "2.2.3"),
-            ("1.15", "2.4.4"), ("2.8", "2.4.4"), ("1.15", "2.5.3"), ("2.4", "2.5.3"),
-            ("1.15", "2.8.4"), ("2.4", "2.8.4"),
-        )
-    }
-)  # fmt: skip
 
 
 def mismatch(row: Row) -> str | None:

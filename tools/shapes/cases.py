@@ -70,5 +70,25 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
+def unique_cases() -> list[dict[str, Any]]:
+    """UniqueV2 and UniqueWithCountsV2 along one axis (a 1-element axis input, as
+    `tf.unique` with `axis=` builds it): the sweep's inputs of one shape never match
+    that. Added after the held-out fixtures (tests/fixtures/tf-shapes) showed imports
+    failing on UniqueV2's output ranks, which no case measured."""
+    cases = []
+    for op in ("UniqueV2", "UniqueWithCountsV2"):
+        for rank in (1, 2, 3):
+            dims: list[str | int] = [f"d{i}" for i in range(rank)]
+            cases.append(
+                {
+                    "id": f"{op}/axis/rank{rank}",
+                    "op": op,
+                    "attrs": {"T": FLOAT, "Taxis": {"type": "DT_INT64"}},
+                    "inputs": [_tensor(dims), {"dtype": "DT_INT64", "dims": [1]}],
+                }
+            )
+    return cases
+
+
 def all_cases() -> list[dict[str, Any]]:
-    return batch_norm_cases()
+    return batch_norm_cases() + unique_cases()

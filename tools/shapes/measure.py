@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import subprocess
 import sys
@@ -75,12 +76,24 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
 def probe_release(
     release: str, python: Path, cache: Path, cases_file: Path
 ) -> list[dict[str, Any]]:
-    """Every op line the release answered (cached: a finished run is never repeated)."""
-    out = cache / f"{release}.jsonl"
+    """Every op line the release answered: the sweep's, then the cases' (which win for
+    an op both hold). Cached: the sweep once per release, the cases once per content
+    of cases.py."""
+    legacy = cache / f"{release}.jsonl"  # written before the two were apart
+    sweep = cache / f"{release}.sweep.jsonl"
+    if legacy.exists() and not sweep.exists():
+        legacy.rename(sweep)
+    digest = hashlib.sha256(cases_file.read_bytes()).hexdigest()[:12]
+    cases = cache / f"{release}.cases-{digest}.jsonl"
+    return _run(python, sweep, ["--sweep"]) + _run(python, cases, ["--cases", str(cases_file)])
+
+
+def _run(python: Path, out: Path, mode: list[str]) -> list[dict[str, Any]]:
+    """probe.py's op lines, restarted past any op that crashes the process."""
     lines = _read_lines(out)
-    if any(line.get("done") for line in lines):
-        return [line for line in lines if "op" in line]
     for _ in range(MAX_RESTARTS):
+        if any(line.get("done") for line in lines):
+            break
         finished = {line["op"] for line in lines if "op" in line}
         started = [line["start"] for line in lines if "start" in line]
         crashed = [op for op in started if op not in finished]
@@ -88,13 +101,10 @@ def probe_release(
             for op in crashed:
                 sink.write(json.dumps({"op": op, "crashed": True, "cases": []}) + "\n")
         skip = finished | set(crashed)
-        command = [str(python), str(PROBE), "--cases", str(cases_file), "--sweep"]
-        command += ["--skip", ",".join(sorted(skip))]
+        command = [str(python), str(PROBE), *mode, "--skip", ",".join(sorted(skip))]
         with out.open("a") as sink:
             subprocess.run(command, stdout=sink, stderr=subprocess.DEVNULL, check=False)
         lines = _read_lines(out)
-        if any(line.get("done") for line in lines):
-            break
     return [line for line in lines if "op" in line]
 
 
