@@ -3,6 +3,8 @@ fails a graph import; what no release was measured for decides nothing."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from worker.catalog.catalog import load_catalog
@@ -88,13 +90,14 @@ def test_training_mode_gradients_infer_alike_everywhere() -> None:
         assert not shape_errors(meta(grad(True, (0,))), release)
 
 
-def test_tf_serving_does_not_import_the_graph() -> None:
-    consumer = CATALOG.consumer("2.2")
-    from dataclasses import replace
-
-    serving = replace(consumer, tf_serving=True)
-    verdict = check_artifact(meta(grad(False, (64,))), serving, CATALOG)
+def test_tf_serving_does_not_import_a_saved_models_graph() -> None:
+    serving = replace(CATALOG.consumer("2.2"), tf_serving=True)
+    saved_model = replace(meta(grad(False, (64,))), format="savedmodel")
+    verdict = check_artifact(saved_model, serving, CATALOG)
     assert not [f for f in verdict.findings if f.code == Code.OUTPUT_SHAPES]
+    # a .meta is imported whoever reads it
+    verdict = check_artifact(meta(grad(False, (64,))), serving, CATALOG)
+    assert [f for f in verdict.findings if f.code == Code.OUTPUT_SHAPES]
 
 
 def test_what_was_not_measured_decides_nothing() -> None:

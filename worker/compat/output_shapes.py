@@ -35,7 +35,7 @@ ATTR = "_output_shapes"
 
 def validates_output_shapes(s: Subject) -> bool:
     """Whether the consumer's loader imports the graph (and so checks `_output_shapes`)."""
-    if s.consumer.tf_serving:
+    if s.consumer.tf_serving and s.artifact.format == "savedmodel":
         return False  # the C++ loader: ConvertGraphDefToGraph, not an import
     if s.tf2_load:
         return False  # tf.saved_model.load of a TF2 SavedModel reads its functions only
@@ -68,8 +68,8 @@ def output_shape_findings(s: Subject) -> Iterable[Finding]:
             error(
                 Code.OUTPUT_SHAPES,
                 f"Node '{node.example}' has an {ATTR} attribute inconsistent with the "
-                f"GraphDef for output #{index}: {why} ({node.op}: TensorFlow "
-                f"{case.release} infers {describe(inferred)} where the producer recorded "
+                f"GraphDef for output #{index}: {why} ({node.op}'s shape function in this "
+                f"release infers {describe(inferred)} where the producer recorded "
                 f"{describe(recorded)}; {_nodes(node)}measured by tools/shapes/measure.py). "
                 f"The import fails; {ATTR} is informational and a graph without it loads.",
                 op=node.op,
