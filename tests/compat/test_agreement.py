@@ -34,7 +34,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         "release yet"
     )
     for name in ("MTT_musicnn", "MSD_musicnn", "MTT_vgg", "MSD_vgg")
-    for release in ("2.15.1", "2.16.2", "2.21.0")
+    for release in ("2.21.0",)
 }
 KNOWN_MISSES[("tf1.15/unique_axis_meta", "1.15.5")] = (
     "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "

@@ -25,6 +25,7 @@ Shape = Dims | None
 SHAPE_CHANGED_OPS = frozenset(
     {
         "DebugNumericSummaryV2",
+        "DenseBincount",
         "FusedBatchNorm",
         "FusedBatchNormGrad",
         "FusedBatchNormGradV2",
