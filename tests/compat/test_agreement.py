@@ -27,21 +27,13 @@ def test_fixture_matrices_are_present() -> None:
 # Held-out real models where the rules still disagree with TensorFlow, each with why.
 # Strict: a row here that starts to agree fails, so the list only shrinks.
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    (f"musicnn-0.1.0/{name}", release): (
-        "the Python importer checks `_output_shapes` (written by TF 1.12) against the "
-        "consumer's shape functions: FusedBatchNormGrad's inference-mode reserve spaces "
-        "went from [C] to [0] in 2.2; output_shapes.json has no measurement of this "
-        "release yet"
-    )
-    for name in ("MTT_musicnn", "MSD_musicnn", "MTT_vgg", "MSD_vgg")
-    for release in ("2.21.0",)
+    ("tf1.15/unique_axis_meta", "1.15.5"): (
+        "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "
+        "kernel returns a matrix: the producer's own release imports the graph and fails "
+        "the run ('Unable to broadcast tensor of shape [1,3] to tensor of shape [2,1]'); "
+        "no rule compares a release's static shapes with its kernels"
+    ),
 }
-KNOWN_MISSES[("tf1.15/unique_axis_meta", "1.15.5")] = (
-    "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "
-    "kernel returns a matrix: the producer's own release imports the graph and fails the "
-    "run ('Unable to broadcast tensor of shape [1,3] to tensor of shape [2,1]'); no rule "
-    "compares a release's static shapes with its kernels"
-)
 
 
 def mismatch(row: Row) -> str | None:
