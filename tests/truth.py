@@ -32,6 +32,7 @@ SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"
 OWN = ROOT / "tests" / "fixtures" / "tf-real"
 SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the first request
 REAL = ROOT / "tests" / "fixtures" / "real-models"  # models PyPI packages ship (not committed)
+SHAPES = ROOT / "tests" / "fixtures" / "tf-shapes"  # graphs whose _output_shapes an import checks
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -41,7 +42,7 @@ def matrix_path(fixture_set: Path) -> Path:
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
 
-FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL) if matrix_path(p).exists()]
+FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL, SHAPES) if matrix_path(p).exists()]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -196,6 +197,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("has not been initialized", frozenset({"resource.uninitialized"})),
     ("Incompatible shapes: [0]", frozenset({"resource.uninitialized"})),
     ("matching supplied tags", frozenset({"saved-model.tags"})),
+    ("_output_shapes attribute inconsistent", frozenset({"import.output-shapes"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),

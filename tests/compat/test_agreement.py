@@ -18,8 +18,8 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 4, (
-        "every fixture matrix (shared, ours, serve, real) must be present"
+    assert len(FIXTURE_SETS) == 5, (
+        "every fixture matrix (shared, ours, serve, real, shapes) must be present"
     )
     assert len(ROWS) >= 288 + 16988 + 1600 + 40
 
@@ -27,13 +27,12 @@ def test_fixture_matrices_are_present() -> None:
 # Held-out real models where the rules still disagree with TensorFlow, each with why.
 # Strict: a row here that starts to agree fails, so the list only shrinks.
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    (f"musicnn-0.1.0/{name}", release): (
-        "the Python importer checks `_output_shapes` (written by TF 1.12) against the "
-        "consumer's shape functions: FusedBatchNormGrad's reserve-space outputs changed "
-        "from [0] to [C]; no rule models shape inference yet"
-    )
-    for name in ("MTT_musicnn", "MSD_musicnn", "MTT_vgg", "MSD_vgg")
-    for release in ("2.4.4", "2.5.3", "2.8.4", "2.12.1", "2.15.1", "2.16.2", "2.21.0")
+    ("tf1.15/unique_axis_meta", "1.15.5"): (
+        "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "
+        "kernel returns a matrix: the producer's own release imports the graph and fails "
+        "the run ('Unable to broadcast tensor of shape [1,3] to tensor of shape [2,1]'); "
+        "no rule compares a release's static shapes with its kernels"
+    ),
 }
 
 

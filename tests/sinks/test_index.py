@@ -20,7 +20,9 @@ from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
 from tests.truth import FIXTURE_SETS
 from worker.errors import ConfigError, TransientError
 from worker.formats.read import read_path
+from worker.model.artifact import Artifact, Graph, MetaGraph, VersionDef
 from worker.model.index import IndexedModel
+from worker.model.shapes import ShapedNode
 from worker.sinks.index import BUILT, HASH, PARTS, ModelIndex
 from worker.sinks.index_codec import Decoder, Encoder
 
@@ -60,6 +62,19 @@ def test_index_entries_round_trip_exactly(path: Any) -> None:
     for a, b in zip(decoded.artifacts, model.artifacts, strict=True):
         for ga, gb in zip(a.graphs(), b.graphs(), strict=True):
             assert [k.key for k in ga.kinds] == [k.key for k in gb.kinds]
+
+
+def test_recorded_output_shapes_round_trip() -> None:
+    """The `_output_shapes` a re-check needs (worker.compat.output_shapes) are stored too."""
+    node = ShapedNode("FusedBatchNormGrad", {"is_training": {"b": False}}, ((None, 4), (4,)),
+                      ((None, 4), (4,), (0,)), "grad", 3)  # fmt: skip
+    graph = Graph(VersionDef(26), 5, (), (), shaped_nodes=(node,))
+    artifact = Artifact("m.meta", "metagraph", 1, "", meta_graphs=(MetaGraph(("serve",), graph),))
+    model = IndexedModel("b", "k", "v1", "r", "rk", "ok", (artifact,), {}, {}, (), ())
+    encoder = Encoder()
+    blob = encoder.entry(model)
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(blob)
+    assert decoded.artifacts[0].meta_graphs[0].graph.shaped_nodes == (node,)
 
 
 class FakeRedis:

@@ -10,7 +10,10 @@ Two data files ship with the package, both built from real TensorFlow:
 - `data/attr_effects.json`: what each attr a release added does to results,
   measured by running the op (`tools/attrs/measure.py`, `attr_effects`);
 - `data/kernel_changes.json`: common ops whose kernels give other results in
-  some releases than in the newest (`tools/attrs/kernels.py`, `kernel_changes`).
+  some releases than in the newest (`tools/attrs/kernels.py`, `kernel_changes`);
+- `data/output_shapes.json`: what each release's shape functions infer, for the ops
+  whose inferred shapes changed between releases (`tools/shapes/measure.py`,
+  `output_shapes`).
 
 A release without its own registry borrows the registry of the closest
 release of the same minor version, and says so; a minor with no registry at
@@ -39,12 +42,14 @@ from worker.catalog.behaviour import (
 from worker.catalog.keras import keras_of_release, pythons_of_release
 from worker.catalog.kernel_changes import ShippedKernelChanges
 from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
+from worker.catalog.output_shapes import ShippedOutputShapes
 from worker.catalog.registries import ShippedRegistries
 from worker.catalog.tflite import load_tflite_catalog
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 from worker.model.effects import AttrEffect, KernelChange
+from worker.model.shapes import ShapeCase
 from worker.model.tflite import TENSORFLOW
 
 DAILY_SINCE = dt.date(2019, 5, 9)
@@ -93,10 +98,12 @@ class Catalog:
         revived: ShippedRevivedTypes | None = None,
         attr_effects: ShippedAttrEffects | None = None,
         kernel_changes: ShippedKernelChanges | None = None,
+        output_shapes: ShippedOutputShapes | None = None,
     ) -> None:
         self._shipped = registries
         self.attr_effects = attr_effects
         self.kernel_changes = kernel_changes
+        self.output_shapes = output_shapes
         self._kernels = kernels
         self._revived = revived
         self._registries: dict[str, Registry] = {}
@@ -217,6 +224,10 @@ class Catalog:
         as measured; None: no difference measured (or the op was not compared)."""
         return self.kernel_changes.change(op, dtype, release) if self.kernel_changes else None
 
+    def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
+        """What `release`'s shape function of `op` infers, as measured; None: not measured."""
+        return self.output_shapes.cases(op, release) if self.output_shapes else None
+
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         """The day a binary with this TF_GRAPH_DEF_VERSION was built (bumped daily since
         2019-05-09); None before that."""
@@ -313,6 +324,7 @@ def load_catalog() -> Catalog:
     revived = _read_data("revived_types.json")
     effects = _read_data("attr_effects.json")
     changes = _read_data("kernel_changes.json")
+    shapes = _read_data("output_shapes.json")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
@@ -320,4 +332,5 @@ def load_catalog() -> Catalog:
         ShippedRevivedTypes(revived) if revived else None,
         ShippedAttrEffects(effects) if effects else None,
         ShippedKernelChanges(changes) if changes else None,
+        ShippedOutputShapes(shapes) if shapes else None,
     )

@@ -41,6 +41,7 @@ from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.objects import object_findings
 from worker.compat.op_signature import deprecation_key, judged_at, op_signature
 from worker.compat.order import phases, place, severity_rank
+from worker.compat.output_shapes import output_shape_findings
 from worker.compat.policy import Policy, policy_findings
 from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
@@ -410,6 +411,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-ops": partial(check_ops, in_functions=True),
     "function-nodes": partial(check_nodes, in_functions=True),
     "function-edges": partial(check_edges, in_functions=True),
+    "output-shapes": output_shape_findings,
     "serving": check_serving,
     "kernel-changes": kernel_change_findings,
     "runs": run_findings,

@@ -27,6 +27,7 @@ from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind
 from worker.model.consumer import Consumer, Loader
 from worker.model.effects import AttrEffect, KernelChange
 from worker.model.findings import Finding
+from worker.model.shapes import ShapeCase
 
 SERVING_TAG = "serve"
 DEFAULT_POLICY = Policy()
@@ -58,6 +59,10 @@ class History(Protocol):
         """How the op's kernel in `release` differs from the newest, as measured."""
         ...
 
+    def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
+        """What `release`'s shape function of `op` infers, as measured; None: not measured."""
+        ...
+
     def producer_date(self, graph_def_version: int) -> dt.date | None: ...
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
@@ -82,6 +87,9 @@ class NoHistory:
         return None
 
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        return None
+
+    def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         return None
 
     def producer_date(self, graph_def_version: int) -> dt.date | None:

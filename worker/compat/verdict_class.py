@@ -128,8 +128,23 @@ def _class_of(
         kernels,
         _revival_signature(artifact, consumer),
         _kernel_change_signature(graph, consumer, history),
+        _output_shape_signature(graph, consumer, history),
     )
     return found, by_release
+
+
+def _output_shape_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:
+    """What the consumer's release infers for the graph's nodes that carry recorded
+    shapes (`import.output-shapes` reads the release's measured shape functions, which
+    the registry does not say: 2.1 and 2.2 share FusedBatchNormGrad's OpDef and not its
+    shapes), and whether it imports the graph at all."""
+    if graph is None or not graph.shaped_nodes or consumer.tensorflow is None:
+        return None
+    measured = []
+    for op in sorted({n.op for n in graph.shaped_nodes}):
+        cases = history.shape_cases(op, consumer.tensorflow)
+        measured.append((op, tuple((c.case_id, c.outputs) for c in cases or ())))
+    return (consumer.tf_serving, tuple(measured))
 
 
 def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:

@@ -10,7 +10,9 @@ by comparing bytes in C and turned into Python objects once, so a graph of a
 million copies of one node costs about what protobuf's own parse costs.
 
 Internal attrs (names starting with "_", such as `_output_shapes`) are left
-out of the summary: TensorFlow's node validation skips them too.
+out of the summary: TensorFlow's node validation skips them too. A graph import
+does read `_output_shapes`; what it needs of them is kept apart
+(`worker.formats.output_shapes`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
 from worker.errors import InvalidArtifact, LimitExceeded
+from worker.formats.output_shapes import shaped_nodes
 from worker.formats.skim import skim
 from worker.formats.source import Source
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, VersionDef
@@ -243,7 +247,11 @@ def _summarise(
             )
     except DecodeError as exc:
         raise _too_deep(exc) from exc
-    return builder.build(versions), builder.nodes or {}
+    graph = builder.build(versions)
+    shaped = shaped_nodes(serialized)
+    if shaped:
+        graph = replace(graph, shaped_nodes=shaped)
+    return graph, builder.nodes or {}
 
 
 def _too_deep(exc: DecodeError) -> LimitExceeded:

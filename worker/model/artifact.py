@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from worker.model.serving import ServePlan, serve_plan_from_json
+from worker.model.shapes import ShapedNode, shaped_node_from_json
 from worker.model.tflite import TfliteModel, tflite_from_json
 
 AttrJSON = dict[str, Any]
@@ -134,6 +135,9 @@ class Graph:
     edges: tuple[Edge, ...]
     functions: tuple[str, ...] = ()  # names defined in the function library
     library_node_count: int = 0
+    # Top-level nodes of ops whose shape functions changed, with the `_output_shapes`
+    # their producer recorded (worker.model.shapes); () when none, or not read
+    shaped_nodes: tuple[ShapedNode, ...] = ()
 
     def ops(self) -> list[str]:
         return sorted({k.op for k in self.kinds if k.op not in self.functions})
@@ -231,6 +235,7 @@ def graph_from_json(d: dict[str, Any]) -> Graph:
         edges=tuple(Edge(**e) for e in d["edges"]),
         functions=tuple(d["functions"]),
         library_node_count=d["library_node_count"],
+        shaped_nodes=tuple(shaped_node_from_json(n) for n in d.get("shaped_nodes", ())),
     )
 
 

@@ -51,6 +51,8 @@ class Code(StrEnum):
     INPUTS_MISMATCH = "node.inputs-mismatch"
     EDGE_TYPE = "edge.type-mismatch"
     EDGE_OUTPUT = "edge.invalid-output"
+    # a recorded `_output_shapes` the consumer's shape function contradicts (compat.output_shapes)
+    OUTPUT_SHAPES = "import.output-shapes"
     RESOURCE_UNINITIALIZED = "resource.uninitialized"
     # The loader's steps and the first request (worker.compat.runs)
     SAVED_MODEL_TAGS = "saved-model.tags"  # no MetaGraph the loader's tag set selects
@@ -135,6 +137,7 @@ class FixKind(StrEnum):
     USE_GPU_BUILD = "use_gpu_build"  # op: its kernel exists for GPU only
     EXPORT_WITHOUT_OPTIMIZER = "export_without_optimizer"  # save the model, not its optimizer
     SHIP_ASSETS = "ship_assets"  # upload the SavedModel's assets/ with it
+    STRIP_OUTPUT_SHAPES = "strip_output_shapes"  # op: remove `_output_shapes` from the graph
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,12 @@ def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
         )
     if kind == "use_gpu_build":
         return f"Serve it from {who} with a GPU, or re-export without op {item}"
+    if kind == "strip_output_shapes":
+        return (
+            f"Remove the {quote('_output_shapes')} attrs from the graph's nodes (or export "
+            f"without {quote('add_shapes=True')}) for {who}; {quote('clear_devices=True')} "
+            "does not help"
+        )
     return ""
 
 

@@ -58,6 +58,7 @@ from worker.model.artifact import (
     op_def_from_dict,
 )
 from worker.model.index import IndexedModel, ReleaseVerdicts
+from worker.model.shapes import shaped_node_from_json
 
 _T = TypeVar("_T")
 Parts = dict[str, bytes]
@@ -103,7 +104,9 @@ class Encoder:
         flat = [n for e in graph.edges for n in (e.src, e.output, e.dst, e.input)]
         # Edges inside function bodies also name their output arg: (edge position, arg).
         args = [[n, e.output_arg] for n, e in enumerate(graph.edges) if e.output_arg]
+        shaped = {"shaped_nodes": [asdict(n) for n in graph.shaped_nodes]}
         return {
+            **(shaped if graph.shaped_nodes else {}),  # most graphs have none: no key
             "versions": graph.versions,
             "node_count": graph.node_count,
             "library_node_count": graph.library_node_count,
@@ -302,6 +305,7 @@ class Decoder:
             edges=self._edge_tuple(data["edges"]),
             functions=tuple(data["functions"]),
             library_node_count=data["library_node_count"],
+            shaped_nodes=tuple(shaped_node_from_json(n) for n in data.get("shaped_nodes", ())),
         )
 
     def entry(self, blob: bytes) -> IndexedModel:
