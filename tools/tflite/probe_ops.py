@@ -27,6 +27,9 @@ import re
 import struct
 import sys
 
+CUSTOM_CODE = 32  # BuiltinOperator_CUSTOM
+
+
 # --- a minimal flatbuffer writer (front to back: every uoffset points forward) ---
 
 

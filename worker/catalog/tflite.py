@@ -111,6 +111,8 @@ class TfliteCatalog:
                     ),
                     required_versions=required,
                     fingerprint=fingerprint,
+                    custom_ops=frozenset(row["custom_ops"]) if "custom_ops" in row else None,
+                    unused_custom_fails_build=bool(row.get("unused_custom_fails_build")),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(
@@ -121,23 +123,30 @@ class TfliteCatalog:
         return [r for r in self.runtimes if r.family == family]
 
     def interpreter(self, family: str, spec: str) -> TfliteInterpreter:
-        """The runtime of `family` that `spec` names, with its table when measured."""
+        """The runtime of `family` that `spec` names, with its table when measured. A
+        TensorFlow patch release without a table of its own gets its minor's newest one,
+        as it gets its minor's op registry."""
         text = spec.strip().removeprefix("v")
         wanted = _version(text)
         measured = self.family(family)
         if len(text.split(".")) >= 3:
             table = next((r for r in measured if Version(r.version) == wanted), None)
-        else:
-            same = [
-                r
-                for r in measured
-                if (Version(r.version).major, Version(r.version).minor)
-                == (wanted.major, wanted.minor)
-            ]
-            table = same[-1] if same else None
+            if table is None and family == TENSORFLOW:
+                table = self._same_minor(family, wanted)
+            newer = tuple(r for r in measured if Version(r.version) > wanted)
+            return TfliteInterpreter(family, text, table, newer, self.runtimes)
+        table = self._same_minor(family, wanted)
         version = table.version if table else text
         newer = tuple(r for r in measured if Version(r.version) > Version(version))
-        return TfliteInterpreter(family, version, table, newer)
+        return TfliteInterpreter(family, version, table, newer, self.runtimes)
+
+    def _same_minor(self, family: str, wanted: Version) -> TfliteRuntime | None:
+        same = [
+            r
+            for r in self.family(family)
+            if (Version(r.version).major, Version(r.version).minor) == (wanted.major, wanted.minor)
+        ]
+        return same[-1] if same else None
 
     def consumer(self, short: str, spec: str, name: str | None = None) -> Consumer:
         """A standalone TFLite runtime as a consumer (`tflite==2.14`, `litert==1.4`)."""
