@@ -23,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from probe_ops import CUSTOM_CODE, Writer, load_interpreter_class  # noqa: E402
+from probe_ops import CUSTOM_CODE, Writer, load_interpreter_class
 
 UNRESOLVED = ("unresolved custom op", "Didn't find custom op")
 # An empty FlexBuffers map: the kernels that read options parse `custom_options` in
