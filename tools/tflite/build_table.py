@@ -21,7 +21,9 @@ range need not start at 1: BROADCAST_TO's starts at 2) and writes the compact ta
 every identifier-like string literal in the runtime's own shared libraries
 (a resolver registers a custom op under a string literal), then, in a second
 pass, every name any runtime resolved, so each runtime answers for the same
-names. A name that crashes the process (a real kernel reading tensors the probe
+names. `probe_delegate_ops.py` then asks which custom ops the runtime's default
+delegate (XNNPACK) runs on small float32 graphs (`delegate_custom_ops`). A name that
+crashes the process (a real kernel reading tensors the probe
 operator does not have) counts as resolved; the probe restarts after it. Raw
 answers: `build/tflite/custom/<runtime>.json`.
 Standard library only; Python 3.11.
@@ -42,6 +44,7 @@ from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, Runtime, python_of, re
 PROBES = REPO / "build" / "tflite" / "probes"
 PROBE = Path(__file__).resolve().parent / "probe_ops.py"
 CUSTOM_PROBE = Path(__file__).resolve().parent / "probe_custom_ops.py"
+DELEGATE_PROBE = Path(__file__).resolve().parent / "probe_delegate_ops.py"
 LOAD = Path(__file__).resolve().parent / "load_models.py"
 CUSTOM = REPO / "build" / "tflite" / "custom"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
@@ -159,6 +162,18 @@ def _probe_custom(runtime: Runtime, python: Path, names: list[str]) -> dict[str,
     return answers
 
 
+def _probe_delegate(python: Path) -> dict[str, str]:
+    """name -> "runs" | "refused" | "unresolved": the custom ops the default delegate
+    (XNNPACK) runs on float32 tensors (probe_delegate_ops.py)."""
+    result = subprocess.run(
+        [str(python), str(DELEGATE_PROBE)], capture_output=True, text=True, env=ENV
+    )
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    if not rows:
+        raise SystemExit(f"delegate probe failed:\n{result.stderr[-2000:]}")
+    return {row["name"]: row["outcome"] for row in rows}
+
+
 def _unused_custom_fails_build(python: Path) -> bool:
     """Whether an unresolved custom op no operator uses already fails the build (1.13 and
     1.14 resolve every OperatorCode when the interpreter is built)."""
@@ -203,9 +218,11 @@ def custom(chosen: list[Runtime], envs: Path, tf_envs: Path, force: bool) -> Non
         answers = doc["answers"]
         assert isinstance(answers, dict)
         missing = [n for n in resolved if n not in answers]
+        python = python_of(runtime, envs, tf_envs)
         if missing:
-            python = python_of(runtime, envs, tf_envs)
             answers.update(_probe_custom(runtime, python, missing))
+        if missing or "delegate" not in doc:
+            doc["delegate"] = _probe_delegate(python)
             (CUSTOM / f"{runtime.name}.json").write_text(
                 json.dumps(doc, sort_keys=True, indent=1) + "\n"
             )
@@ -222,16 +239,19 @@ def _custom_row(runtime: Runtime) -> dict[str, object]:
             n for n, a in doc["answers"].items() if a != "unresolved" and not n.startswith("Flex")
         ),
         "custom_probed": len(doc["answers"]),
+        # run by the default delegate (XNNPACK) when the operator's tensors are float32
+        "delegate_custom_ops": sorted(n for n, a in doc["delegate"].items() if a == "runs"),
         "unused_custom_fails_build": doc["unused_fails_build"],
     }
 
 
-def pack() -> dict[str, object]:
+def pack(partial: bool = False) -> dict[str, object]:
+    """Every probed runtime (with `partial`, only those whose custom ops are probed too)."""
     names: dict[str, str] = {}
     rows = []
     for runtime in runtimes():
         path = PROBES / f"{runtime.name}.json"
-        if not path.exists():
+        if not path.exists() or (partial and not (CUSTOM / f"{runtime.name}.json").exists()):
             continue
         doc = json.loads(path.read_text())
         names.update(doc["names"])  # later (newer) runtimes win
@@ -265,6 +285,7 @@ def main() -> None:
     parser.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
     parser.add_argument("--only", default="")
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--partial", action="store_true", help="pack: skip half-measured ones")
     args = parser.parse_args()
     if args.command == "probe":
         for runtime in runtimes():
@@ -283,7 +304,7 @@ def main() -> None:
         ]
         custom(chosen, args.envs, args.tf_envs, args.force)
     else:
-        doc = pack()
+        doc = pack(args.partial)
         text = json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False)
         OUTPUT.write_text(text + "\n")
         print(f"wrote {OUTPUT} ({len(text)} bytes, {len(doc['runtimes'])} runtimes)")
