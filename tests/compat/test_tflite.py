@@ -193,7 +193,7 @@ def test_a_custom_op_the_default_resolver_lacks_fails_to_prepare() -> None:
     assert (found.loads, finding.code) == (False, Code.TFLITE_CUSTOM_OP)
     assert finding.fix is not None and finding.fix.kind == FixKind.LINK_CUSTOM_OP
     assert "Encountered unresolved custom op: MatrixDeterminant" in finding.message
-    assert "no measured TFLite runtime registers it by default" in finding.message
+    assert "no measured TFLite runtime runs it by default" in finding.message
 
 
 def test_a_custom_op_the_default_resolver_registers_runs() -> None:
@@ -221,9 +221,17 @@ def test_a_custom_op_names_the_runtimes_that_register_it_and_the_upgrade() -> No
         "2.18.1",
         TENSORFLOW,
     )
-    assert "registered by default in ai-edge-litert 1.0.1, tensorflow 2.18.1 to 2.21.0" in (
-        finding.message
-    )
+    assert "runs it in ai-edge-litert 1.0.1, tensorflow 2.18.1 to 2.21.0" in finding.message
+
+
+# XNNPACK, the default delegate from 2.17, takes some custom ops on float32 tensors only.
+@pytest.mark.parametrize(("tensor", "loads"), [(FLOAT, True), (INT8, False)])
+def test_a_custom_op_the_default_delegate_runs_needs_float_tensors(
+    tensor: TensorSig, loads: bool
+) -> None:
+    table = replace(runtime(), delegate_custom_ops=frozenset({"Convolution2DTransposeBias"}))
+    model = tflite([custom("Convolution2DTransposeBias")], [kind(0, tensor)])
+    assert check_artifact(model, consumer(table)).loads is loads
 
 
 def test_a_custom_op_is_unknown_where_no_table_is_measured() -> None:

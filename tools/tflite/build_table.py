@@ -4,6 +4,7 @@
     python3 tools/tflite/runtimes.py install     # the standalone runtimes' venvs
     python3 tools/tflite/build_table.py probe    # run probe_ops.py in every READY runtime
     python3 tools/tflite/build_table.py custom   # probe_custom_ops.py in every READY runtime
+    python3 tools/tflite/build_table.py delegate # probe_delegate_ops.py in every READY runtime
     python3 tools/tflite/build_table.py pack     # -> worker/catalog/data/tflite_runtimes.json
 
 `probe` runs `tools/tflite/probe_ops.py` with each runtime's own Python (see
@@ -21,7 +22,7 @@ range need not start at 1: BROADCAST_TO's starts at 2) and writes the compact ta
 every identifier-like string literal in the runtime's own shared libraries
 (a resolver registers a custom op under a string literal), then, in a second
 pass, every name any runtime resolved, so each runtime answers for the same
-names. `probe_delegate_ops.py` then asks which custom ops the runtime's default
+names. `delegate` (`probe_delegate_ops.py`) asks which custom ops the runtime's default
 delegate (XNNPACK) runs on small float32 graphs (`delegate_custom_ops`). A name that
 crashes the process (a real kernel reading tensors the probe
 operator does not have) counts as resolved; the probe restarts after it. Raw
@@ -47,6 +48,7 @@ CUSTOM_PROBE = Path(__file__).resolve().parent / "probe_custom_ops.py"
 DELEGATE_PROBE = Path(__file__).resolve().parent / "probe_delegate_ops.py"
 LOAD = Path(__file__).resolve().parent / "load_models.py"
 CUSTOM = REPO / "build" / "tflite" / "custom"
+DELEGATE = REPO / "build" / "tflite" / "delegate"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
 # Custom ops known to be registered somewhere (TensorFlow's own lite/kernels custom ops,
 # the ops on-device frameworks such as MediaPipe add), probed in every runtime even where
@@ -174,6 +176,17 @@ def _probe_delegate(python: Path) -> dict[str, str]:
     return {row["name"]: row["outcome"] for row in rows}
 
 
+def delegate(chosen: list[Runtime], envs: Path, tf_envs: Path, force: bool) -> None:
+    DELEGATE.mkdir(parents=True, exist_ok=True)
+    for runtime in chosen:
+        out = DELEGATE / f"{runtime.name}.json"
+        if out.exists() and not force:
+            continue
+        print(f"delegate ops: {runtime.name}", file=sys.stderr, flush=True)
+        found = _probe_delegate(python_of(runtime, envs, tf_envs))
+        out.write_text(json.dumps(found, sort_keys=True, indent=1) + "\n")
+
+
 def _unused_custom_fails_build(python: Path) -> bool:
     """Whether an unresolved custom op no operator uses already fails the build (1.13 and
     1.14 resolve every OperatorCode when the interpreter is built)."""
@@ -218,17 +231,25 @@ def custom(chosen: list[Runtime], envs: Path, tf_envs: Path, force: bool) -> Non
         answers = doc["answers"]
         assert isinstance(answers, dict)
         missing = [n for n in resolved if n not in answers]
-        python = python_of(runtime, envs, tf_envs)
         if missing:
+            python = python_of(runtime, envs, tf_envs)
             answers.update(_probe_custom(runtime, python, missing))
-        if missing or "delegate" not in doc:
-            doc["delegate"] = _probe_delegate(python)
             (CUSTOM / f"{runtime.name}.json").write_text(
                 json.dumps(doc, sort_keys=True, indent=1) + "\n"
             )
 
 
-def _custom_row(runtime: Runtime) -> dict[str, object]:
+def _delegate_answers(runtime: Runtime, partial: bool) -> dict[str, str]:
+    path = DELEGATE / f"{runtime.name}.json"
+    if not path.exists() and partial:
+        return {}
+    if not path.exists():
+        raise SystemExit(f"{runtime.name}: run build_table.py delegate first")
+    found: dict[str, str] = json.loads(path.read_text())
+    return found
+
+
+def _custom_row(runtime: Runtime, partial: bool) -> dict[str, object]:
     path = CUSTOM / f"{runtime.name}.json"
     if not path.exists():
         raise SystemExit(f"{runtime.name}: run build_table.py custom first")
@@ -240,7 +261,7 @@ def _custom_row(runtime: Runtime) -> dict[str, object]:
         ),
         "custom_probed": len(doc["answers"]),
         # run by the default delegate (XNNPACK) when the operator's tensors are float32
-        "delegate_custom_ops": sorted(n for n, a in doc["delegate"].items() if a == "runs"),
+        "delegate_custom_ops": sorted(n for n, a in _delegate_answers(runtime, partial).items() if a == "runs"),
         "unused_custom_fails_build": doc["unused_fails_build"],
     }
 
@@ -267,7 +288,7 @@ def pack(partial: bool = False) -> dict[str, object]:
                 "flex": doc["flex"],
                 "max_code": max(in_range),
                 "ops": _version_ranges(runtime.name, doc["ops"]),
-                **_custom_row(runtime),
+                **_custom_row(runtime, partial),
             }
         )
     return {
@@ -280,7 +301,7 @@ def pack(partial: bool = False) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("probe", "custom", "pack"))
+    parser.add_argument("command", choices=("probe", "custom", "delegate", "pack"))
     parser.add_argument("--envs", type=Path, default=DEFAULT_ENVS)
     parser.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
     parser.add_argument("--only", default="")
@@ -295,14 +316,17 @@ def main() -> None:
                 probe(runtime, args.envs, args.tf_envs, args.force)
             else:
                 print(f"{runtime.name}: no READY venv, skipped", file=sys.stderr)
-    elif args.command == "custom":
+    elif args.command in ("custom", "delegate"):
         chosen = [
             r
             for r in runtimes()
             if (not args.only or r.name in args.only.split(","))
             and ready(r, args.envs, args.tf_envs)
         ]
-        custom(chosen, args.envs, args.tf_envs, args.force)
+        if args.command == "custom":
+            custom(chosen, args.envs, args.tf_envs, args.force)
+        else:
+            delegate(chosen, args.envs, args.tf_envs, args.force)
     else:
         doc = pack(args.partial)
         text = json.dumps(doc, indent=None, separators=(",", ":"), sort_keys=False)

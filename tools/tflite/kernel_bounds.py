@@ -4,7 +4,8 @@
     .venv/bin/python tools/tflite/kernel_bounds.py --write    # into tflite_kernels.json
 
 For every kernel change in worker/catalog/data/tflite_kernels.json, the converter
-models (tests/fixtures/tflite) whose operators show its feature, and per runtime
+models (tests/fixtures/tflite) and the in-sample real files (tests/fixtures/tflite-real,
+never the held-out ones) whose operators show its feature, and per runtime
 family the rows of those models that got far enough to tell: a runtime lacks the
 change where such a model fails to prepare (`prepare-fails`) or runs and answers
 wrong (`wrong-values`), and has it where it runs right. `lacks_through` is the
@@ -30,7 +31,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.tflite_truth import CONVERTED, Row, artifact, rows  # noqa: E402
+from tests.tflite_truth import CONVERTED, REAL, Row, artifact, rows  # noqa: E402
 from worker.catalog.tflite import DATA, KERNELS_FILE  # noqa: E402
 from worker.compat.tflite import has_feature  # noqa: E402
 
@@ -62,7 +63,9 @@ def verdict(row: Row, change: dict[str, str]) -> bool | None:
 def bounds(change: dict[str, str]) -> dict[str, dict[str, str | None]]:
     seen: dict[str, dict[str, set[bool]]] = defaultdict(lambda: defaultdict(set))
     for row in rows():
-        if row.fixture_set != CONVERTED or row.family not in FROM_ROWS:
+        if row.family not in FROM_ROWS or row.fixture_set not in (CONVERTED, REAL):
+            continue
+        if row.fixture_set == REAL and row.held_out:  # held-out real files tune nothing
             continue
         if not shows(row, change):
             continue

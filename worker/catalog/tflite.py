@@ -113,6 +113,7 @@ class TfliteCatalog:
                     fingerprint=fingerprint,
                     custom_ops=frozenset(row["custom_ops"]) if "custom_ops" in row else None,
                     unused_custom_fails_build=bool(row.get("unused_custom_fails_build")),
+                    delegate_custom_ops=frozenset(row.get("delegate_custom_ops", ())),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(

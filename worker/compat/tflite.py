@@ -14,7 +14,9 @@ model's problems in this order, and the findings keep it:
 2. allocating tensors, where each operator is prepared in order: a custom op
    the runtime's default resolver does not register ("Encountered unresolved
    custom op"; which custom ops each resolver registers is measured, e.g.
-   TFLite_Detection_PostProcess, Mfcc, AudioSpectrogram from 1.13 on), a
+   TFLite_Detection_PostProcess, Mfcc, AudioSpectrogram from 1.13 on; so is
+   which ones the default delegate, XNNPACK, runs when the operator's tensors
+   are float32: MediaPipe's Convolution2DTransposeBias from 2.17), a
    Select TF op (`Flex...`) without the Flex delegate (linked only into the
    TensorFlow wheels' interpreter, 2.4 to 2.18), and a kernel that cannot do
    what the operator's tensors need ("Node number N (OP) failed to prepare"):
@@ -68,12 +70,15 @@ FEATURES: dict[str, Callable[[TfliteOperatorKind], bool]] = {
     "per-channel-weights": lambda k: (w := _input(k, 1)) is not None and w.per_channel,
     # 16-bit activations (16x8 quantization): the data input is INT16
     "int16-activations": lambda k: (x := _input(k, 0)) is not None and x.type == "INT16",
+    # float16 data (float16 quantization: DEQUANTIZE from FLOAT16 weights)
+    "float16-input": lambda k: (x := _input(k, 0)) is not None and x.type == "FLOAT16",
 }
 RANK_ABOVE = "input-rank-above-"
 
 FEATURE_TEXT = {
     "per-channel-weights": "per-channel quantized weights (one scale per output channel)",
     "int16-activations": "16-bit activations (16x8 quantization)",
+    "float16-input": "a float16 input (float16 quantization)",
 }
 
 
@@ -175,11 +180,22 @@ def _custom_ops(model: TfliteModel, interp: TfliteInterpreter | None, run: _Run)
             continue
         if opcode.custom_code in table.custom_ops:
             continue
+        if opcode.custom_code in table.delegate_custom_ops and _all_float(model, index):
+            continue  # the default delegate (XNNPACK) takes it
         assert interp is not None
         if table.unused_custom_fails_build:
             run.build.append(_unresolved_custom(opcode.custom_code, interp, None))
         elif where is not None:  # an operator code no operator uses is never prepared
             run.prepare.append((where, _unresolved_custom(opcode.custom_code, interp, where)))
+
+
+def _all_float(model: TfliteModel, opcode_index: int) -> bool:
+    """Whether every operator of this opcode has float32 tensors only: what the default
+    delegate needs to take a custom op no resolver registers."""
+    kinds = [k for k in model.operator_kinds if k.opcode_index == opcode_index]
+    return bool(kinds) and all(
+        t.type == "FLOAT32" for k in kinds for t in (*k.inputs, *k.outputs) if t is not None
+    )
 
 
 def registrars(op: str, measured: Sequence[TfliteRuntime]) -> list[tuple[str, str, str]]:
@@ -188,7 +204,9 @@ def registrars(op: str, measured: Sequence[TfliteRuntime]) -> list[tuple[str, st
     runs: list[tuple[str, str, str]] = []
     previous: tuple[str, bool] = ("", False)  # the previous runtime's family, has it
     for runtime in measured:  # by family, oldest first
-        has = runtime.custom_ops is not None and op in runtime.custom_ops
+        has = op in runtime.delegate_custom_ops or (
+            runtime.custom_ops is not None and op in runtime.custom_ops
+        )
         if has and previous == (runtime.family, True):
             family, first, _ = runs[-1]
             runs[-1] = (family, first, runtime.version)
@@ -201,12 +219,12 @@ def registrars(op: str, measured: Sequence[TfliteRuntime]) -> list[tuple[str, st
 def _registrars_text(op: str, measured: Sequence[TfliteRuntime]) -> str:
     runs = registrars(op, measured)
     if not runs:
-        return "no measured TFLite runtime registers it by default"
+        return "no measured TFLite runtime runs it by default"
     spans = [
         f"{family} {first}" if first == last else f"{family} {first} to {last}"
         for family, first, last in runs
     ]
-    return "registered by default in " + ", ".join(spans)
+    return "its default resolver or delegate runs it in " + ", ".join(spans)
 
 
 def _unresolved_custom(
@@ -216,7 +234,12 @@ def _unresolved_custom(
     which runtimes register the op by default, and the fix: the oldest newer release of
     the consumer's own runtime whose resolver has it, or registering its kernel."""
     upgrade = next(
-        (r for r in interp.upgrades if r.custom_ops is not None and op in r.custom_ops), None
+        (
+            r
+            for r in interp.upgrades
+            if op in r.delegate_custom_ops or (r.custom_ops is not None and op in r.custom_ops)
+        ),
+        None,
     )
     fix = Fix(
         FixKind.LINK_CUSTOM_OP,

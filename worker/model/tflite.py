@@ -172,6 +172,9 @@ class TfliteRuntime:
     fingerprint: str = ""  # names the measured contents
     # the custom ops its default op resolver registers (None: not measured)
     custom_ops: frozenset[str] | None = None
+    # custom ops no resolver registers that its default delegate (XNNPACK) runs when the
+    # operator's tensors are all float32 (MediaPipe's Convolution2DTransposeBias, from 2.17)
+    delegate_custom_ops: frozenset[str] = frozenset()
     # it resolves every OperatorCode when built, so an unresolved custom op fails there even
     # when no operator uses it (1.13, 1.14); later ones fail when an operator is prepared
     unused_custom_fails_build: bool = False
