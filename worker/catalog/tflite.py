@@ -1,10 +1,12 @@
 """The TFLite runtimes tfcompat has measured, and what they run.
 
 Two data files ship with the package:
-- `data/tflite_runtimes.json`: for each of 21 real runtimes (`tf.lite.Interpreter`
-  of TensorFlow wheels, the standalone `tflite-runtime`, LiteRT `ai-edge-litert`)
-  the builtin codes and op versions its resolver has, its last builtin code and
-  whether Select TF ops run (tools/tflite/build_table.py, from one-op probes);
+- `data/tflite_runtimes.json`: for each of 52 real runtimes (`tf.lite.Interpreter`
+  of the 25 TensorFlow releases with an op registry, the standalone
+  `tflite-runtime`, LiteRT `ai-edge-litert`) the builtin codes and op versions its
+  resolver has, its last builtin code, the custom ops its default resolver
+  registers and its default delegate runs, and whether Select TF ops run
+  (tools/tflite/build_table.py, from one-op probes);
 - `data/tflite_kernels.json`: kernel changes no op version shows, with the
   releases of each family measured with and without them, and the op versions
   TFLite's own versioning gives some tensor signatures.
