@@ -13,6 +13,9 @@ apart by tools/tflite/agreement.py.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +35,34 @@ from worker.model.findings import Code
 
 ROWS = rows()
 
+# Rows we know we get wrong, and why (tools/tflite/agreement.py lists them): strict
+# xfails, so a fix that makes one agree fails here until it is taken off the list.
+KNOWN_MISSES: list[tuple[str, Callable[[Row], bool]]] = [
+    (
+        "1.13.2 cannot read a FLOAT16 tensor: the build fails before DEQUANTIZE is prepared "
+        "(loads and serves agree; we say tflite.kernel-prepare)",
+        lambda r: r.runtime == "tensorflow-1.13.2" and "Unimplemented data type FLOAT16" in r.error,
+    ),
+    (
+        "DENSIFY of float16 data fails when invoked in 2.2 and 2.3: not in the kernel facts",
+        lambda r: "(DENSIFY) failed to invoke" in r.error,
+    ),
+    (
+        "face_detection_full_range answers otherwise in 1.15 to 2.1: cause not measured",
+        lambda r: (
+            r.model.endswith("/face_detection_full_range")
+            and r.runtime in ("tensorflow-1.15.5", "tensorflow-2.0.4", "tensorflow-2.1.4")
+        ),
+    ),
+]
+
+
+def with_known_misses(row: Row) -> Any:
+    reason = next((why for why, test in KNOWN_MISSES if test(row)), None)
+    if reason is None:
+        return row
+    return pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=reason), id=row.id)
+
 
 def test_every_runtime_and_model_is_a_row() -> None:
     converted = Counter(r.family for r in ROWS if r.fixture_set == CONVERTED)
@@ -40,9 +71,29 @@ def test_every_runtime_and_model_is_a_row() -> None:
     assert real == {"tensorflow": 25 * 22, "tflite-runtime": 8 * 22, "ai-edge-litert": 19 * 22}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+@pytest.mark.parametrize("row", [with_known_misses(r) for r in ROWS], ids=[r.id for r in ROWS])
 def test_verdict_agrees_with_the_real_runtime(row: Row) -> None:
     assert predicted(row) == outcome(row), row.error
+
+
+def agreement(fixture_set: Path, held_out: bool) -> tuple[int, int]:
+    chosen = [r for r in ROWS if r.fixture_set == fixture_set and r.held_out is held_out]
+    return sum(predicted(r) == outcome(r) for r in chosen), len(chosen)
+
+
+# What tools/tflite/agreement.py reports, in-sample and held-out apart.
+@pytest.mark.parametrize(
+    ("fixture_set", "held_out", "agreeing", "total"),
+    [
+        (CONVERTED, False, 2652, 2652),
+        (REAL, False, 667, 676),
+        (REAL, True, 460, 468),
+    ],
+)
+def test_agreement_in_sample_and_held_out(
+    fixture_set: Path, held_out: bool, agreeing: int, total: int
+) -> None:
+    assert agreement(fixture_set, held_out) == (agreeing, total)
 
 
 def test_every_outcome_the_matrices_show_is_predicted_somewhere() -> None:
