@@ -48,7 +48,7 @@ def test_wrong_values_read_as_failing_requests() -> None:
                 "runtime": "ai-edge-litert",
             },
             "Register custom op Convolution2DTransposeBias's kernel with phone's op resolver, "
-            "or upgrade it to ai-edge-litert >= 2.1.0, whose default resolver has it",
+            "or upgrade it to ai-edge-litert >= 2.1.0, which runs it by default",
         ),
         (
             {"kind": "measure_tflite_runtime", "runtime": "tflite-runtime", "release": "2.15"},

@@ -255,9 +255,9 @@ def _unresolved_custom(
     )
     return error(
         Code.TFLITE_CUSTOM_OP,
-        f"{said}: the default op resolver of {interp.label()} does not register custom op "
-        f"{op} ({_registrars_text(op, interp.measured)}); the application must register "
-        "its kernel with the interpreter's op resolver.",
+        f"{said}: neither the default op resolver nor the default delegate of "
+        f"{interp.label()} runs custom op {op} ({_registrars_text(op, interp.measured)}); "
+        "the application must register its kernel with the interpreter's op resolver.",
         op=op,
         fix=fix,
     )

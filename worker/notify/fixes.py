@@ -171,7 +171,7 @@ def _tflite_fix_text(kind: Any, fix: Mapping[str, Any], who: str, item: str, quo
         if not release:
             return text
         family = "TensorFlow" if runtime == "tensorflow" else runtime
-        return text + f", or upgrade it to {family} >= {release}, whose default resolver has it"
+        return text + f", or upgrade it to {family} >= {release}, which runs it by default"
     if kind == "serve_with_tflite_runtime":
         return (
             "Serve the SavedModel it was converted from to "
