@@ -39,7 +39,7 @@ CACHE = REPO / ".cache" / "real-tflite"
 LOADS = REPO / "build" / "tflite" / "real-loads"
 OUT = REPO / "tests" / "fixtures" / "tflite-real"
 ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
-HELD_OUT_AFTER = "1936597"  # the commit that froze the custom-op rule, before any load
+HELD_OUT_AFTER = "ff7b248"  # "TFLite rule: a custom op is an error only where...": frozen before any load
 REFERENCE = "tensorflow-2.21.0"  # whose outputs the others are compared with
 
 # package, version, the wheel's name and SHA-256 (pip download for CPython 3.11 on
