@@ -293,7 +293,10 @@ def pack(partial: bool = False) -> dict[str, object]:
         )
     return {
         "format": FORMAT,
-        "method": "tools/tflite/build_table.py: probe_ops.py in each runtime",
+        "method": "tools/tflite/build_table.py: probe_ops.py (builtin codes and versions), "
+        "probe_custom_ops.py (custom ops of the default resolver), probe_delegate_ops.py "
+        "(custom ops the default delegate runs) and the 2.12 converter's Flex model, each "
+        "in the runtime's own environment",
         "names": dict(sorted(names.items(), key=lambda kv: int(kv[0]))),
         "runtimes": rows,
     }
