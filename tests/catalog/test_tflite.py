@@ -30,7 +30,16 @@ def table(family: str, version: str) -> Any:
 
 def test_every_measured_runtime_is_catalogued() -> None:
     catalog = load_tflite_catalog()
-    assert [len(catalog.family(f)) for f in (TENSORFLOW, TFLITE_RUNTIME, LITERT)] == [7, 8, 6]
+    assert [len(catalog.family(f)) for f in (TENSORFLOW, TFLITE_RUNTIME, LITERT)] == [25, 8, 19]
+
+
+def test_every_release_with_an_op_registry_has_a_measured_tflite_table() -> None:
+    missing = [
+        c.name
+        for c in load_catalog().range_consumers()
+        if c.tflite is None or c.tflite.table is None
+    ]
+    assert missing == []
 
 
 def test_the_readers_op_names_are_the_measured_runtimes_names() -> None:
@@ -48,9 +57,11 @@ def test_the_readers_op_names_are_the_measured_runtimes_names() -> None:
         (TFLITE_RUNTIME, "2.9.0", "2.9.0", False),  # 2.9.1 was measured, not 2.9.0
         (TFLITE_RUNTIME, "2.15", "2.15", False),  # no tflite-runtime 2.15 was measured
         (LITERT, "1.4", "1.4.0", True),
-        (LITERT, "1.3", "1.3", False),
+        (LITERT, "1.3", "1.3.0", True),
+        (LITERT, "1.5", "1.5", False),  # no LiteRT 1.5 on the registry
         (TENSORFLOW, "2.15.1", "2.15.1", True),
-        (TENSORFLOW, "2.13.1", "2.13.1", False),
+        (TENSORFLOW, "2.13.1", "2.13.1", True),
+        (TENSORFLOW, "2.15.0", "2.15.0", True),  # a patch release runs its minor's table
     ],
 )
 def test_versions_resolve_to_measured_tables_or_none(
@@ -72,10 +83,39 @@ def test_upgrades_are_the_newer_measured_runtimes_of_the_family() -> None:
 
 def test_a_catalog_release_runs_tflite_with_its_own_wheels_interpreter() -> None:
     catalog = load_catalog()
-    measured, unmeasured = catalog.consumer("2.15"), catalog.consumer("2.15.0")
+    measured, borrowing = catalog.consumer("2.15"), catalog.consumer("2.15.0")
     assert measured.tflite is not None and measured.tflite.table is not None
     assert measured.tflite.table.name == "tensorflow-2.15.1" and not measured.tflite.standalone
-    assert unmeasured.tflite is not None and unmeasured.tflite.table is None
+    assert borrowing.tflite is not None and borrowing.tflite.table is not None
+    assert (borrowing.tflite.version, borrowing.tflite.table.name) == (
+        "2.15.0",
+        "tensorflow-2.15.1",
+    )
+
+
+# The custom ops each runtime's default resolver registers, measured by name.
+@pytest.mark.parametrize(
+    ("family", "version", "op", "registers"),
+    [
+        (TENSORFLOW, "1.13.2", "TFLite_Detection_PostProcess", True),
+        (TENSORFLOW, "2.15.1", "Mfcc", True),
+        (TENSORFLOW, "2.15.1", "MatrixDeterminant", False),
+        (TFLITE_RUNTIME, "2.14.0", "AudioSpectrogram", True),
+    ],
+)
+def test_default_resolvers_register_measured_custom_ops(
+    family: str, version: str, op: str, registers: bool
+) -> None:
+    custom_ops = table(family, version).custom_ops
+    assert custom_ops is not None and (op in custom_ops) is registers
+
+
+# 1.13 and 1.14 resolve every OperatorCode when built; later builders only used ones.
+@pytest.mark.parametrize(
+    ("version", "fails"), [("1.13.2", True), ("1.14.0", True), ("1.15.5", False)]
+)
+def test_unused_custom_ops_fail_the_build_only_up_to_1_14(version: str, fails: bool) -> None:
+    assert table(TENSORFLOW, version).unused_custom_fails_build is fails
 
 
 def test_a_standalone_runtime_is_a_consumer_without_tensorflow() -> None:
@@ -124,4 +164,4 @@ def test_every_feature_the_kernel_facts_name_is_one_the_rules_read() -> None:
 
 def test_a_table_names_its_contents() -> None:
     prints = {r.fingerprint for r in load_tflite_catalog().runtimes}
-    assert len(prints) == 21
+    assert len(prints) == 52

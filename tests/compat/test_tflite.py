@@ -87,6 +87,8 @@ def runtime(
     ops: dict[int, tuple[int, int]] | None = None,
     flex: bool = False,
     kernels: tuple[tuple[KernelChange, bool | None], ...] = ((PER_CHANNEL, True), (INT16_FC, True)),
+    custom_ops: frozenset[str] | None = frozenset(),
+    unused_custom_fails_build: bool = False,
 ) -> TfliteRuntime:
     table = ops if ops is not None else {9: (1, 9), 22: (1, 1), 39: (1, 6), 128: (1, 1)}
     return TfliteRuntime(
@@ -99,15 +101,20 @@ def runtime(
         ops=table,
         kernels=kernels,
         required_versions=RANK_VERSIONS,
+        custom_ops=custom_ops,
+        unused_custom_fails_build=unused_custom_fails_build,
     )
 
 
 def consumer(
-    table: TfliteRuntime | None, upgrades: tuple[TfliteRuntime, ...] = (), family: str = ""
+    table: TfliteRuntime | None,
+    upgrades: tuple[TfliteRuntime, ...] = (),
+    family: str = "",
+    measured: tuple[TfliteRuntime, ...] = (),
 ) -> Consumer:
     family = family or (table.family if table else TFLITE_RUNTIME)
     version = table.version if table else "9.9.9"
-    interpreter = TfliteInterpreter(family, version, table, upgrades)
+    interpreter = TfliteInterpreter(family, version, table, upgrades, measured)
     if family == TENSORFLOW:
         return Consumer(f"tf-{version}", version, 1000, tflite=interpreter)
     return Consumer(f"rt-{version}", None, 0, tflite=interpreter)
@@ -180,16 +187,69 @@ def test_a_schema_other_than_3_is_refused_everywhere() -> None:
 # --- allocating tensors: custom ops, Flex, kernels ------------------------------------------
 
 
-def test_a_custom_op_resolves_nowhere() -> None:
+def test_a_custom_op_the_default_resolver_lacks_fails_to_prepare() -> None:
     found = check_artifact(tflite([custom("MatrixDeterminant")]), consumer(runtime(flex=True)))
     (finding,) = found.findings
     assert (found.loads, finding.code) == (False, Code.TFLITE_CUSTOM_OP)
     assert finding.fix is not None and finding.fix.kind == FixKind.LINK_CUSTOM_OP
+    assert "Encountered unresolved custom op: MatrixDeterminant" in finding.message
+    assert "no measured TFLite runtime runs it by default" in finding.message
 
 
-def test_a_custom_op_fails_even_where_no_table_is_measured() -> None:
+def test_a_custom_op_the_default_resolver_registers_runs() -> None:
+    has_it = runtime(custom_ops=frozenset({"TFLite_Detection_PostProcess"}))
+    found = check_artifact(tflite([custom("TFLite_Detection_PostProcess")]), consumer(has_it))
+    assert (found.loads, found.serves, found.findings) == (True, True, ())
+
+
+def test_a_custom_op_names_the_runtimes_that_register_it_and_the_upgrade() -> None:
+    def tf(version: str, has: bool) -> TfliteRuntime:
+        ops = frozenset({"Convolution2DTransposeBias"}) if has else frozenset()
+        return runtime(version, TENSORFLOW, custom_ops=ops)
+
+    old, newer, newest = tf("2.15.1", False), tf("2.18.1", True), tf("2.21.0", True)
+    litert = runtime("1.0.1", LITERT, custom_ops=frozenset({"Convolution2DTransposeBias"}))
+    measured = (litert, old, newer, newest)
+    found = check_artifact(
+        tflite([custom("Convolution2DTransposeBias")]),
+        consumer(old, (newer, newest), measured=measured),
+    )
+    (finding,) = found.findings
+    assert finding.fix is not None
+    assert (finding.fix.kind, finding.fix.release, finding.fix.runtime) == (
+        FixKind.LINK_CUSTOM_OP,
+        "2.18.1",
+        TENSORFLOW,
+    )
+    assert "runs it in ai-edge-litert 1.0.1, tensorflow 2.18.1 to 2.21.0" in finding.message
+
+
+# XNNPACK, the default delegate from 2.17, takes some custom ops on float32 tensors only.
+@pytest.mark.parametrize(("tensor", "loads"), [(FLOAT, True), (INT8, False)])
+def test_a_custom_op_the_default_delegate_runs_needs_float_tensors(
+    tensor: TensorSig, loads: bool
+) -> None:
+    table = replace(runtime(), delegate_custom_ops=frozenset({"Convolution2DTransposeBias"}))
+    model = tflite([custom("Convolution2DTransposeBias")], [kind(0, tensor)])
+    assert check_artifact(model, consumer(table)).loads is loads
+
+
+def test_a_custom_op_is_unknown_where_no_table_is_measured() -> None:
     found = check_artifact(tflite([custom("MatrixDeterminant")]), consumer(None))
-    assert (found.loads, found.serves) == (False, False)
+    assert (found.loads, found.serves, found.status) == (None, None, Status.UNKNOWN)
+
+
+def test_a_custom_op_is_unknown_where_the_resolvers_custom_ops_were_not_measured() -> None:
+    found = check_artifact(tflite([custom("X")]), consumer(runtime(custom_ops=None)))
+    assert (found.loads, found.serves) == (None, None)
+
+
+# 1.13 and 1.14 resolve every OperatorCode when the interpreter is built.
+def test_an_unused_unresolved_custom_op_fails_the_build_where_every_code_is_resolved() -> None:
+    artifact = tflite([builtin(9), custom("Unused")], [kind(0, FLOAT)])
+    found = check_artifact(artifact, consumer(runtime(unused_custom_fails_build=True)))
+    assert (found.loads, found.findings[0].code) == (False, Code.TFLITE_CUSTOM_OP)
+    assert "Didn't find custom op for name 'Unused' with version 1" in found.findings[0].message
 
 
 def test_an_operator_code_no_operator_uses_is_never_prepared() -> None:

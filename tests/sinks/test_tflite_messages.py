@@ -41,6 +41,16 @@ def test_wrong_values_read_as_failing_requests() -> None:
             "Register custom op MatrixDeterminant's kernel with phone's op resolver",
         ),
         (
+            {
+                "kind": "link_custom_op",
+                "op": "Convolution2DTransposeBias",
+                "release": "2.1.0",
+                "runtime": "ai-edge-litert",
+            },
+            "Register custom op Convolution2DTransposeBias's kernel with phone's op resolver, "
+            "or upgrade it to ai-edge-litert >= 2.1.0, which runs it by default",
+        ),
+        (
             {"kind": "measure_tflite_runtime", "runtime": "tflite-runtime", "release": "2.15"},
             "Measure phone's TFLite op table with tools/tflite/build_table.py",
         ),

@@ -6,6 +6,10 @@
     python3 tools/tflite/build_matrix.py load      # load_models.py in every READY runtime
     python3 tools/tflite/build_matrix.py write     # -> tests/fixtures/tflite/
 
+With `--from-fixtures`, `load` runs the committed models (tests/fixtures/tflite/models)
+instead of build/, and `write` rewrites only `matrix.jsonl`, from the committed
+`models.json`: how the matrix grows to new runtimes without converting again.
+
 `convert` writes `build/tflite/models/tf<minor>/` (skipped when its cases.json
 exists unless --force); `load` runs every model through every runtime, one
 process per runtime, restarting after a model that crashes the process (that
@@ -57,13 +61,13 @@ def convert(args: argparse.Namespace) -> None:
         subprocess.run([str(python), str(HERE / "make_models.py"), str(out)], env=env, check=True)
 
 
-def model_paths() -> list[Path]:
-    return sorted(MODELS.glob("tf*/*.tflite"))
+def model_paths(from_fixtures: bool = False) -> list[Path]:
+    return sorted((FIXTURES / "models" if from_fixtures else MODELS).glob("tf*/*.tflite"))
 
 
 def load(args: argparse.Namespace) -> None:
     LOADS.mkdir(parents=True, exist_ok=True)
-    models = model_paths()
+    models = model_paths(args.from_fixtures)
     for runtime in runtimes():
         if args.only and runtime.name not in args.only.split(","):
             continue
@@ -133,7 +137,11 @@ def _add_tensorflow_reading(models_doc: dict[str, object], args: argparse.Namesp
 
 
 def write(args: argparse.Namespace) -> None:
-    models_doc: dict[str, object] = {}
+    if args.from_fixtures:
+        models_doc = json.loads((FIXTURES / "models.json").read_text())
+        _write_rows(models_doc)
+        return
+    models_doc = {}
     if (FIXTURES / "models").exists():
         shutil.rmtree(FIXTURES / "models")
     for cases_file in sorted(MODELS.glob("tf*/cases.json")):
@@ -148,6 +156,11 @@ def write(args: argparse.Namespace) -> None:
                 entry["path"] = f"models/{producer}/{case}.tflite"
             models_doc[model_id] = entry
     _add_tensorflow_reading(models_doc, args)
+    (FIXTURES / "models.json").write_text(json.dumps(models_doc, indent=1, sort_keys=True) + "\n")
+    _write_rows(models_doc)
+
+
+def _write_rows(models_doc: dict[str, object]) -> None:
     rows = []
     for runtime in runtimes():
         path = LOADS / f"{runtime.name}.jsonl"
@@ -173,7 +186,6 @@ def write(args: argparse.Namespace) -> None:
             )
             rows.append(row)
     FIXTURES.mkdir(parents=True, exist_ok=True)
-    (FIXTURES / "models.json").write_text(json.dumps(models_doc, indent=1, sort_keys=True) + "\n")
     (FIXTURES / "matrix.jsonl").write_text(
         "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     )
@@ -187,6 +199,7 @@ def main() -> None:
     parser.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
     parser.add_argument("--only", default="")
     parser.add_argument("--force", action="store_true")
+    parser.add_argument("--from-fixtures", action="store_true")
     args = parser.parse_args()
     {"convert": convert, "load": load, "write": write}[args.command](args)
 

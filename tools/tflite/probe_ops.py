@@ -12,6 +12,8 @@ so the answer is exactly the runtime's own op resolver:
   before N);
 - `no-version`: "Didn't find op for builtin opcode 'NAME' version 'N'"; the
   NAME in that message is the runtime's own name for the code.
+Versions are tried from 1 up, and stop at the first refused after one resolved:
+TFLite registers one contiguous range of versions per builtin.
 
 The file is written the way TFLite's converter writes an OperatorCode: codes
 below 127 in both `deprecated_builtin_code` (byte, field 0) and `builtin_code`
@@ -26,6 +28,9 @@ import json
 import re
 import struct
 import sys
+
+CUSTOM_CODE = 32  # BuiltinOperator_CUSTOM
+
 
 # --- a minimal flatbuffer writer (front to back: every uoffset points forward) ---
 
@@ -194,6 +199,10 @@ def main():
                 versions.append(version)
             elif outcome not in ("no-version", "out-of-range"):
                 other.setdefault(str(code), "version %d: %s: %s" % (version, outcome, text[:200]))
+            if versions and outcome != "ok":
+                # TFLite registers one range of versions per op (AddBuiltin(op, kernel, min,
+                # max)): the first version refused after one resolved ends it
+                break
         ops[str(code)] = versions
     version = ""
     try:

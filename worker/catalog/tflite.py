@@ -1,10 +1,12 @@
 """The TFLite runtimes tfcompat has measured, and what they run.
 
 Two data files ship with the package:
-- `data/tflite_runtimes.json`: for each of 21 real runtimes (`tf.lite.Interpreter`
-  of TensorFlow wheels, the standalone `tflite-runtime`, LiteRT `ai-edge-litert`)
-  the builtin codes and op versions its resolver has, its last builtin code and
-  whether Select TF ops run (tools/tflite/build_table.py, from one-op probes);
+- `data/tflite_runtimes.json`: for each of 52 real runtimes (`tf.lite.Interpreter`
+  of the 25 TensorFlow releases with an op registry, the standalone
+  `tflite-runtime`, LiteRT `ai-edge-litert`) the builtin codes and op versions its
+  resolver has, its last builtin code, the custom ops its default resolver
+  registers and its default delegate runs, and whether Select TF ops run
+  (tools/tflite/build_table.py, from one-op probes);
 - `data/tflite_kernels.json`: kernel changes no op version shows, with the
   releases of each family measured with and without them, and the op versions
   TFLite's own versioning gives some tensor signatures.
@@ -111,6 +113,9 @@ class TfliteCatalog:
                     ),
                     required_versions=required,
                     fingerprint=fingerprint,
+                    custom_ops=frozenset(row["custom_ops"]) if "custom_ops" in row else None,
+                    unused_custom_fails_build=bool(row.get("unused_custom_fails_build")),
+                    delegate_custom_ops=frozenset(row.get("delegate_custom_ops", ())),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(
@@ -121,23 +126,30 @@ class TfliteCatalog:
         return [r for r in self.runtimes if r.family == family]
 
     def interpreter(self, family: str, spec: str) -> TfliteInterpreter:
-        """The runtime of `family` that `spec` names, with its table when measured."""
+        """The runtime of `family` that `spec` names, with its table when measured. A
+        TensorFlow patch release without a table of its own gets its minor's newest one,
+        as it gets its minor's op registry."""
         text = spec.strip().removeprefix("v")
         wanted = _version(text)
         measured = self.family(family)
         if len(text.split(".")) >= 3:
             table = next((r for r in measured if Version(r.version) == wanted), None)
-        else:
-            same = [
-                r
-                for r in measured
-                if (Version(r.version).major, Version(r.version).minor)
-                == (wanted.major, wanted.minor)
-            ]
-            table = same[-1] if same else None
+            if table is None and family == TENSORFLOW:
+                table = self._same_minor(family, wanted)
+            newer = tuple(r for r in measured if Version(r.version) > wanted)
+            return TfliteInterpreter(family, text, table, newer, self.runtimes)
+        table = self._same_minor(family, wanted)
         version = table.version if table else text
         newer = tuple(r for r in measured if Version(r.version) > Version(version))
-        return TfliteInterpreter(family, version, table, newer)
+        return TfliteInterpreter(family, version, table, newer, self.runtimes)
+
+    def _same_minor(self, family: str, wanted: Version) -> TfliteRuntime | None:
+        same = [
+            r
+            for r in self.family(family)
+            if (Version(r.version).major, Version(r.version).minor) == (wanted.major, wanted.minor)
+        ]
+        return same[-1] if same else None
 
     def consumer(self, short: str, spec: str, name: str | None = None) -> Consumer:
         """A standalone TFLite runtime as a consumer (`tflite==2.14`, `litert==1.4`)."""

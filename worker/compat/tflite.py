@@ -1,21 +1,27 @@
 """Whether a TFLite runtime runs a `.tflite` file, and whether its answers are right.
 
-Measured on 21 real runtimes (tests/fixtures/tflite: `tf.lite.Interpreter` of
-seven TensorFlow wheels, tflite-runtime 2.7 to 2.14, LiteRT 1.0 to 2.3). A
-runtime meets a model's problems in this order, and the findings keep it:
+Measured on real runtimes (tests/fixtures/tflite: `tf.lite.Interpreter` of the
+TensorFlow wheels 1.13 to 2.21, tflite-runtime, LiteRT). A runtime meets a
+model's problems in this order, and the findings keep it:
 1. building the interpreter. The schema version must be 3; every OperatorCode
    is resolved in turn: a builtin code past the runtime's enum fails ("Op
    builtin_code out of range: N. Are you using old TFLite binary with newer
    model?"; a runtime older than the int32 `builtin_code` field reads the byte
    field and reports 127), and so does a code or op version its resolver lacks
-   ("Didn't find op for builtin opcode 'X' version 'N'");
+   ("Didn't find op for builtin opcode 'X' version 'N'"). 1.13 and 1.14 also
+   refuse here a custom op their resolver lacks, used or not ("Didn't find
+   custom op for name 'X' with version 1");
 2. allocating tensors, where each operator is prepared in order: a custom op
-   no resolver has ("Encountered unresolved custom op"; no runtime registers
-   custom ops by default), a Select TF op (`Flex...`) without the Flex
-   delegate (linked only into the TensorFlow wheels' interpreter, 2.4 to 2.18),
-   and a kernel that cannot do what the operator's tensors need ("Node number
-   N (OP) failed to prepare"): an op version TFLite's own versioning requires
-   that the runtime lacks, or a kernel change it predates;
+   the runtime's default resolver does not register ("Encountered unresolved
+   custom op"; which custom ops each resolver registers is measured, e.g.
+   TFLite_Detection_PostProcess, Mfcc, AudioSpectrogram from 1.13 on; so is
+   which ones the default delegate, XNNPACK, runs when the operator's tensors
+   are float32: MediaPipe's Convolution2DTransposeBias from 2.17), a
+   Select TF op (`Flex...`) without the Flex delegate (linked only into the
+   TensorFlow wheels' interpreter, 2.4 to 2.18), and a kernel that cannot do
+   what the operator's tensors need ("Node number N (OP) failed to prepare"):
+   an op version TFLite's own versioning requires that the runtime lacks, or a
+   kernel change it predates;
 3. invoking: a kernel that predates a change the file relies on without a new
    op version (per-channel FULLY_CONNECTED weights before 2.10) runs and
    returns wrong values (all zeros, measured). That model loads but does not
@@ -23,8 +29,9 @@ runtime meets a model's problems in this order, and the findings keep it:
 
 `loads` means the interpreter is built and its tensors allocated; `serves`
 that it also answers right. A runtime without a measured table gets unknown
-(None) for both, unless something no runtime runs (a custom op) settles it.
-The file's `min_runtime_version` metadata is informative: no runtime checks it.
+(None) for both, and so does a custom op where the resolver's custom ops were
+not measured. The file's `min_runtime_version` metadata is informative: no
+runtime checks it.
 """
 
 from __future__ import annotations
@@ -63,12 +70,15 @@ FEATURES: dict[str, Callable[[TfliteOperatorKind], bool]] = {
     "per-channel-weights": lambda k: (w := _input(k, 1)) is not None and w.per_channel,
     # 16-bit activations (16x8 quantization): the data input is INT16
     "int16-activations": lambda k: (x := _input(k, 0)) is not None and x.type == "INT16",
+    # float16 data (float16 quantization: DEQUANTIZE from FLOAT16 weights)
+    "float16-input": lambda k: (x := _input(k, 0)) is not None and x.type == "FLOAT16",
 }
 RANK_ABOVE = "input-rank-above-"
 
 FEATURE_TEXT = {
     "per-channel-weights": "per-channel quantized weights (one scale per output channel)",
     "int16-activations": "16-bit activations (16x8 quantization)",
+    "float16-input": "a float16 input (float16 quantization)",
 }
 
 
@@ -142,8 +152,10 @@ def _schema(model: TfliteModel, run: _Run) -> None:
         )
 
 
-def _custom_ops(model: TfliteModel, table: TfliteRuntime | None, run: _Run) -> None:
-    """Custom ops resolve nowhere by default; Select TF ops only with the Flex delegate."""
+def _custom_ops(model: TfliteModel, interp: TfliteInterpreter | None, run: _Run) -> None:
+    """A custom op runs where the runtime's default resolver registers it (measured per
+    runtime); Select TF ops only with the Flex delegate."""
+    table = interp.table if interp is not None else None
     for index, opcode in enumerate(model.operator_codes):
         if not opcode.is_custom:
             continue
@@ -158,28 +170,97 @@ def _custom_ops(model: TfliteModel, table: TfliteRuntime | None, run: _Run) -> N
             )
             continue
         where = _first_use(model, index)
-        if where is None:
-            continue  # an operator code no operator uses is never prepared
         if opcode.is_flex:
-            if table is None:
-                continue
-            if not table.flex:
+            if table is not None and not table.flex and where is not None:
                 run.prepare.append((where, _flex_error(opcode, table, where)))
             continue
-        run.prepare.append(
-            (
-                where,
-                error(
-                    Code.TFLITE_CUSTOM_OP,
-                    f"Encountered unresolved custom op: {opcode.custom_code}. Node number "
-                    f"{where[1]} ({opcode.custom_code}) failed to prepare: no TFLite runtime "
-                    "registers custom ops by default; the application must register its "
-                    "kernel with the interpreter's op resolver.",
-                    op=opcode.custom_code,
-                    fix=Fix(FixKind.LINK_CUSTOM_OP, op=opcode.custom_code),
-                ),
-            )
+        if table is None or table.custom_ops is None:
+            if where is not None:
+                run.load_unknown = True
+            continue
+        if opcode.custom_code in table.custom_ops:
+            continue
+        if opcode.custom_code in table.delegate_custom_ops and _all_float(model, index):
+            continue  # the default delegate (XNNPACK) takes it
+        assert interp is not None
+        if table.unused_custom_fails_build:
+            run.build.append(_unresolved_custom(opcode.custom_code, interp, None))
+        elif where is not None:  # an operator code no operator uses is never prepared
+            run.prepare.append((where, _unresolved_custom(opcode.custom_code, interp, where)))
+
+
+def _all_float(model: TfliteModel, opcode_index: int) -> bool:
+    """Whether every operator of this opcode has float32 tensors only: what the default
+    delegate needs to take a custom op no resolver registers."""
+    kinds = [k for k in model.operator_kinds if k.opcode_index == opcode_index]
+    return bool(kinds) and all(
+        t.type == "FLOAT32" for k in kinds for t in (*k.inputs, *k.outputs) if t is not None
+    )
+
+
+def registrars(op: str, measured: Sequence[TfliteRuntime]) -> list[tuple[str, str, str]]:
+    """The measured runtimes whose default resolver registers custom op `op`, as
+    (family, first, last) runs of consecutive measured versions."""
+    runs: list[tuple[str, str, str]] = []
+    previous: tuple[str, bool] = ("", False)  # the previous runtime's family, has it
+    for runtime in measured:  # by family, oldest first
+        has = op in runtime.delegate_custom_ops or (
+            runtime.custom_ops is not None and op in runtime.custom_ops
         )
+        if has and previous == (runtime.family, True):
+            family, first, _ = runs[-1]
+            runs[-1] = (family, first, runtime.version)
+        elif has:
+            runs.append((runtime.family, runtime.version, runtime.version))
+        previous = (runtime.family, has)
+    return runs
+
+
+def _registrars_text(op: str, measured: Sequence[TfliteRuntime]) -> str:
+    runs = registrars(op, measured)
+    if not runs:
+        return "no measured TFLite runtime runs it by default"
+    spans = [
+        f"{family} {first}" if first == last else f"{family} {first} to {last}"
+        for family, first, last in runs
+    ]
+    return "its default resolver or delegate runs it in " + ", ".join(spans)
+
+
+def _unresolved_custom(
+    op: str, interp: TfliteInterpreter, where: tuple[int, int] | None
+) -> Finding:
+    """The runtime's own words (at build: 1.13 and 1.14; else when the node is prepared),
+    which runtimes register the op by default, and the fix: the oldest newer release of
+    the consumer's own runtime whose resolver has it, or registering its kernel."""
+    upgrade = next(
+        (
+            r
+            for r in interp.upgrades
+            if op in r.delegate_custom_ops or (r.custom_ops is not None and op in r.custom_ops)
+        ),
+        None,
+    )
+    fix = Fix(
+        FixKind.LINK_CUSTOM_OP,
+        op=op,
+        release=upgrade.version if upgrade else None,
+        runtime=interp.family if upgrade else None,
+    )
+    said = (
+        f"Didn't find custom op for name '{op}' with version 1"
+        if where is None
+        else f"Encountered unresolved custom op: {op}. Node number {where[1]} ({op}) "
+        "failed to prepare"
+    )
+    return error(
+        Code.TFLITE_CUSTOM_OP,
+        f"{said}: neither the default op resolver nor the default delegate of "
+        f"{interp.label()} runs custom op {op} ({_registrars_text(op, interp.measured)}); "
+        "the application must register its kernel with the interpreter's op resolver.",
+        op=op,
+        fix=fix,
+    )
 
 
 def _flex_error(opcode: TfliteOpCode, table: TfliteRuntime, where: tuple[int, int]) -> Finding:
@@ -337,13 +418,22 @@ def _kernel_lacking(
     )
 
 
-def run_model(model: TfliteModel, table: TfliteRuntime | None) -> _Run:
-    """What a runtime with this table does with the model (None: no measured table)."""
+def run_model(
+    model: TfliteModel, table: TfliteRuntime | None, interp: TfliteInterpreter | None = None
+) -> _Run:
+    """What a runtime with this table does with the model (None: no measured table);
+    `interp`, the consumer's interpreter, says what messages and fixes can name."""
+    if interp is None or interp.table is not table:
+        family = table.family if table is not None else TENSORFLOW
+        version = table.version if table is not None else ""
+        interp = TfliteInterpreter(
+            family, version, table, (), () if interp is None else interp.measured
+        )
     run = _Run()
     _schema(model, run)
     if table is not None:
         _builtins(model, table, run)
-    _custom_ops(model, table, run)
+    _custom_ops(model, interp, run)
     if table is not None:
         _kernels(model, table, run)
     else:
@@ -428,7 +518,7 @@ def check_tflite(artifact: Artifact, consumer: Consumer, policy: Policy | None =
         )
         return Verdict(consumer, False, False, (refused,), LOADER)
     table = interp.table if interp is not None else None
-    run = run_model(model, table)
+    run = run_model(model, table, interp)
     if table is None:
         run.notes.insert(0, _unmeasured(consumer, interp))
     findings = run.errors()

@@ -170,6 +170,14 @@ class TfliteRuntime:
     kernels: tuple[tuple[KernelChange, bool | None], ...] = ()  # has it / lacks it / unknown
     required_versions: tuple[RequiredVersion, ...] = ()
     fingerprint: str = ""  # names the measured contents
+    # the custom ops its default op resolver registers (None: not measured)
+    custom_ops: frozenset[str] | None = None
+    # custom ops no resolver registers that its default delegate (XNNPACK) runs when the
+    # operator's tensors are all float32 (MediaPipe's Convolution2DTransposeBias, from 2.17)
+    delegate_custom_ops: frozenset[str] = frozenset()
+    # it resolves every OperatorCode when built, so an unresolved custom op fails there even
+    # when no operator uses it (1.13, 1.14); later ones fail when an operator is prepared
+    unused_custom_fails_build: bool = False
 
     @property
     def reads_builtin_code(self) -> bool:
@@ -193,13 +201,18 @@ class TfliteInterpreter:
     """The TFLite interpreter a consumer runs `.tflite` files with.
 
     `table` None: no measured table for that family and version, so whether it
-    runs a model is unknown (never guessed). `upgrades`: the measured runtimes of
-    the same family newer than this one, oldest first (what a fix can name)."""
+    runs a model is unknown (never guessed); a TensorFlow patch release without a
+    table of its own runs its minor's measured one (`table.version` differs from
+    `version`), as it borrows its minor's op registry. `upgrades`: the measured
+    runtimes of the same family newer than this one, oldest first (what a fix can
+    name); `measured`: every measured runtime of every family (what a message
+    can say registers a custom op)."""
 
     family: str
     version: str
     table: TfliteRuntime | None
     upgrades: tuple[TfliteRuntime, ...] = ()
+    measured: tuple[TfliteRuntime, ...] = ()
 
     @property
     def standalone(self) -> bool:

@@ -173,7 +173,11 @@ def _tflite_fix_text(kind: Any, fix: Mapping[str, Any], who: str, item: str, quo
         text = f"Link the Flex delegate into {who}, or convert without Select TF op {item}"
         return text + (f" (TensorFlow {release}'s tf.lite.Interpreter has it)" if release else "")
     if kind == "link_custom_op":
-        return f"Register custom op {item}'s kernel with {who}'s op resolver"
+        text = f"Register custom op {item}'s kernel with {who}'s op resolver"
+        if not release:
+            return text
+        family = "TensorFlow" if runtime == "tensorflow" else runtime
+        return text + f", or upgrade it to {family} >= {release}, which runs it by default"
     if kind == "serve_with_tflite_runtime":
         return (
             "Serve the SavedModel it was converted from to "
