@@ -62,7 +62,9 @@ from __future__ import annotations
 
 import re
 
+from worker.compat.keras_objects import fails_only_in_compile, object_findings
 from worker.compat.subject import Subject
+from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import KerasLayer, KerasModel, layout_admits
 
@@ -353,6 +355,8 @@ def keras_findings(s: Subject) -> list[Finding]:
                     )
                 )
                 break
+    layer_objects, compile_objects = _objects(model, consumer, runs)
+    findings.extend(layer_objects)
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
         findings.append(
@@ -377,4 +381,25 @@ def keras_findings(s: Subject) -> list[Finding]:
                 )
             )
     findings.extend(_lambda_python(s, model))
+    findings.extend(compile_objects)
+    if fails_only_in_compile(findings):
+        findings.append(
+            info(
+                Code.KERAS_COMPILE_ONLY,
+                "Only the compile configuration fails: load_model(path, compile=False) loads "
+                f"the model in Keras {consumer.keras}.",
+                fix=Fix(FixKind.LOAD_WITHOUT_COMPILE),
+            )
+        )
     return findings
+
+
+def _objects(
+    model: KerasModel, consumer: Consumer, runs: tuple[int, int]
+) -> tuple[list[Finding], list[Finding]]:
+    """`keras.unknown-object` and compile findings: (the layers', the compile config's)."""
+    found = object_findings(model, consumer, runs[0])
+    compiled = [
+        f for f in found if f.fix is not None and f.fix.kind == FixKind.LOAD_WITHOUT_COMPILE
+    ]
+    return [f for f in found if f not in compiled], compiled

@@ -61,6 +61,28 @@ class KerasLayer:
 
 
 @dataclass(frozen=True)
+class KerasObjectRef:
+    """One object the configuration names, which the consumer's Keras must resolve by
+    name: a layer's class, an activation, initializer, regularizer or constraint in a
+    layer's config, or the optimizer, a loss or a metric of the compile configuration.
+
+    `kind` is the Keras module that resolves it ("layers", "activations", "initializers",
+    "regularizers", "constraints", "losses", "metrics", "optimizers"); `form` how the
+    file names it: "string" (a function by name: Keras 2's "relu", "<lambda>"),
+    "function" (Keras 3's {"class_name": "function", "config": NAME}), "class" (a class
+    entry), "lambda" (Keras 3's marshalled `__lambda__`, which safe_mode governs)."""
+
+    kind: str
+    name: str
+    form: str
+    where: str  # the layer's name, or "compile"
+    module: str = ""  # the module a Keras 2.13+/3 entry names ("keras.layers", "__main__")
+    registered_name: str = ""  # register_keras_serializable's "Package>Name", when written
+    config_keys: tuple[str, ...] = ()  # a class entry's config keys (an optimizer's arguments)
+    nested: bool = False  # a compile entry inside a list or per-output dict (not the one loss)
+
+
+@dataclass(frozen=True)
 class KerasModel:
     container: str  # "keras-zip" (a .keras archive) | "hdf5" (a legacy .h5 model)
     keras_version: str  # as written ("2.2.4-tf", "2.15.0", "3.15.1"); "" when absent
@@ -69,6 +91,11 @@ class KerasModel:
     date_saved: str = ""
     layers: tuple[KerasLayer, ...] = ()
     model_module: str = ""  # the top-level entry's module ("keras", "keras.src.engine.functional")
+    # every object the configuration names (layer classes included), in the order Keras
+    # meets them: the layers' first, then the compile configuration's
+    objects: tuple[KerasObjectRef, ...] = ()
+    compiled: bool = False  # carries a compile configuration (H5 training_config, .keras
+    # compile_config): load_model(path) compiles it unless compile=False
 
     @property
     def major(self) -> int | None:
@@ -100,8 +127,23 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 wrapped=layer.get("wrapped", False),
             )
         )
+    objects = tuple(
+        KerasObjectRef(
+            kind=o["kind"],
+            name=o["name"],
+            form=o["form"],
+            where=o["where"],
+            module=o.get("module", ""),
+            registered_name=o.get("registered_name", ""),
+            config_keys=tuple(o.get("config_keys", ())),
+            nested=o.get("nested", False),
+        )
+        for o in data.get("objects", ())
+    )
     return KerasModel(
         container=data["container"],
+        objects=objects,
+        compiled=data.get("compiled", False),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],
