@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.formats.read import read_path
 from worker.model.artifact import Artifact
+from worker.model.consumer import Consumer
 from worker.model.findings import Code, Severity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keras"
@@ -54,7 +56,14 @@ HELD_OUT_MODELS = {"gru", "functional", "embedding"}
 HELD_OUT_CONSUMERS = {"2.10.1", "2.17.1"}
 # A second held-out family, made and loaded after the rules the first one taught were in.
 HELD_OUT_2_MODELS = {"conv1d", "bidirectional", "layernorm"}
-FAMILIES = ("tuned", "held-out", "held-out-2")
+# Objects named by name and compiled files (tools/keras/build_matrix.py OBJECT_MODELS), made
+# and loaded only after worker/compat/keras_objects.py was committed; consumers named
+# "keras-3.X.Y" are that Keras 3 wheel outside TensorFlow (jax backend).
+OBJECT_MODELS = {
+    "lambda_act", "fn_act", "custom_layer", "registered_layer", "custom_init",
+    "loss_fn", "metric_fn", "adam", "sgd", "loss_list",
+}  # fmt: skip
+FAMILIES = ("tuned", "held-out", "held-out-2", "objects")
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
@@ -66,9 +75,15 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "bad argument to internal function", Code.KERAS_LAMBDA_PYTHON),
     (None, "bad marshal data", Code.KERAS_LAMBDA_PYTHON),
     (None, "variables during loading", Code.KERAS_ARCHIVE_MINOR),
-    (None, "Unknown layer:", Code.KERAS_CLASS_UNKNOWN),
+    (None, "Unknown layer: Functional", Code.KERAS_CLASS_UNKNOWN),
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
-    (3, "Could not locate class", Code.KERAS_CLASS_UNKNOWN),
+    (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
+    # objects named by name (the `objects` family)
+    (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
+    (None, "Unknown ", Code.KERAS_UNKNOWN_OBJECT),
+    (None, "Could not interpret", Code.KERAS_UNKNOWN_OBJECT),
+    (None, "Could not locate", Code.KERAS_UNKNOWN_OBJECT),
+    (3, "string indices must be integers", Code.KERAS_UNKNOWN_OBJECT),
     (2, "Keyword argument not understood", Code.KERAS_ARGUMENT_UNKNOWN),
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (3, "could not be deserialized properly", Code.KERAS_ARGUMENT_REMOVED),
@@ -80,7 +95,12 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
 
 
 def error_class(consumer: str, error: str) -> Code | None:
-    major = 3 if tuple(int(p) for p in consumer.split(".")[:2]) >= (2, 16) else 2
+    version = consumer.removeprefix("keras-")
+    major = (
+        3
+        if consumer.startswith("keras-") or tuple(int(p) for p in version.split(".")[:2]) >= (2, 16)
+        else 2
+    )
     for wanted, pattern, code in ERROR_CLASSES:
         if (wanted is None or wanted == major) and pattern in error:
             return code
@@ -94,6 +114,8 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if name.split(".")[0] in OBJECT_MODELS:
+        return "objects"
     if name.split(".")[0] in HELD_OUT_2_MODELS:
         return "held-out-2"
     held = (
@@ -110,10 +132,19 @@ def artifact(model: str) -> Artifact:
     return found
 
 
+def consumer_of(name: str) -> Consumer:
+    """The row's consumer: a catalog release on its measured Python, or a Keras 3 wheel
+    run outside TensorFlow ("keras-3.5.0": the newest release with that Keras pinned)."""
+    if name.startswith("keras-"):
+        return replace(
+            load_catalog().consumer("2.21.0"), keras=name.removeprefix("keras-"), python="3.11"
+        )
+    return replace(load_catalog().consumer(name), python=PYTHON_OF[name])
+
+
 def disagreement(row: dict[str, Any]) -> str | None:
     """Why our verdict differs from the row, or None when it agrees."""
-    consumer = load_catalog().consumer(row["consumer"])
-    consumer = type(consumer)(**{**consumer.__dict__, "python": PYTHON_OF[row["consumer"]]})
+    consumer = consumer_of(row["consumer"])
     verdict = check_artifact(artifact(row["model"]), consumer, load_catalog())
     errors = [f for f in verdict.findings if f.severity == Severity.ERROR]
     if verdict.loads is not row["ok"]:
@@ -127,6 +158,10 @@ def disagreement(row: dict[str, Any]) -> str | None:
         return f"no error class for {row['error'][:160]!r}"
     if errors[0].code != expected:
         return f"first error {errors[0].code}, Keras's is {expected}: {row['error'][:120]}"
+    if "compile_false_ok" in row:
+        compile_only = any(f.code == Code.KERAS_COMPILE_ONLY for f in verdict.findings)
+        if compile_only != row["compile_false_ok"]:
+            return f"compile-only {compile_only}, compile=False ok={row['compile_false_ok']}"
     if "unsafe_load_ok" in row:
         predicted = any(f.code == Code.KERAS_LAMBDA_PYTHON for f in errors)
         if predicted == row["unsafe_load_ok"]:
