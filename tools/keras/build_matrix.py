@@ -229,6 +229,15 @@ def object_classes(keras):
     return Scale, registered or Scale, Ones
 
 
+def optimizer(cls, rate, **kwargs):
+    """The optimizer at that rate: `learning_rate`, or `lr` where Keras knows only that
+    (TF 1.13's tf.keras optimizers)."""
+    try:
+        return cls(learning_rate=rate, **kwargs)
+    except TypeError:
+        return cls(lr=rate, **kwargs)
+
+
 def build_object_model(name, keras):
     layers = keras.layers
     Scale, Registered, Ones = object_classes(keras)
@@ -256,11 +265,11 @@ def build_object_model(name, keras):
     elif name == "metric_fn":
         model.compile(optimizer="adam", loss="mse", metrics=[my_metric])
     elif name == "adam":
-        model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.01), loss="mse",
+        model.compile(optimizer=optimizer(keras.optimizers.Adam, 0.01), loss="mse",
                       metrics=["mae"])  # fmt: skip
     elif name == "sgd":
         model.compile(
-            optimizer=keras.optimizers.SGD(learning_rate=0.05, momentum=0.9, nesterov=True),
+            optimizer=optimizer(keras.optimizers.SGD, 0.05, momentum=0.9, nesterov=True),
             loss=keras.losses.MeanSquaredError(),
             metrics=[keras.metrics.MeanAbsoluteError()],
         )
