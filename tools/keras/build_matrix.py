@@ -69,6 +69,7 @@ OBJECT_MODELS = [
     "adam",  # compiled with Adam(learning_rate=0.01), loss "mse", metrics ["mae"]
     "sgd",  # compiled with SGD(momentum=0.9, nesterov=True), loss and metric objects
     "loss_list",  # compiled with loss=[a function] and metrics {"dense": ["mae"]}
+    "adam_functional",  # a functional model compiled with Adam (TF 1.13 writes `lr`)
 ]
 MODELS = MODELS + OBJECT_MODELS
 # Keras 3 runtimes outside TensorFlow: "keras-3.5.0" runs KERAS_PYTHON with the wheel
@@ -99,6 +100,7 @@ INPUTS = {
     "adam": {"shape": [1, 4], "dtype": "float32"},
     "sgd": {"shape": [1, 4], "dtype": "float32"},
     "loss_list": {"shape": [1, 4], "dtype": "float32"},
+    "adam_functional": {"shape": [1, 4], "dtype": "float32"},
 }
 
 
@@ -250,6 +252,11 @@ def build_object_model(name, keras):
                 layers.Dense(2),
             ]
         )
+    if name == "adam_functional":
+        inputs = keras.Input(shape=(4,))
+        model = keras.Model(inputs, layers.Dense(2, name="dense")(inputs))
+        model.compile(optimizer=optimizer(keras.optimizers.Adam, 0.01), loss="mse")
+        return model
     dense_input = layers.InputLayer(input_shape=(4,))
     if name == "fn_act":
         return keras.Sequential([dense_input, layers.Dense(3, activation=my_act)])
@@ -408,6 +415,16 @@ def one_line(exc):
     return (type(exc).__name__ + ": " + str(exc))[:ERROR_CHARS]
 
 
+def cause_of(exc):
+    """What Keras 3's wrappers ("could not be deserialized properly", "Error when
+    deserializing class") say underneath, past the config they quote; None elsewhere."""
+    text = str(exc)
+    marker = "Exception encountered: "
+    if marker not in text:
+        return None
+    return text[text.rindex(marker) + len(marker) :][:ERROR_CHARS]
+
+
 def child_load(args):
     """Load one file with this release's Keras and run it; print the row as JSON.
 
@@ -429,6 +446,8 @@ def child_load(args):
     except Exception as exc:
         row["ok"] = False
         row["error"] = one_line(exc)
+        if cause_of(exc):
+            row["cause"] = cause_of(exc)
     if args.compiled and not row["ok"]:
         kwargs["compile"] = False
         try:

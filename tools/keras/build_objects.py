@@ -171,6 +171,17 @@ def _arguments(value):
     return params, more
 
 
+def _layers_deserialize(module):
+    """`layers.deserialize`; TF 1.13's public tf.keras.layers does not export it, its
+    implementation package does (what its load_model calls)."""
+    found = getattr(module, "deserialize", None)
+    if found is None:
+        import importlib
+
+        found = importlib.import_module("tensorflow.python.keras.layers").deserialize
+    return found
+
+
 def _probe(keras, kind, name, major):
     """None when the name resolved, else Keras's error text."""
     module = getattr(keras, kind)
@@ -179,7 +190,7 @@ def _probe(keras, kind, name, major):
             entry = {"class_name": name, "config": {}}
             if major >= 3:
                 entry["module"] = "keras.layers"
-            module.deserialize(entry)
+            _layers_deserialize(module)(entry)
         elif kind in STRING_KINDS:
             module.get(name)
         elif major >= 3 and name != CANARY:
@@ -202,6 +213,17 @@ def _probe(keras, kind, name, major):
         ):
             return type(exc).__name__ + ": " + text
     return None
+
+
+def _deserialize_fails(module, names):
+    """{name: error} for the names `module.deserialize(name)` raises on."""
+    fails = {}
+    for name in sorted(names):
+        try:
+            module.deserialize(name)
+        except Exception as exc:
+            fails[name] = _first_sentence(type(exc).__name__ + ": " + str(exc), "\0")
+    return fails
 
 
 def _probe_h5_layer(name):
@@ -273,6 +295,10 @@ def child_dump(args):
             "objects": objects,
             "unknown_message": _first_sentence(unknown, CANARY),
         }
+        if major >= 3 and kind in ("losses", "metrics"):
+            # Keras 3's H5 loader hands each compile string to `deserialize`, which
+            # re-resolves a known function by its public name: aliases ("mse") fail
+            out["kinds"][kind]["deserialize_fails"] = _deserialize_fails(module, objects)
         if major >= 3:
             archived = _probe_archive(keras, kind) or ""
             out["kinds"][kind]["unknown_message_archive"] = _first_sentence(archived, CANARY)

@@ -54,6 +54,9 @@ class KindTable:
     objects: Mapping[str, KerasClass]
     unknown_message: str  # the error for an unknown name, "{name}" in its place
     unknown_message_archive: str = ""  # Keras 3: for a module-qualified .keras entry
+    # Keras 3 losses and metrics: names its `deserialize(name)` raises on (an alias such
+    # as "mse" re-resolved by a public name that does not exist), with the error
+    deserialize_fails: Mapping[str, str] | None = None  # None: not measured
 
     def knows(self, name: str) -> bool:
         return name in self.objects
@@ -90,7 +93,10 @@ def _parse(version: Mapping[str, object]) -> KerasObjects:
             for name, entry in table["objects"].items()
         }
         kinds[kind] = KindTable(
-            objects, table["unknown_message"], table.get("unknown_message_archive", "")
+            objects,
+            table["unknown_message"],
+            table.get("unknown_message_archive", ""),
+            table.get("deserialize_fails"),
         )
     return KerasObjects(str(version["keras"]), str(version["measured_in"]), kinds)
 

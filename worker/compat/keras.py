@@ -62,7 +62,11 @@ from __future__ import annotations
 
 import re
 
-from worker.compat.keras_objects import fails_only_in_compile, object_findings
+from worker.compat.keras_objects import (
+    fails_only_in_compile,
+    object_findings,
+    training_config_findings,
+)
 from worker.compat.subject import Subject
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
@@ -199,13 +203,13 @@ def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
     return None
 
 
-def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
-    """The first argument the consumer's older Keras 2 does not know."""
+def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Finding] | None:
+    """The first argument the consumer's older Keras 2 does not know (and its layer)."""
     for layer in model.layers:
         for key in layer.config_keys:
             first = ADDED_IN_KERAS2.get((layer.class_name, key))
             if first is not None and runs < first:
-                return error(
+                return layer.name, error(
                     Code.KERAS_ARGUMENT_UNKNOWN,
                     f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
                     f"Keras {first[0]}.{first[1]} added; Keras {'.'.join(map(str, runs))} "
@@ -338,14 +342,23 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         )
         return findings
+    layer_objects, compile_objects = _objects(model, consumer, runs)
     if major == 2 and runs[0] == 2:
         older = _older_keras2(model, runs)
         if older is not None:
-            findings.append(older)
+            at = next(i for i, layer in enumerate(model.layers) if layer.name == older[0])
+            # an object Keras fails to resolve in an earlier layer is met first
+            findings.extend(f for i, f in layer_objects if i < at)
+            layer_objects = [(i, f) for i, f in layer_objects if i >= at]
+            findings.append(older[1])
     if major == 2 and runs[0] >= 3:
-        for layer in model.layers:
+        for index, layer in enumerate(model.layers):
             why = _removed_argument(model, layer)
             if why is not None:
+                # an object Keras fails to resolve in an earlier layer is met first
+                met = [f for at, f in layer_objects if at < index]
+                findings.extend(met)
+                layer_objects = [(at, f) for at, f in layer_objects if at >= index]
                 findings.append(
                     error(
                         Code.KERAS_ARGUMENT_REMOVED,
@@ -355,8 +368,7 @@ def keras_findings(s: Subject) -> list[Finding]:
                     )
                 )
                 break
-    layer_objects, compile_objects = _objects(model, consumer, runs)
-    findings.extend(layer_objects)
+    findings.extend(f for _, f in layer_objects)
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
         findings.append(
@@ -396,10 +408,12 @@ def keras_findings(s: Subject) -> list[Finding]:
 
 def _objects(
     model: KerasModel, consumer: Consumer, runs: tuple[int, int]
-) -> tuple[list[Finding], list[Finding]]:
-    """`keras.unknown-object` and compile findings: (the layers', the compile config's)."""
+) -> tuple[list[tuple[int, Finding]], list[Finding]]:
+    """`keras.unknown-object` and compile findings: the layers' (with the position of the
+    layer Keras meets them in) and the compile configuration's."""
     found = object_findings(model, consumer, runs[0])
-    compiled = [
-        f for f in found if f.fix is not None and f.fix.kind == FixKind.LOAD_WITHOUT_COMPILE
-    ]
-    return [f for f in found if f not in compiled], compiled
+    position = {layer.name: index for index, layer in enumerate(model.layers)}
+    layers = [(position.get(where, 0), f) for where, f in found if where != "compile"]
+    compiled = training_config_findings(model, consumer)
+    compiled += [f for where, f in found if where == "compile"]
+    return layers, compiled

@@ -37,6 +37,7 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
+from worker.catalog.keras import keras_of_release
 from worker.catalog.keras_objects import KerasObjects, keras_tables
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
@@ -79,6 +80,24 @@ def _known(ref: KerasObjectRef, table: KerasObjects, major: int) -> bool:
     if ref.module == "keras" or ref.module.startswith("keras."):
         return kind.knows(ref.name) or (ref.kind == "optimizers" and kind.knows(ref.name.lower()))
     return False  # a module of the user's own: only a custom object resolves it
+
+
+def _deserialize_fails(
+    ref: KerasObjectRef, model: KerasModel, tables: list[KerasObjects], major: int
+) -> str | None:
+    """Keras 3 reading H5 hands each compile string to its kind's `deserialize`, which
+    fails on some built-in names (measured: `deserialize_fails`); the error, when every
+    table the consumer may run fails it."""
+    if major < 3 or model.container != "hdf5" or ref.where != "compile" or ref.form != "string":
+        return None
+    found = []
+    for table in tables:
+        kind = table.kind(ref.kind)
+        fails = kind.deserialize_fails if kind is not None else None
+        if fails is None or ref.name not in fails:
+            return None
+        found.append(fails[ref.name])
+    return found[0] if found else None
 
 
 def _resolved_lazily(ref: KerasObjectRef, model: KerasModel, major: int) -> bool:
@@ -160,47 +179,104 @@ def _optimizer_arguments(
     )
 
 
-def object_findings(model: KerasModel, consumer: Consumer, major: int) -> list[Finding]:
+def object_findings(model: KerasModel, consumer: Consumer, major: int) -> list[tuple[str, Finding]]:
     """What the consumer's Keras cannot resolve, in the order it meets it: the layers
     and their objects, then the compile configuration. When the consumer may run any of
     several Keras versions (a TF 2.16+ release without `keras:`), a name some of them
-    lack is a warning naming those; info when no table of its Keras was measured."""
+    lack is a warning naming those; info when no table of its Keras was measured. Each
+    finding comes with where Keras meets it: a layer's name, or "compile"."""
     tables = keras_tables(consumer.keras, consumer.tensorflow)
     if not tables:
         if not model.objects:
             return []
         return [
-            info(
-                Code.KERAS_UNKNOWN_OBJECT,
-                f"No table of the objects Keras {consumer.keras} deserializes was measured "
-                "(tools/keras/build_objects.py), so whether it resolves the names this file "
-                "uses is not verified.",
+            (
+                "compile",
+                info(
+                    Code.KERAS_UNKNOWN_OBJECT,
+                    f"No table of the objects Keras {consumer.keras} deserializes was measured "
+                    "(tools/keras/build_objects.py), so whether it resolves the names this file "
+                    "uses is not verified.",
+                ),
             )
         ]
-    findings: list[Finding] = []
+    findings: list[tuple[str, Finding]] = []
     for ref in model.objects:
         if ref.kind == "layers" and ref.name in MODEL_CLASSES:
             continue
         if ref.form == "lambda":
             if major >= 3:
-                findings.append(_lambda_refused(ref, consumer))
-            continue
-        if _declared(ref, consumer) or _resolved_lazily(ref, model, major):
+                findings.append((ref.where, _lambda_refused(ref, consumer)))
             continue
         if not model.compiled and ref.where == "compile":
             continue
+        if _declared(ref, consumer):
+            continue
+        failed = _deserialize_fails(ref, model, tables, major)
+        if failed is not None:
+            findings.append((ref.where, _deserialize_failure(ref, consumer, failed)))
+            continue
+        if _resolved_lazily(ref, model, major):
+            continue
         lacking = [t for t in tables if not _known(ref, t, major)]
         if len(lacking) == len(tables):
-            findings.append(_unknown(ref, model, consumer, tables[0], major))
+            findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major)))
             continue
         if lacking:
-            findings.append(_unknown_in_some(ref, consumer, lacking))
+            findings.append((ref.where, _unknown_in_some(ref, consumer, lacking)))
             continue
         if major >= 3 and ref.kind == "optimizers" and ref.where == "compile":
             rejected = [_optimizer_arguments(ref, model, consumer, t) for t in tables]
             if all(r is not None for r in rejected):
-                findings.append(rejected[0])  # type: ignore[arg-type]
+                findings.append((ref.where, rejected[0]))  # type: ignore[arg-type]
     return findings
+
+
+def _deserialize_failure(ref: KerasObjectRef, consumer: Consumer, said: str) -> Finding:
+    what = SHOWN.get(ref.kind, ref.kind)
+    return error(
+        Code.KERAS_UNKNOWN_OBJECT,
+        f"The compile configuration's {what} '{ref.name}' is a built-in name that Keras "
+        f"{consumer.keras}'s H5 loader cannot deserialize ('{said}').{_compile_note()}",
+        attr=ref.kind,
+        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+    )
+
+
+# Keys the H5 loader of TF 1.13 to 2.2's bundled Keras reads from training_config without
+# a default (saving_utils.compile_args_from_training_config; engine/saving.py in 1.13):
+# files by Keras 2.3+ (TF 2.3+) do not write `sample_weight_mode`: "KeyError".
+REQUIRED_TRAINING_KEYS = ("sample_weight_mode",)
+STRICT_TRAINING_CONFIG_UNTIL = (2, 2)
+
+
+def training_config_findings(model: KerasModel, consumer: Consumer) -> list[Finding]:
+    """A compiled H5 file lacking a key the consumer's bundled Keras reads strictly."""
+    release = consumer.tensorflow
+    if model.container != "hdf5" or not model.compiled or release is None:
+        return []
+    if consumer.keras != keras_of_release(release):
+        return []
+    parts = release.split(".")
+    try:
+        minor = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        return []
+    if minor > STRICT_TRAINING_CONFIG_UNTIL:
+        return []
+    missing = [k for k in REQUIRED_TRAINING_KEYS if k not in model.compile_keys]
+    if not missing:
+        return []
+    return [
+        error(
+            Code.KERAS_COMPILE_ARGUMENT,
+            f"The file's training_config has no '{missing[0]}', which the H5 loader of "
+            f"TensorFlow {release}'s Keras reads without a default (KeyError: "
+            f"'{missing[0]}'); Keras 2.3 and later do not write it.{_compile_note()}",
+            attr="training_config",
+            fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=missing[0]),
+        )
+    ]
 
 
 def _lambda_refused(ref: KerasObjectRef, consumer: Consumer) -> Finding:

@@ -169,6 +169,7 @@ def keras_model(
         training = config.get("compile_config")
     compiled = isinstance(training, dict) and bool(training)
     return KerasModel(
+        compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
         objects=(*walker.objects, *compile_object_refs(training)),
         compiled=compiled,
         container=container,

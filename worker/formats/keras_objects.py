@@ -90,6 +90,11 @@ def _nested(kind: str, value: Any, out: list[KerasObjectRef], depth: int = 0) ->
         ref = object_ref(kind, value, "compile", nested=depth > 0)
         if ref is not None:
             out.append(ref)
+        # Keras 2's MeanMetricWrapper / LossFunctionWrapper name their function in `fn`,
+        # which their from_config resolves by name too
+        inner = value.get("config") if isinstance(value, dict) else None
+        if isinstance(inner, dict) and isinstance(inner.get("fn"), str) and inner["fn"]:
+            out.append(KerasObjectRef(kind, inner["fn"], "string", "compile", nested=True))
     elif isinstance(value, dict):
         for item in value.values():
             _nested(kind, item, out, depth + 1)

@@ -94,6 +94,7 @@ class KerasModel:
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
+    compile_keys: tuple[str, ...] = ()  # the H5 training_config's keys
     compiled: bool = False  # carries a compile configuration (H5 training_config, .keras
     # compile_config): load_model(path) compiles it unless compile=False
 
@@ -144,6 +145,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         container=data["container"],
         objects=objects,
         compiled=data.get("compiled", False),
+        compile_keys=tuple(data.get("compile_keys", ())),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],
