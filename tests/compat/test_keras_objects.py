@@ -29,9 +29,12 @@ ADAM_LR = KerasObjectRef(
 ADAM_OK = KerasObjectRef(
     "optimizers", "Adam", "class", "compile", config_keys=("decay", "learning_rate", "name")
 )
+TF1_KEYS = ("loss", "metrics", "optimizer_config", "sample_weight_mode")
 
 
-def model(version: str, *objects: KerasObjectRef, compiled: bool = False) -> Artifact:
+def model(
+    version: str, *objects: KerasObjectRef, compiled: bool = False, keys: tuple[str, ...] = ()
+) -> Artifact:
     keras = KerasModel(
         "hdf5",
         version,
@@ -39,6 +42,7 @@ def model(version: str, *objects: KerasObjectRef, compiled: bool = False) -> Art
         layers=(INPUT2, CONV),
         objects=objects,
         compiled=compiled,
+        compile_keys=keys,
     )
     return Artifact("m", "keras-h5", 1, "0" * 64, keras=keras)
 
@@ -74,7 +78,10 @@ CASES = [
     (model("2.8.0", MY_LOSS, compiled=True), "2.21", [Code.KERAS_UNKNOWN_OBJECT]),
     # Keras 2's `lr` in Keras 3; `decay` alone is ignored there
     (model("2.2.4-tf", ADAM_LR, compiled=True), "2.21", [Code.KERAS_COMPILE_ARGUMENT]),
-    (model("2.2.4-tf", ADAM_LR, compiled=True), "1.15", []),
+    (model("2.2.4-tf", ADAM_LR, compiled=True, keys=TF1_KEYS), "1.15", []),
+    # TF 1.13-2.2 read training_config's sample_weight_mode, which Keras 2.3+ do not write
+    (model("2.4.0", ADAM_OK, compiled=True), "1.15", [Code.KERAS_COMPILE_ARGUMENT]),
+    (model("2.4.0", ADAM_OK, compiled=True), "2.3", []),
     (model("2.4.0", ADAM_OK, compiled=True), "2.21", []),
 ]
 

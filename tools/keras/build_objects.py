@@ -171,6 +171,15 @@ def _arguments(value):
     return params, more
 
 
+def _takes(function, name):
+    import inspect
+
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _layers_deserialize(module):
     """`layers.deserialize`; TF 1.13's public tf.keras.layers does not export it, its
     implementation package does (what its load_model calls)."""
@@ -190,9 +199,21 @@ def _probe(keras, kind, name, major):
             entry = {"class_name": name, "config": {}}
             if major >= 3:
                 entry["module"] = "keras.layers"
-            _layers_deserialize(module)(entry)
+            deserialize = _layers_deserialize(module)
+            if major < 3 and _takes(deserialize, "use_legacy_format"):
+                # Keras 2.13-2.15 return an unknown name as it is unless asked for the
+                # legacy (H5) path, which is what load_model takes for an .h5 file
+                deserialize(entry, use_legacy_format=True)
+            else:
+                deserialize(entry)
         elif kind in STRING_KINDS:
-            module.get(name)
+            deserialize = getattr(module, "deserialize", None)
+            if major < 3 and deserialize is not None and _takes(deserialize, "use_legacy_format"):
+                # Keras 2.13-2.15's metrics.get returns an unknown string as it is; their
+                # H5 loader takes the legacy path, which raises
+                deserialize(name, use_legacy_format=True)
+            else:
+                module.get(name)
         elif major >= 3 and name != CANARY:
             # as a .keras entry names it: by its module, so the public API's aliases
             # (keras.initializers.Orthogonal) resolve; else as a Keras 2 H5 entry does

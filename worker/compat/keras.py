@@ -356,9 +356,11 @@ def keras_findings(s: Subject) -> list[Finding]:
             why = _removed_argument(model, layer)
             if why is not None:
                 # an object Keras fails to resolve in an earlier layer is met first
-                met = [f for at, f in layer_objects if at < index]
+                # (in the same layer too: its activation and initializers are resolved
+                # before the base Layer judges the remaining arguments)
+                met = [f for at, f in layer_objects if at <= index]
                 findings.extend(met)
-                layer_objects = [(at, f) for at, f in layer_objects if at >= index]
+                layer_objects = [(at, f) for at, f in layer_objects if at > index]
                 findings.append(
                     error(
                         Code.KERAS_ARGUMENT_REMOVED,

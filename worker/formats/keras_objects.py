@@ -49,6 +49,11 @@ def object_ref(kind: str, value: Any, where: str, nested: bool = False) -> Keras
     """The reference a config value makes, or None when it names nothing (None, numbers)."""
     if isinstance(value, str):
         return KerasObjectRef(kind, value, "string", where, nested=nested) if value else None
+    if isinstance(value, dict) and "class_name" not in value and "value" in value:
+        # Keras 3 writes a lambda activation as its marshalled code alone, which no Keras
+        # reads back by name ("Expected 'config' to be a dict", "Unknown `config` as a
+        # `dict`"): as unresolvable as Keras 2's '<lambda>'
+        return KerasObjectRef(kind, "<lambda>", "string", where, nested=nested)
     if not isinstance(value, dict) or not isinstance(value.get("class_name"), str):
         return None
     class_name = value["class_name"]
