@@ -37,6 +37,7 @@ from worker.catalog.behaviour import (
     validates_library_at_load,
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
+from worker.catalog.keras_objects import keras_tables
 from worker.catalog.kernel_changes import ShippedKernelChanges
 from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
 from worker.catalog.registries import ShippedRegistries
@@ -45,6 +46,7 @@ from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 from worker.model.effects import AttrEffect, KernelChange
+from worker.model.keras import KerasObjects
 from worker.model.tflite import TENSORFLOW
 
 DAILY_SINCE = dt.date(2019, 5, 9)
@@ -228,6 +230,10 @@ class Catalog:
         except OverflowError:  # a producer no binary was built with (2**31 - 1): no date
             return None
         return date if date >= DAILY_SINCE else None
+
+    def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
+        """The measured Keras object tables the consumer may run (catalog.keras_objects)."""
+        return keras_tables(keras, tensorflow)
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return self._upgrade_target(versions.min_consumer, versions.bad_consumers, current)

@@ -70,7 +70,7 @@ from worker.compat.keras_objects import (
 from worker.compat.subject import Subject
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
-from worker.model.keras import KerasLayer, KerasModel, layout_admits
+from worker.model.keras import KerasLayer, KerasModel, KerasObjects, layout_admits
 
 # Recurrent layers whose Keras 2 config has `time_major`, which Keras 3 rejects.
 RECURRENT = frozenset(
@@ -342,7 +342,8 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         )
         return findings
-    layer_objects, compile_objects = _objects(model, consumer, runs)
+    tables = s.history.keras_tables(consumer.keras, consumer.tensorflow)
+    layer_objects, compile_objects = _objects(model, consumer, runs, tables)
     if major == 2 and runs[0] == 2:
         older = _older_keras2(model, runs)
         if older is not None:
@@ -409,11 +410,11 @@ def keras_findings(s: Subject) -> list[Finding]:
 
 
 def _objects(
-    model: KerasModel, consumer: Consumer, runs: tuple[int, int]
+    model: KerasModel, consumer: Consumer, runs: tuple[int, int], tables: list[KerasObjects]
 ) -> tuple[list[tuple[int, Finding]], list[Finding]]:
     """`keras.unknown-object` and compile findings: the layers' (with the position of the
     layer Keras meets them in) and the compile configuration's."""
-    found = object_findings(model, consumer, runs[0])
+    found = object_findings(model, consumer, runs[0], tables)
     position = {layer.name: index for index, layer in enumerate(model.layers)}
     layers = [(position.get(where, 0), f) for where, f in found if where != "compile"]
     compiled = training_config_findings(model, consumer)

@@ -37,11 +37,9 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
-from worker.catalog.keras import keras_of_release
-from worker.catalog.keras_objects import KerasObjects, keras_tables
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
-from worker.model.keras import KerasModel, KerasObjectRef
+from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
 
 MODEL_CLASSES = frozenset({"Sequential", "Functional", "Model"})
 # Keras 3 `_retrieve_class_or_fn`: a "builtins" function is looked up in these modules
@@ -179,13 +177,14 @@ def _optimizer_arguments(
     )
 
 
-def object_findings(model: KerasModel, consumer: Consumer, major: int) -> list[tuple[str, Finding]]:
+def object_findings(
+    model: KerasModel, consumer: Consumer, major: int, tables: list[KerasObjects]
+) -> list[tuple[str, Finding]]:
     """What the consumer's Keras cannot resolve, in the order it meets it: the layers
     and their objects, then the compile configuration. When the consumer may run any of
     several Keras versions (a TF 2.16+ release without `keras:`), a name some of them
     lack is a warning naming those; info when no table of its Keras was measured. Each
     finding comes with where Keras meets it: a layer's name, or "compile"."""
-    tables = keras_tables(consumer.keras, consumer.tensorflow)
     if not tables:
         if not model.objects:
             return []
@@ -255,7 +254,7 @@ def training_config_findings(model: KerasModel, consumer: Consumer) -> list[Find
     release = consumer.tensorflow
     if model.container != "hdf5" or not model.compiled or release is None:
         return []
-    if consumer.keras != keras_of_release(release):
+    if not (consumer.keras or "").endswith("-tf"):  # the Keras TF 1.13-2.2 bundle
         return []
     parts = release.split(".")
     try:

@@ -11,6 +11,7 @@ never read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +107,45 @@ class KerasModel:
     @property
     def lambdas(self) -> list[KerasLayer]:
         return [layer for layer in self.layers if layer.code is not None]
+
+
+# What a Keras version deserializes by name (measured: worker.catalog.keras_objects).
+
+
+@dataclass(frozen=True)
+class KerasClass:
+    """A built-in object's constructor: its parameters, and whether it takes **kwargs
+    (then its base class judges the rest). Functions have neither (`args` None)."""
+
+    args: tuple[str, ...] | None = None
+    kwargs: bool = False
+
+
+@dataclass(frozen=True)
+class KindTable:
+    objects: Mapping[str, KerasClass]
+    unknown_message: str  # the error for an unknown name, "{name}" in its place
+    unknown_message_archive: str = ""  # Keras 3: for a module-qualified .keras entry
+    # Keras 3 losses and metrics: names its `deserialize(name)` raises on (an alias such
+    # as "mse" re-resolved by a public name that does not exist), with the error
+    deserialize_fails: Mapping[str, str] | None = None  # None: not measured
+
+    def knows(self, name: str) -> bool:
+        return name in self.objects
+
+    def message(self, name: str, archive: bool = False) -> str:
+        template = (self.unknown_message_archive if archive else "") or self.unknown_message
+        return template.replace("{name}", name)
+
+
+@dataclass(frozen=True)
+class KerasObjects:
+    keras: str  # the version measured ("2.15.0", "3.6.0", "2.2.4-tf")
+    measured_in: str  # "tensorflow 2.15.1, Python 3.11", "keras 3.6.0, Python 3.11, ..."
+    kinds: Mapping[str, KindTable]
+
+    def kind(self, kind: str) -> KindTable | None:
+        return self.kinds.get(kind)
 
 
 def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
