@@ -124,3 +124,14 @@ def test_a_keras_nobody_measured_is_not_verified() -> None:
     found = verdict(model("2.8.0", CUSTOM_LAYER), "2.21", keras="9.1")
     (note,) = [f for f in found.findings if f.code == Code.KERAS_UNKNOWN_OBJECT]
     assert note.severity == Severity.INFO
+
+
+def test_a_newer_keras_3_constructor_argument_in_an_older_keras_3() -> None:
+    # Keras 3.15's Dense takes quantization_config; Keras 3.0's does not (measured chains)
+    dense = KerasLayer("Dense", "dense", ("name", "quantization_config", "units"))
+    ref = KerasObjectRef("layers", "Dense", "class", "dense", module="keras.layers")
+    keras = KerasModel("keras-zip", "3.15.1", model_class="Sequential", layers=(dense,),
+                       objects=(ref,))  # fmt: skip
+    found = Artifact("m", "keras", 1, "0" * 64, keras=keras)
+    assert errors(found, "2.21", keras="3.0") == [Code.KERAS_ARGUMENT_UNKNOWN]
+    assert errors(found, "2.21", keras="3.15") == []

@@ -191,6 +191,30 @@ def _layers_deserialize(module):
     return found
 
 
+def _chain_arguments(cls):
+    """Every parameter a class takes through its **kwargs: its own, then each base
+    class's `__init__` along the MRO for as long as each passes **kwargs on."""
+    import inspect
+
+    found = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        try:
+            signature = inspect.signature(klass.__init__)
+        except (TypeError, ValueError):
+            break
+        more = False
+        for p in list(signature.parameters.values())[1:]:
+            if p.kind == p.VAR_KEYWORD:
+                more = True
+            elif p.kind != p.VAR_POSITIONAL and p.name not in found:
+                found.append(p.name)
+        if not more:
+            break
+    return found
+
+
 def _probe(keras, kind, name, major):
     """None when the name resolved, else Keras's error text."""
     module = getattr(keras, kind)
@@ -312,6 +336,8 @@ def child_dump(args):
                 continue
             params, more = _arguments(value)
             objects[name] = {} if params is None else {"args": params, "kwargs": more}
+            if params is not None and more:
+                objects[name]["chain_args"] = _chain_arguments(value)
         out["kinds"][kind] = {
             "objects": objects,
             "unknown_message": _first_sentence(unknown, CANARY),

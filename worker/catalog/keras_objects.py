@@ -52,7 +52,9 @@ def _parse(version: Mapping[str, object]) -> KerasObjects:
     for kind, table in raw_kinds.items():
         objects = {
             name: KerasClass(
-                tuple(entry["args"]) if "args" in entry else None, bool(entry.get("kwargs"))
+                tuple(entry["args"]) if "args" in entry else None,
+                bool(entry.get("kwargs")),
+                tuple(entry["chain_args"]) if "chain_args" in entry else None,
             )
             for name, entry in table["objects"].items()
         }

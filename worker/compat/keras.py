@@ -343,7 +343,9 @@ def keras_findings(s: Subject) -> list[Finding]:
         )
         return findings
     tables = s.history.keras_tables(consumer.keras, consumer.tensorflow)
-    layer_objects, compile_objects = _objects(model, consumer, runs, tables)
+    # the writer's own Keras 3 (a newer one's constructor arguments; none: not judged)
+    writer = s.history.keras_tables(written, None) if major == 3 and written else []
+    layer_objects, compile_objects = _objects(model, consumer, runs, tables, writer)
     if major == 2 and runs[0] == 2:
         older = _older_keras2(model, runs)
         if older is not None:
@@ -410,11 +412,15 @@ def keras_findings(s: Subject) -> list[Finding]:
 
 
 def _objects(
-    model: KerasModel, consumer: Consumer, runs: tuple[int, int], tables: list[KerasObjects]
+    model: KerasModel,
+    consumer: Consumer,
+    runs: tuple[int, int],
+    tables: list[KerasObjects],
+    writer: list[KerasObjects],
 ) -> tuple[list[tuple[int, Finding]], list[Finding]]:
     """`keras.unknown-object` and compile findings: the layers' (with the position of the
     layer Keras meets them in) and the compile configuration's."""
-    found = object_findings(model, consumer, runs[0], tables)
+    found = object_findings(model, consumer, runs[0], tables, writer)
     position = {layer.name: index for index, layer in enumerate(model.layers)}
     layers = [(position.get(where, 0), f) for where, f in found if where != "compile"]
     compiled = training_config_findings(model, consumer)

@@ -178,7 +178,11 @@ def _optimizer_arguments(
 
 
 def object_findings(
-    model: KerasModel, consumer: Consumer, major: int, tables: list[KerasObjects]
+    model: KerasModel,
+    consumer: Consumer,
+    major: int,
+    tables: list[KerasObjects],
+    writer: list[KerasObjects] | None = None,
 ) -> list[tuple[str, Finding]]:
     """What the consumer's Keras cannot resolve, in the order it meets it: the layers
     and their objects, then the compile configuration. When the consumer may run any of
@@ -224,6 +228,11 @@ def object_findings(
         if lacking:
             findings.append((ref.where, _unknown_in_some(ref, consumer, lacking)))
             continue
+        if major >= 3 and ref.kind == "layers" and writer:
+            rejected_layer = _layer_arguments(ref, model, consumer, tables, writer[0])
+            if rejected_layer is not None:
+                findings.append((ref.where, rejected_layer))
+                continue
         if major >= 3 and ref.kind == "optimizers" and ref.where == "compile":
             rejected = [_optimizer_arguments(ref, model, consumer, t) for t in tables]
             if all(r is not None for r in rejected):
@@ -276,6 +285,72 @@ def training_config_findings(model: KerasModel, consumer: Consumer) -> list[Find
             fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=missing[0]),
         )
     ]
+
+
+# Keras 3's Layer.__init__ pops input_dim and input_shape from **kwargs before refusing
+# the rest ("Unrecognized keyword arguments passed to Dense: {...}";
+# keras/src/layers/layer.py, 3.0.5 and 3.15.1 alike).
+LAYER_POPPED = frozenset({"input_dim", "input_shape"})
+
+
+def _chain(table: KerasObjects, name: str) -> set[str] | None:
+    kind = table.kind("layers")
+    found = kind.objects.get(name) if kind is not None else None
+    if found is None or found.args is None:
+        return None
+    if not found.kwargs:
+        return set(found.args)
+    if found.chain_args is None:
+        return None
+    return set(found.args) | set(found.chain_args) | LAYER_POPPED
+
+
+def _layer_arguments(
+    ref: KerasObjectRef,
+    model: KerasModel,
+    consumer: Consumer,
+    tables: list[KerasObjects],
+    writer: KerasObjects,
+) -> Finding | None:
+    """A built-in layer of a Keras 3 file with constructor arguments its writer's Keras
+    takes and every Keras 3 the consumer may run lacks (a newer Keras 3 added them), as
+    the measured constructor chains say. Keys the writer's own chain lacks are handled
+    by the class's from_config (InputLayer, Sequential's input) and are not judged."""
+    if not (ref.module == "keras.layers" or ref.module.startswith("keras.layers.")):
+        return None
+    layer = next((x for x in model.layers if x.name == ref.where), None)
+    if layer is None or layer.wrapped or ref.name in MODEL_CLASSES | {"InputLayer"}:
+        return None
+    written = _chain(writer, ref.name)
+    if written is None:
+        return None
+    rejected: list[str] = []
+    for table in tables:
+        kind = table.kind("layers")
+        found = kind.objects.get(ref.name) if kind is not None else None
+        if found is None or found.args is None:
+            return None  # not measured: not judged
+        accepted = set(found.args)
+        if found.kwargs:
+            if found.chain_args is None:
+                return None
+            accepted |= set(found.chain_args) | LAYER_POPPED
+        extra = sorted(k for k in layer.config_keys if k in written and k not in accepted)
+        if not extra:
+            return None
+        rejected = rejected or extra
+    if not rejected:
+        return None
+    shown = "{" + ", ".join(f"'{k}': ..." for k in rejected) + "}"
+    return error(
+        Code.KERAS_ARGUMENT_UNKNOWN,
+        f"Layer '{ref.where}' ({ref.name}) has argument(s) {', '.join(rejected)}, which "
+        f"Keras {consumer.keras} does not take (the file was written by Keras "
+        f"{model.keras_version}): 'Unrecognized keyword arguments passed to {ref.name}: "
+        f"{shown}'.",
+        attr="layers",
+        fix=Fix(FixKind.UPGRADE_TO),
+    )
 
 
 def _lambda_refused(ref: KerasObjectRef, consumer: Consumer) -> Finding:

@@ -119,6 +119,9 @@ class KerasClass:
 
     args: tuple[str, ...] | None = None
     kwargs: bool = False
+    # with **kwargs: every parameter it reaches through its base classes' __init__
+    # (None: not measured)
+    chain_args: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
