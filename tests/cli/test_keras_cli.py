@@ -42,7 +42,21 @@ def test_check_a_keras_file_against_keras_2_and_3_consumers() -> None:
 
 def test_a_bad_pin_in_a_consumer_spec_is_a_usage_error() -> None:
     result = run("check", str(KERAS / "tf2.15/lstm.h5"), "--consumer", "tf==2.15,keras=3")
-    assert result.returncode == 2 and "keras==X.Y and python==X.Y" in result.stderr
+    assert result.returncode == 2 and "keras==X.Y, python==X.Y" in result.stderr
+
+
+def test_a_consumer_that_registers_the_object_loads_the_file() -> None:
+    # a lambda activation Keras 2.8 saved by its name: unknown, unless the consumer's
+    # process registers it under that name
+    path = str(KERAS / "tf2.8/lambda_act.h5")
+    plain = run("check", path, "--consumer", "tf==2.8", "--json")
+    assert plain.returncode == 1
+    (consumer,) = json.loads(plain.stdout)["artifacts"][0]["consumers"]
+    assert consumer["loads"] is False
+    assert consumer["findings"][0]["code"] == "keras.unknown-object"
+    assert consumer["findings"][0]["fix"] == {"kind": "register_custom_object", "name": "<lambda>"}
+    declared = run("check", path, "--consumer", "tf==2.8,custom_objects=<lambda>", "--json")
+    assert declared.returncode == 0, declared.stdout
 
 
 def test_inspect_says_who_wrote_a_keras_file_and_what_it_holds() -> None:

@@ -121,3 +121,21 @@ def test_the_example_fleet_in_config_is_valid() -> None:
     fleet = load_fleet(root / "config" / "fleet.yaml", load_catalog())
     assert len(fleet.consumers) >= 3
     assert OWN.parent.exists()
+
+
+def test_a_consumer_declares_the_keras_objects_it_registers(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "consumers:\n  - name: a\n    tensorflow: '2.15'\n"
+        "    custom_objects: [MyLayer, 'Tfc>Scale2', my_loss]\n",
+    )
+    (consumer,) = load_fleet(path, load_catalog()).consumers
+    assert consumer.custom_objects == ("MyLayer", "Tfc>Scale2", "my_loss")
+
+
+def test_custom_objects_must_be_a_list_of_names(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "consumers:\n  - name: a\n    tensorflow: '2.15'\n    custom_objects: x\n"
+    )
+    with pytest.raises(ConfigError, match="custom_objects must be a list"):
+        load_fleet(path, load_catalog())

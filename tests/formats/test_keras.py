@@ -43,8 +43,8 @@ def test_a_real_keras_file_is_read_with_its_writers_version(path: Path) -> None:
     assert model.keras_version == DESCRIBED[f"{path.parent.name}/{path.name}"]["keras"]
     assert model.model_class in ("Sequential", "Functional", "Model")
     assert model.layers and all(layer.class_name for layer in model.layers)
-    if path.suffix == ".h5":
-        assert model.backend == "tensorflow"
+    if path.suffix == ".h5":  # the Keras 3 wheels (keras3.X/) were run on jax
+        assert model.backend == ("jax" if path.parent.name.startswith("keras") else "tensorflow")
 
 
 def test_keras_3_and_keras_2_configs_are_told_apart() -> None:

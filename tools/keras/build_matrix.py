@@ -5,6 +5,13 @@
     python3 tools/keras/build_matrix.py write [--matrix tests/fixtures/keras/matrix.jsonl]
     python3 tools/keras/build_matrix.py reference   (once: see cmd_reference)
 
+A release is a TensorFlow virtualenv ("2.15.1") or a Keras 3 wheel run outside
+TensorFlow ("keras-3.5.0": KERAS_PYTHON with KERAS_SITES/keras-3.5.0 on its path, the
+jax backend), whose files go to keras<minor>/ and whose rows name it as the consumer.
+The OBJECT_MODELS (objects named by name, compiled models) are loaded the way a
+consumer calls load_model, compiling: `ok` is that, and `compile_false_ok` whether
+compile=False loaded what compiling did not.
+
 make: in each producer's virtualenv (TFENVS/<version>/bin/python), build each model
       with fixed seeds, run it once on a fixed input (the expected output), and save
       it as `.h5` and, from Keras 2.12 on, as `.keras`, under build/keras/models/
@@ -49,6 +56,26 @@ MODELS = [
     "bidirectional",
     "layernorm",
 ]
+# Objects named by name, made after worker/compat/keras_objects.py was committed (held out):
+# built-ins that must resolve, and objects of the producer's own that a consumer lacks.
+OBJECT_MODELS = [
+    "lambda_act",  # Conv1D(activation=lambda ...): Keras 2 saves '<lambda>'
+    "fn_act",  # Dense(activation=a module-level function)
+    "custom_layer",  # an unregistered Layer subclass with get_config
+    "registered_layer",  # a Layer subclass registered as "Tfc>Scale" (where it exists)
+    "custom_init",  # Dense(kernel_initializer=an Initializer subclass)
+    "loss_fn",  # compiled with loss=a module-level function
+    "metric_fn",  # compiled with loss="mse", metrics=[a module-level function]
+    "adam",  # compiled with Adam(learning_rate=0.01), loss "mse", metrics ["mae"]
+    "sgd",  # compiled with SGD(momentum=0.9, nesterov=True), loss and metric objects
+    "loss_list",  # compiled with loss=[a function] and metrics {"dense": ["mae"]}
+    "adam_functional",  # a functional model compiled with Adam (TF 1.13 writes `lr`)
+]
+MODELS = MODELS + OBJECT_MODELS
+# Keras 3 runtimes outside TensorFlow: "keras-3.5.0" runs KERAS_PYTHON with the wheel
+# unpacked under KERAS_SITES/keras-3.5.0 (pip install --no-deps --target) on the jax backend.
+KERAS_PYTHON = os.environ.get("KERAS_PYTHON", "/work/build-keras/base311/bin/python")
+KERAS_SITES = os.environ.get("KERAS_SITES", "/work/build-keras")
 TIMEOUT = 600
 ERROR_CHARS = 400
 
@@ -63,6 +90,17 @@ INPUTS = {
     "conv1d": {"shape": [1, 8, 2], "dtype": "float32"},
     "bidirectional": {"shape": [1, 5, 2], "dtype": "float32"},
     "layernorm": {"shape": [1, 4], "dtype": "float32"},
+    "lambda_act": {"shape": [1, 8, 2], "dtype": "float32"},
+    "fn_act": {"shape": [1, 4], "dtype": "float32"},
+    "custom_layer": {"shape": [1, 4], "dtype": "float32"},
+    "registered_layer": {"shape": [1, 4], "dtype": "float32"},
+    "custom_init": {"shape": [1, 4], "dtype": "float32"},
+    "loss_fn": {"shape": [1, 4], "dtype": "float32"},
+    "metric_fn": {"shape": [1, 4], "dtype": "float32"},
+    "adam": {"shape": [1, 4], "dtype": "float32"},
+    "sgd": {"shape": [1, 4], "dtype": "float32"},
+    "loss_list": {"shape": [1, 4], "dtype": "float32"},
+    "adam_functional": {"shape": [1, 4], "dtype": "float32"},
 }
 
 
@@ -84,7 +122,34 @@ def version_key(version):
 
 
 def python_of(release):
+    if release.startswith("keras-"):
+        return KERAS_PYTHON
     return os.path.join(TFENVS, release, "bin", "python")
+
+
+def env_of(release):
+    """A Keras 3 runtime outside TensorFlow: its wheel on PYTHONPATH, the jax backend."""
+    if not release.startswith("keras-"):
+        return None
+    return dict(os.environ, PYTHONPATH=os.path.join(KERAS_SITES, release), KERAS_BACKEND="jax")
+
+
+def folder_of(release):
+    """build/keras/models/<folder>: tf<minor>, or keras<minor> for a Keras 3 runtime."""
+    if release.startswith("keras-"):
+        return "keras" + minor(release[len("keras-") :])
+    return "tf" + minor(release)
+
+
+def runtime_keras():
+    """(keras module, TF version or None) of this runtime: tf.keras inside TensorFlow."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        import keras
+
+        return keras, None
+    return tf.keras, tf.__version__
 
 
 def model_input(spec):
@@ -105,9 +170,140 @@ def model_input(spec):
 # --- inside a TensorFlow virtualenv --------------------------------------------------------
 
 
+def my_act(t):
+    import numpy as np  # noqa: F401  (module-level, so Keras saves it by its name)
+
+    keras, _ = runtime_keras()
+    return keras.activations.relu(t) * 2.0
+
+
+def my_loss(y_true, y_pred):
+    keras, _ = runtime_keras()
+    return keras.backend.mean(keras.backend.square(y_true - y_pred)) if hasattr(
+        keras, "backend"
+    ) and hasattr(keras.backend, "mean") else keras.ops.mean(keras.ops.square(y_true - y_pred))
+
+
+def my_metric(y_true, y_pred):
+    return my_loss(y_true, y_pred)
+
+
+def object_classes(keras):
+    """A Layer subclass (unregistered), one registered as "Tfc>Scale" where Keras has the
+    decorator, and an Initializer subclass, each with its get_config."""
+
+    class Scale(keras.layers.Layer):
+        def __init__(self, factor=2.0, **kwargs):
+            super(Scale, self).__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, inputs):
+            return inputs * self.factor
+
+        def get_config(self):
+            config = super(Scale, self).get_config()
+            config["factor"] = self.factor
+            return config
+
+    class Ones(keras.initializers.Initializer):
+        def __call__(self, shape, dtype=None, **kwargs):
+            keras_, _ = runtime_keras()
+            if hasattr(keras_, "ops"):
+                return keras_.ops.ones(shape, dtype=dtype) * 0.5
+            return keras_.backend.ones(shape, dtype=dtype) * 0.5
+
+        def get_config(self):
+            return {}
+
+    register = None
+    for owner in ("saving", "utils"):
+        register = getattr(getattr(keras, owner, None), "register_keras_serializable", None)
+        if register is not None:
+            break
+    registered = None
+    if register is not None:
+
+        class RegisteredScale(Scale):
+            pass
+
+        RegisteredScale.__name__ = "Scale2"
+        registered = register(package="Tfc", name="Scale2")(RegisteredScale)
+    return Scale, registered or Scale, Ones
+
+
+def optimizer(cls, rate, **kwargs):
+    """The optimizer at that rate: `learning_rate`, or `lr` where Keras knows only that
+    (TF 1.13's tf.keras optimizers)."""
+    try:
+        return cls(learning_rate=rate, **kwargs)
+    except TypeError:
+        return cls(lr=rate, **kwargs)
+
+
+def build_object_model(name, keras):
+    layers = keras.layers
+    Scale, Registered, Ones = object_classes(keras)
+    if name == "lambda_act":
+        return keras.Sequential(
+            [
+                layers.InputLayer(input_shape=(8, 2)),
+                layers.Conv1D(3, 3, activation=lambda t: keras.activations.relu(t)),
+                layers.GlobalMaxPooling1D(),
+                layers.Dense(2),
+            ]
+        )
+    if name == "adam_functional":
+        inputs = keras.Input(shape=(4,))
+        model = keras.Model(inputs, layers.Dense(2, name="dense")(inputs))
+        model.compile(optimizer=optimizer(keras.optimizers.Adam, 0.01), loss="mse")
+        return model
+    dense_input = layers.InputLayer(input_shape=(4,))
+    if name == "fn_act":
+        return keras.Sequential([dense_input, layers.Dense(3, activation=my_act)])
+    if name == "custom_layer":
+        return keras.Sequential([dense_input, Scale(3.0), layers.Dense(2)])
+    if name == "registered_layer":
+        return keras.Sequential([dense_input, Registered(3.0), layers.Dense(2)])
+    if name == "custom_init":
+        return keras.Sequential([dense_input, layers.Dense(2, kernel_initializer=Ones())])
+    model = keras.Sequential([dense_input, layers.Dense(2, name="dense")])
+    if name == "loss_fn":
+        model.compile(optimizer="adam", loss=my_loss)
+    elif name == "metric_fn":
+        model.compile(optimizer="adam", loss="mse", metrics=[my_metric])
+    elif name == "adam":
+        model.compile(optimizer=optimizer(keras.optimizers.Adam, 0.01), loss="mse",
+                      metrics=["mae"])  # fmt: skip
+    elif name == "sgd":
+        model.compile(
+            optimizer=optimizer(keras.optimizers.SGD, 0.05, momentum=0.9, nesterov=True),
+            loss=keras.losses.MeanSquaredError(),
+            metrics=[keras.metrics.MeanAbsoluteError()],
+        )
+    elif name == "loss_list":
+        model.compile(optimizer="sgd", loss=[my_loss], metrics={"dense": ["mae"]})
+    else:
+        raise SystemExit("unknown model " + name)
+    return model
+
+
 def build_model(name):
     """The model `name`, built with the running release's tf.keras (Keras 3 from 2.16)."""
     import numpy as np
+
+    if name in OBJECT_MODELS:
+        keras, release = runtime_keras()
+        np.random.seed(0)
+        if release is None:
+            keras.utils.set_random_seed(0)
+        else:
+            import tensorflow as tf
+
+            if hasattr(tf.random, "set_seed"):
+                tf.random.set_seed(0)
+            else:
+                tf.compat.v1.set_random_seed(0)
+        return build_object_model(name, keras)
     import tensorflow as tf
 
     keras = tf.keras
@@ -172,6 +368,9 @@ def build_model(name):
 
 
 def keras_version():
+    keras, release = runtime_keras()
+    if release is None:
+        return keras.__version__
     import tensorflow as tf
 
     try:
@@ -187,12 +386,12 @@ def keras_version():
 def child_make(args):
     """Build, run and save one model; print what was written as one JSON line."""
     import numpy as np
-    import tensorflow as tf
 
+    _, release = runtime_keras()
     model = build_model(args.model)
     x = model_input(INPUTS[args.model])
     expected = np.asarray(model.predict(x)).round(5).tolist()
-    record = {"tensorflow": tf.__version__, "keras": keras_version(), "expected": expected}
+    record = {"tensorflow": release, "keras": keras_version(), "expected": expected}
     results = {}
     for ext in ("h5", "keras"):
         path = os.path.join(args.out, args.model + "." + ext)
@@ -216,24 +415,48 @@ def one_line(exc):
     return (type(exc).__name__ + ": " + str(exc))[:ERROR_CHARS]
 
 
-def child_load(args):
-    """Load one file with this release's Keras and run it; print the row as JSON."""
-    import numpy as np
-    import tensorflow as tf
+def cause_of(exc):
+    """What Keras 3's wrappers ("could not be deserialized properly", "Error when
+    deserializing class") say underneath, past the config they quote; None elsewhere."""
+    text = str(exc)
+    marker = "Exception encountered: "
+    if marker not in text:
+        return None
+    return text[text.rindex(marker) + len(marker) :][:ERROR_CHARS]
 
+
+def child_load(args):
+    """Load one file with this release's Keras and run it; print the row as JSON.
+
+    With --compiled, `ok` is load_model's default (compile=True), and where that fails,
+    `compile_false_ok` says whether compile=False loaded it (its output, its error)."""
+    import numpy as np
+
+    keras, _ = runtime_keras()
     spec = json.loads(args.input)
     row = {}
-    kwargs = {"compile": False}
+    kwargs = {} if args.compiled else {"compile": False}
     if args.unsafe:
         kwargs["safe_mode"] = False
     try:
-        model = tf.keras.models.load_model(args.path, **kwargs)
+        model = keras.models.load_model(args.path, **kwargs)
         output = model.predict(model_input(spec))
         row["ok"] = True
         row["output"] = np.asarray(output).round(5).tolist()
     except Exception as exc:
         row["ok"] = False
         row["error"] = one_line(exc)
+        if cause_of(exc):
+            row["cause"] = cause_of(exc)
+    if args.compiled and not row["ok"]:
+        kwargs["compile"] = False
+        try:
+            model = keras.models.load_model(args.path, **kwargs)
+            model.predict(model_input(spec))
+            row["compile_false_ok"] = True
+        except Exception as exc:
+            row["compile_false_ok"] = False
+            row["compile_false_error"] = one_line(exc)
     print(json.dumps(row))
 
 
@@ -244,8 +467,9 @@ def run_child(release, argv):
     command = [python_of(release), os.path.abspath(__file__)] + argv
     try:
         done = subprocess.run(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False
-        )
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False,
+            env=env_of(release),
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": "timeout after %d s" % TIMEOUT}
     lines = [l for l in done.stdout.decode("utf-8", "replace").splitlines() if l.startswith("{")]
@@ -266,7 +490,7 @@ def cmd_make(args):
     models_json = os.path.join(BUILD, "models.json")
     made = load_json(models_json, {})
     for release in args.producers:
-        out = os.path.join(BUILD, "models", "tf" + minor(release))
+        out = os.path.join(BUILD, "models", folder_of(release))
         if not os.path.isdir(out):
             os.makedirs(out)
         for model in args.models:
@@ -276,7 +500,7 @@ def cmd_make(args):
                 print(release, model, results["error"], file=sys.stderr)
                 continue
             for ext, entry in results.items():
-                key = "tf%s/%s.%s" % (minor(release), model, ext)
+                key = "%s/%s.%s" % (folder_of(release), model, ext)
                 if entry.get("written"):
                     entry["path"] = "models/" + key
                 entry["input"] = INPUTS[model]
@@ -334,6 +558,8 @@ def cmd_load(args):
             entry = made[key]
             argv = ["_load", "--path", os.path.join(entry["base"], entry["path"]),
                     "--input", json.dumps(entry["input"])]  # fmt: skip
+            if key.split("/")[1].split(".")[0] in OBJECT_MODELS:
+                argv.append("--compiled")  # load_model's default, as a consumer calls it
             row = {"consumer": consumer, "model": key}
             row.update(run_child(consumer, argv))
             if row["ok"]:
@@ -445,6 +671,7 @@ def main():
     p.add_argument("--path", required=True)
     p.add_argument("--input", required=True)
     p.add_argument("--unsafe", action="store_true")
+    p.add_argument("--compiled", action="store_true")
     args = parser.parse_args()
     handlers = {"make": cmd_make, "load": cmd_load, "write": cmd_write, "reference": cmd_reference,
                 "_make": child_make, "_load": child_load}  # fmt: skip

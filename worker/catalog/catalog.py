@@ -40,6 +40,7 @@ from worker.catalog.behaviour import (
     validates_library_at_load,
 )
 from worker.catalog.keras import keras_of_release, pythons_of_release
+from worker.catalog.keras_objects import keras_tables
 from worker.catalog.kernel_changes import ShippedKernelChanges
 from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
 from worker.catalog.output_shapes import ShippedOutputShapes
@@ -49,6 +50,7 @@ from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 from worker.model.effects import AttrEffect, KernelChange
+from worker.model.keras import KerasObjects
 from worker.model.shapes import ShapeCase
 from worker.model.tflite import TENSORFLOW
 
@@ -239,6 +241,10 @@ class Catalog:
         except OverflowError:  # a producer no binary was built with (2**31 - 1): no date
             return None
         return date if date >= DAILY_SINCE else None
+
+    def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
+        """The measured Keras object tables the consumer may run (catalog.keras_objects)."""
+        return keras_tables(keras, tensorflow)
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return self._upgrade_target(versions.min_consumer, versions.bad_consumers, current)

@@ -28,7 +28,8 @@ def read_any(target: str) -> list[Any]:
 
 
 def parse_consumer_spec(spec: str, catalog: Any, cache: Any) -> Any:
-    """'tf==2.12[,keras==3.6][,python==3.11][@loader]', 'tflite==2.14', 'litert==1.4' or
+    """'tf==2.12[,keras==3.6][,python==3.11][,custom_objects=A+B][@loader]', 'tflite==2.14',
+    'litert==1.4' or
     'NAME=MANIFEST.json[@loader]'."""
     return _parse_consumer_spec(spec, catalog, cache)[0]
 
@@ -43,11 +44,17 @@ def _pins(spec: str, body: str) -> tuple[str, dict[str, Any]]:
     head, *rest = body.split(",")
     pins: dict[str, Any] = {}
     for part in rest:
+        if part.startswith("custom_objects="):  # names joined by "+": MyLayer+my_loss
+            names = [n for n in part.partition("=")[2].split("+") if n]
+            if not names:
+                raise UsageError(f"--consumer {spec}: custom_objects= needs NAME[+NAME...]")
+            pins["custom_objects"] = tuple(sorted(set(names)))
+            continue
         key, sep, value = part.partition("==")
         if not sep or key not in PINS or not re.fullmatch(r"\d+(\.\d+){0,2}", value):
             raise UsageError(
-                f"--consumer {spec}: after the release, only keras==X.Y and python==X.Y "
-                f"may follow (got {part!r})"
+                f"--consumer {spec}: after the release, only keras==X.Y, python==X.Y and "
+                f"custom_objects=NAME[+NAME...] may follow (got {part!r})"
             )
         pins[key] = value
     return head, pins

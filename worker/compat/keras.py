@@ -62,9 +62,15 @@ from __future__ import annotations
 
 import re
 
+from worker.compat.keras_objects import (
+    fails_only_in_compile,
+    object_findings,
+    training_config_findings,
+)
 from worker.compat.subject import Subject
+from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
-from worker.model.keras import KerasLayer, KerasModel, layout_admits
+from worker.model.keras import KerasLayer, KerasModel, KerasObjects, layout_admits
 
 # Recurrent layers whose Keras 2 config has `time_major`, which Keras 3 rejects.
 RECURRENT = frozenset(
@@ -197,13 +203,13 @@ def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
     return None
 
 
-def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
-    """The first argument the consumer's older Keras 2 does not know."""
+def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Finding] | None:
+    """The first argument the consumer's older Keras 2 does not know (and its layer)."""
     for layer in model.layers:
         for key in layer.config_keys:
             first = ADDED_IN_KERAS2.get((layer.class_name, key))
             if first is not None and runs < first:
-                return error(
+                return layer.name, error(
                     Code.KERAS_ARGUMENT_UNKNOWN,
                     f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
                     f"Keras {first[0]}.{first[1]} added; Keras {'.'.join(map(str, runs))} "
@@ -336,14 +342,28 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         )
         return findings
+    tables = s.history.keras_tables(consumer.keras, consumer.tensorflow)
+    # the writer's own Keras 3 (a newer one's constructor arguments; none: not judged)
+    writer = s.history.keras_tables(written, None) if major == 3 and written else []
+    layer_objects, compile_objects = _objects(model, consumer, runs, tables, writer)
     if major == 2 and runs[0] == 2:
         older = _older_keras2(model, runs)
         if older is not None:
-            findings.append(older)
+            at = next(i for i, layer in enumerate(model.layers) if layer.name == older[0])
+            # an object Keras fails to resolve in an earlier layer is met first
+            findings.extend(f for i, f in layer_objects if i < at)
+            layer_objects = [(i, f) for i, f in layer_objects if i >= at]
+            findings.append(older[1])
     if major == 2 and runs[0] >= 3:
-        for layer in model.layers:
+        for index, layer in enumerate(model.layers):
             why = _removed_argument(model, layer)
             if why is not None:
+                # an object Keras fails to resolve in an earlier layer is met first
+                # (in the same layer too: its activation and initializers are resolved
+                # before the base Layer judges the remaining arguments)
+                met = [f for at, f in layer_objects if at <= index]
+                findings.extend(met)
+                layer_objects = [(at, f) for at, f in layer_objects if at > index]
                 findings.append(
                     error(
                         Code.KERAS_ARGUMENT_REMOVED,
@@ -353,6 +373,7 @@ def keras_findings(s: Subject) -> list[Finding]:
                     )
                 )
                 break
+    findings.extend(f for _, f in layer_objects)
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
         findings.append(
@@ -377,4 +398,31 @@ def keras_findings(s: Subject) -> list[Finding]:
                 )
             )
     findings.extend(_lambda_python(s, model))
+    findings.extend(compile_objects)
+    if fails_only_in_compile(findings):
+        findings.append(
+            info(
+                Code.KERAS_COMPILE_ONLY,
+                "Only the compile configuration fails: load_model(path, compile=False) loads "
+                f"the model in Keras {consumer.keras}.",
+                fix=Fix(FixKind.LOAD_WITHOUT_COMPILE),
+            )
+        )
     return findings
+
+
+def _objects(
+    model: KerasModel,
+    consumer: Consumer,
+    runs: tuple[int, int],
+    tables: list[KerasObjects],
+    writer: list[KerasObjects],
+) -> tuple[list[tuple[int, Finding]], list[Finding]]:
+    """`keras.unknown-object` and compile findings: the layers' (with the position of the
+    layer Keras meets them in) and the compile configuration's."""
+    found = object_findings(model, consumer, runs[0], tables, writer)
+    position = {layer.name: index for index, layer in enumerate(model.layers)}
+    layers = [(position.get(where, 0), f) for where, f in found if where != "compile"]
+    compiled = training_config_findings(model, consumer)
+    compiled += [f for where, f in found if where == "compile"]
+    return layers, compiled

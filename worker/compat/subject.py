@@ -27,6 +27,7 @@ from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind
 from worker.model.consumer import Consumer, Loader
 from worker.model.effects import AttrEffect, KernelChange
 from worker.model.findings import Finding
+from worker.model.keras import KerasObjects
 from worker.model.shapes import ShapeCase
 
 SERVING_TAG = "serve"
@@ -69,6 +70,10 @@ class History(Protocol):
         """The oldest known release newer than `current` that accepts `versions`."""
         ...
 
+    def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
+        """What each Keras the consumer may run deserializes by name (none: not known)."""
+        ...
+
 
 class NoHistory:
     def op_introduced(self, op: str) -> str | None:
@@ -97,6 +102,9 @@ class NoHistory:
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return None
+
+    def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
+        return []
 
 
 NO_HISTORY = NoHistory()

@@ -26,13 +26,15 @@ def consumer_digest(consumer: Consumer) -> str:
 def _digest(consumer: Consumer) -> str:
     registry = consumer.registry
     # Keras files: what a consumer declares beyond its release (none: digests as before)
-    keras = (
+    keras: list[object] = (
         [consumer.keras, consumer.python, consumer.tf_serving]
         if consumer.keras != keras_of_release(consumer.tensorflow)
         or consumer.python
         or consumer.tf_serving
         else []
     )
+    if consumer.custom_objects:
+        keras.append(sorted(consumer.custom_objects))
     return digest(
         [
             consumer.tensorflow,

@@ -19,7 +19,8 @@ policy:
   unsafe_ops: warning              # file I/O, Python, network ops: warning (default) | error
 ```
 A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
-`python: "3.11"`; the Keras defaults to the one its TensorFlow release brings),
+`python: "3.11"`; the Keras defaults to the one its TensorFlow release brings), the
+Keras objects its process registers (`custom_objects: [MyLayer, my_loss]`),
 and `gpu: true` when it runs on a GPU (an op with GPU kernels only then runs).
 Every error names the file and line of the entry at fault.
 
@@ -156,7 +157,19 @@ def parse_consumer(
         python=_version_entry(entry, "python", where) or consumer.python,
         tf_serving=sources[0] == "serving",
         gpu=_gpu_entry(entry, where),
+        custom_objects=_custom_objects_entry(entry, where),
     )
+
+
+def _custom_objects_entry(entry: dict[str, Any], where: str) -> tuple[str, ...]:
+    """`custom_objects: [MyLayer, my_loss, "Custom>Name"]`: Keras objects the consumer's
+    process registers or passes to load_model, which then resolve by those names."""
+    value = entry.get("custom_objects")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: custom_objects must be a list of names (got {value!r})")
+    return tuple(sorted(set(value)))
 
 
 def _gpu_entry(entry: dict[str, Any], where: str) -> bool:

@@ -27,9 +27,10 @@ from typing import Any
 from worker.errors import InvalidArtifact, LimitExceeded, UnsupportedArtifact
 from worker.formats.archive import open_archive
 from worker.formats.hdf5 import root_string_attributes
+from worker.formats.keras_objects import compile_object_refs, layer_object_refs
 from worker.formats.pycode import code_layout
 from worker.formats.source import Source
-from worker.model.keras import KerasLayer, KerasModel, PythonCode
+from worker.model.keras import KerasLayer, KerasModel, KerasObjectRef, PythonCode
 
 ARCHIVE_FILES = ("metadata.json", "config.json")
 MAX_CONFIG_BYTES = 64 << 20
@@ -92,6 +93,7 @@ class _Walker:
     def __init__(self, where: str) -> None:
         self.where = where
         self.layers: list[KerasLayer] = []
+        self.objects: list[KerasObjectRef] = []
 
     def entry(self, entry: Any, depth: int, wrapped: bool = False) -> None:
         """One serialized layer: {"class_name", "config", ["module"], ...}."""
@@ -128,6 +130,18 @@ class _Walker:
                 wrapped=wrapped,
             )
         )
+        where = self.layers[-1].name or entry["class_name"]
+        self.objects.append(
+            KerasObjectRef(
+                "layers",
+                entry["class_name"],
+                "class",
+                where,
+                _text(entry.get("module")),
+                _text(entry.get("registered_name")),
+            )
+        )
+        self.objects.extend(layer_object_refs(config, where))
         self.children(config, depth + 1)
 
     def children(self, config: Any, depth: int) -> None:
@@ -141,13 +155,23 @@ class _Walker:
             self.entry(layer, depth)
 
 
-def keras_model(config: Any, container: str, version: str, where: str, **extra: str) -> KerasModel:
-    """The `KerasModel` of a top-level model config (its layers depth first)."""
+def keras_model(
+    config: Any, container: str, version: str, where: str, training: Any = None, **extra: str
+) -> KerasModel:
+    """The `KerasModel` of a top-level model config (its layers depth first) and of its
+    compile configuration (`training`: H5's training_config; a .keras config holds its
+    own compile_config)."""
     if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
         raise InvalidArtifact(f"{where}: the model config has no class_name")
     walker = _Walker(where)
     walker.children(config.get("config"), 1)
+    if training is None:
+        training = config.get("compile_config")
+    compiled = isinstance(training, dict) and bool(training)
     return KerasModel(
+        compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
+        objects=(*walker.objects, *compile_object_refs(training)),
+        compiled=compiled,
         container=container,
         keras_version=version,
         model_class=config["class_name"],
@@ -195,10 +219,16 @@ def read_keras_h5(source: Source) -> KerasModel:
             "whole (model.save('model.keras') or model.save('model.h5')), not weights alone"
         )
     config = _json(attributes["model_config"], f"{source.name}: model_config")
+    training = (
+        _json(attributes["training_config"], f"{source.name}: training_config")
+        if "training_config" in attributes
+        else None
+    )
     return keras_model(
         config,
         "hdf5",
         attributes.get("keras_version", ""),
         f"{source.name}: model_config",
+        training=training,
         backend=attributes.get("backend", ""),
     )

@@ -84,6 +84,9 @@ class Consumer:
     keras: str | None = None
     python: str | None = None
     tf_serving: bool = False
+    # names the consumer's process registers or passes as load_model's custom_objects
+    # (class names, function names or register_keras_serializable's "Package>Name")
+    custom_objects: tuple[str, ...] = ()
     # (oldest, newest) Python its release has wheels for, when `python` is not declared
     python_range: tuple[str, str] | None = None
     environment: str = ""

@@ -76,6 +76,9 @@ class Code(StrEnum):
     KERAS_ARCHIVE_MINOR = "keras.archive-minor"  # a Keras 2 .keras from another Keras 2 minor
     KERAS_LAMBDA_SAFE_MODE = "keras.lambda-safe-mode"  # Lambda refused unless safe_mode=False
     KERAS_LAMBDA_PYTHON = "keras.lambda-python"  # marshalled Lambda code from another Python
+    KERAS_UNKNOWN_OBJECT = "keras.unknown-object"  # a name the consumer's Keras cannot resolve
+    KERAS_COMPILE_ARGUMENT = "keras.compile-argument"  # an optimizer argument it rejects
+    KERAS_COMPILE_ONLY = "keras.compile-only"  # only compiling fails: compile=False loads it
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
@@ -114,6 +117,9 @@ class FixKind(StrEnum):
     REPLACE_LAMBDA = "replace_lambda"  # a registered Layer subclass instead of a Lambda
     RESAVE_WITH_PYTHON = "resave_with_python"  # python: save the Lambda model under it
     DECLARE_KERAS = "declare_keras"  # `keras:` (and `python:`) in the consumer's fleet entry
+    # name: pass it in load_model(custom_objects=...), or re-save it registered
+    REGISTER_CUSTOM_OBJECT = "register_custom_object"
+    LOAD_WITHOUT_COMPILE = "load_without_compile"  # name: load_model(path, compile=False)
     USE_LOADER = "use_loader"  # loader: a loader that serves the model as it is
     REEXPORT_WITH = "reexport_with"  # release: export with that release (None: a newer one)
     USE_CUDA_BUILD = "use_cuda_build"  # op: the op's kernel runs only in a CUDA build
@@ -150,10 +156,11 @@ class Fix:
     runtime: str | None = None  # a TFLite runtime family, for the TFLite kinds
     keras: str | None = None  # a Keras version ("2.15", "3")
     python: str | None = None  # a Python version family ("3.11+")
+    name: str | None = None  # a Keras object's name ("my_loss", "Custom>MyLayer")
 
     def to_json(self) -> dict[str, str]:
         data = {"kind": str(self.kind)}
-        for key in ("release", "op", "attr", "loader", "runtime", "keras", "python"):
+        for key in ("release", "op", "attr", "loader", "runtime", "keras", "python", "name"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value

@@ -11,6 +11,7 @@ never read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,28 @@ class KerasLayer:
 
 
 @dataclass(frozen=True)
+class KerasObjectRef:
+    """One object the configuration names, which the consumer's Keras must resolve by
+    name: a layer's class, an activation, initializer, regularizer or constraint in a
+    layer's config, or the optimizer, a loss or a metric of the compile configuration.
+
+    `kind` is the Keras module that resolves it ("layers", "activations", "initializers",
+    "regularizers", "constraints", "losses", "metrics", "optimizers"); `form` how the
+    file names it: "string" (a function by name: Keras 2's "relu", "<lambda>"),
+    "function" (Keras 3's {"class_name": "function", "config": NAME}), "class" (a class
+    entry), "lambda" (Keras 3's marshalled `__lambda__`, which safe_mode governs)."""
+
+    kind: str
+    name: str
+    form: str
+    where: str  # the layer's name, or "compile"
+    module: str = ""  # the module a Keras 2.13+/3 entry names ("keras.layers", "__main__")
+    registered_name: str = ""  # register_keras_serializable's "Package>Name", when written
+    config_keys: tuple[str, ...] = ()  # a class entry's config keys (an optimizer's arguments)
+    nested: bool = False  # a compile entry inside a list or per-output dict (not the one loss)
+
+
+@dataclass(frozen=True)
 class KerasModel:
     container: str  # "keras-zip" (a .keras archive) | "hdf5" (a legacy .h5 model)
     keras_version: str  # as written ("2.2.4-tf", "2.15.0", "3.15.1"); "" when absent
@@ -69,6 +92,12 @@ class KerasModel:
     date_saved: str = ""
     layers: tuple[KerasLayer, ...] = ()
     model_module: str = ""  # the top-level entry's module ("keras", "keras.src.engine.functional")
+    # every object the configuration names (layer classes included), in the order Keras
+    # meets them: the layers' first, then the compile configuration's
+    objects: tuple[KerasObjectRef, ...] = ()
+    compile_keys: tuple[str, ...] = ()  # the H5 training_config's keys
+    compiled: bool = False  # carries a compile configuration (H5 training_config, .keras
+    # compile_config): load_model(path) compiles it unless compile=False
 
     @property
     def major(self) -> int | None:
@@ -78,6 +107,48 @@ class KerasModel:
     @property
     def lambdas(self) -> list[KerasLayer]:
         return [layer for layer in self.layers if layer.code is not None]
+
+
+# What a Keras version deserializes by name (measured: worker.catalog.keras_objects).
+
+
+@dataclass(frozen=True)
+class KerasClass:
+    """A built-in object's constructor: its parameters, and whether it takes **kwargs
+    (then its base class judges the rest). Functions have neither (`args` None)."""
+
+    args: tuple[str, ...] | None = None
+    kwargs: bool = False
+    # with **kwargs: every parameter it reaches through its base classes' __init__
+    # (None: not measured)
+    chain_args: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class KindTable:
+    objects: Mapping[str, KerasClass]
+    unknown_message: str  # the error for an unknown name, "{name}" in its place
+    unknown_message_archive: str = ""  # Keras 3: for a module-qualified .keras entry
+    # Keras 3 losses and metrics: names its `deserialize(name)` raises on (an alias such
+    # as "mse" re-resolved by a public name that does not exist), with the error
+    deserialize_fails: Mapping[str, str] | None = None  # None: not measured
+
+    def knows(self, name: str) -> bool:
+        return name in self.objects
+
+    def message(self, name: str, archive: bool = False) -> str:
+        template = (self.unknown_message_archive if archive else "") or self.unknown_message
+        return template.replace("{name}", name)
+
+
+@dataclass(frozen=True)
+class KerasObjects:
+    keras: str  # the version measured ("2.15.0", "3.6.0", "2.2.4-tf")
+    measured_in: str  # "tensorflow 2.15.1, Python 3.11", "keras 3.6.0, Python 3.11, ..."
+    kinds: Mapping[str, KindTable]
+
+    def kind(self, kind: str) -> KindTable | None:
+        return self.kinds.get(kind)
 
 
 def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
@@ -100,8 +171,24 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 wrapped=layer.get("wrapped", False),
             )
         )
+    objects = tuple(
+        KerasObjectRef(
+            kind=o["kind"],
+            name=o["name"],
+            form=o["form"],
+            where=o["where"],
+            module=o.get("module", ""),
+            registered_name=o.get("registered_name", ""),
+            config_keys=tuple(o.get("config_keys", ())),
+            nested=o.get("nested", False),
+        )
+        for o in data.get("objects", ())
+    )
     return KerasModel(
         container=data["container"],
+        objects=objects,
+        compiled=data.get("compiled", False),
+        compile_keys=tuple(data.get("compile_keys", ())),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],

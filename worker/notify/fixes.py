@@ -156,6 +156,18 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
         return f"Save the model from Python {python}, the one {who} runs, or replace the Lambda"
     if kind == "declare_keras":
         return f"Declare {quote('keras:')} and {quote('python:')} in {who}'s fleet entry"
+    name = fix.get("name") or "the object"
+    if kind == "register_custom_object":
+        return (
+            f"Pass {name} in {quote('load_model(..., custom_objects={...})')} (and list it in "
+            f"{who}'s {quote('custom_objects')} when its process registers it), or re-save the "
+            f"model with it registered ({quote('@keras.saving.register_keras_serializable()')})"
+        )
+    if kind == "load_without_compile":
+        return (
+            f"Load it with {quote('load_model(path, compile=False)')} and compile in code, or "
+            f"re-save it compiled with {name} as {who}'s Keras takes it"
+        )
     return ""
 
 
