@@ -59,6 +59,21 @@ def test_a_consumer_that_registers_the_object_loads_the_file() -> None:
     assert declared.returncode == 0, declared.stdout
 
 
+def test_a_keras_no_table_was_measured_for_is_unknown_and_says_why() -> None:
+    # Keras 3.99 has no measured object table: whether it resolves the file's names is
+    # not known, so the answer is unknown (never a guessed "loads"), and the terminal
+    # shows the note the answer rests on
+    path = str(KERAS / "tf2.8/dense.h5")
+    result = run("check", path, "--consumer", "tf==2.21,keras==3.99", "--json")
+    (consumer,) = json.loads(result.stdout)["artifacts"][0]["consumers"]
+    assert consumer["status"] == "unknown" and consumer["loads"] is None
+    assert [f["code"] for f in consumer["findings"]] == ["keras.version-unknown"]
+    text = run("check", path, "--consumer", "tf==2.21,keras==3.99").stdout
+    assert "info keras.version-unknown: No table of the objects Keras 3.99" in text
+    measured = run("check", path, "--consumer", "tf==2.21,keras==3.12", "--json")
+    assert measured.returncode == 0, measured.stdout
+
+
 def test_inspect_says_who_wrote_a_keras_file_and_what_it_holds() -> None:
     result = run("inspect", str(KERAS / "tf2.21/lambda.keras"))
     assert result.returncode == 0, result.stderr

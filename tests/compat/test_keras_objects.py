@@ -14,6 +14,7 @@ from worker.compat.check import check_artifact
 from worker.model.artifact import Artifact
 from worker.model.findings import Code, FixKind, Severity
 from worker.model.keras import KerasLayer, KerasModel, KerasObjectRef
+from worker.model.verdict import Status
 
 INPUT2 = KerasLayer("InputLayer", "in", ("batch_input_shape", "dtype", "name"))
 CONV = KerasLayer("Conv1D", "conv1d", ("activation", "filters", "name"))
@@ -120,10 +121,11 @@ def test_a_layer_failure_is_not_called_compile_only() -> None:
     assert Code.KERAS_COMPILE_ONLY not in [f.code for f in found.findings]
 
 
-def test_a_keras_nobody_measured_is_not_verified() -> None:
+def test_a_keras_nobody_measured_is_unknown_never_loads() -> None:
     found = verdict(model("2.8.0", CUSTOM_LAYER), "2.21", keras="9.1")
-    (note,) = [f for f in found.findings if f.code == Code.KERAS_UNKNOWN_OBJECT]
+    (note,) = [f for f in found.findings if f.code == Code.KERAS_VERSION_UNKNOWN]
     assert note.severity == Severity.INFO
+    assert found.status == Status.UNKNOWN and found.loads is None
 
 
 def test_a_newer_keras_3_constructor_argument_in_an_older_keras_3() -> None:

@@ -177,7 +177,8 @@ def _consumer_mark(consumer: dict[str, Any]) -> str:
 
 def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> str:
     """The verdicts for a terminal: errors and warnings with their fix; information
-    (the forward window, attrs a release ignores harmlessly) only in --json.
+    (the forward window, attrs a release ignores harmlessly) only in --json, except
+    for a consumer whose answer is unknown, where the notes say why.
 
     `checked`: what the releases were computed over, said when no consumer was given
     (the status word is then not a verdict on anyone's fleet)."""
@@ -214,7 +215,13 @@ def render_check(reports: list[dict[str, Any]], checked: str | None = None) -> s
                 False: "  [no safe rewrite fixes it]",
             }.get(c.get("fixable"), "")
             out.append(f"  {_consumer_mark(c):13}  {c['name']} ({tf}, {c['loader']}){fixable}")
-            shown = [f for f in c["findings"] if f["severity"] != "info" or f["code"] in SHOWN_INFO]
+            # an unknown answer rests on its notes (what was not measured): show them
+            unknown = c.get("status") == "unknown"
+            shown = [
+                f
+                for f in c["findings"]
+                if unknown or f["severity"] != "info" or f["code"] in SHOWN_INFO
+            ]
             fixes: list[str] = []
             for f in shown:
                 out.append(f"                 {f['severity']} {f['code']}: {f['message']}")

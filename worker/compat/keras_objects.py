@@ -187,8 +187,10 @@ def object_findings(
     """What the consumer's Keras cannot resolve, in the order it meets it: the layers
     and their objects, then the compile configuration. When the consumer may run any of
     several Keras versions (a TF 2.16+ release without `keras:`), a name some of them
-    lack is a warning naming those; info when no table of its Keras was measured. Each
-    finding comes with where Keras meets it: a layer's name, or "compile"."""
+    lack is a warning naming those. When no table of its Keras was measured, whether it
+    resolves the file's names is not known: `keras.version-unknown`, and the verdict is
+    unknown, never a guessed "loads". Each finding comes with where Keras meets it: a
+    layer's name, or "compile"."""
     if not tables:
         if not model.objects:
             return []
@@ -196,10 +198,12 @@ def object_findings(
             (
                 "compile",
                 info(
-                    Code.KERAS_UNKNOWN_OBJECT,
+                    Code.KERAS_VERSION_UNKNOWN,
                     f"No table of the objects Keras {consumer.keras} deserializes was measured "
                     "(tools/keras/build_objects.py), so whether it resolves the names this file "
-                    "uses is not verified.",
+                    "uses, and so whether it loads the file, is unknown; declare a measured "
+                    "`keras:` version in the consumer's fleet entry, or measure this one.",
+                    fix=Fix(FixKind.DECLARE_KERAS),
                 ),
             )
         ]
