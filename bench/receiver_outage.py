@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.rows import row  # noqa: E402
 from tests.pipeline.brokers import RedisServer  # noqa: E402
-from tests.pipeline.services import free_port, wait_until  # noqa: E402
+from tests.pipeline.services import AUTH, RECEIVER_ENV, free_port, wait_until  # noqa: E402
 
 EVENT = {
     "Records": [
@@ -57,7 +57,12 @@ def main(n: int) -> None:
         broker = RedisServer(Path(directory))
         broker.start()
         port = free_port()
-        env = {**os.environ, "TFCOMPAT_BROKER_URL": broker.url, "TFCOMPAT_LOG_LEVEL": "ERROR"}
+        env = {
+            **os.environ,
+            **RECEIVER_ENV,  # the receiver starts only with every route authenticated
+            "TFCOMPAT_BROKER_URL": broker.url,
+            "TFCOMPAT_LOG_LEVEL": "ERROR",
+        }
         log = open(Path(directory) / "receiver.log", "wb")  # noqa: SIM115
         receiver = subprocess.Popen(
             [sys.executable, "-m", "worker.cli", "serve", "--port", str(port)],
@@ -67,7 +72,7 @@ def main(n: int) -> None:
             stderr=subprocess.STDOUT,
         )
         url = f"http://127.0.0.1:{port}"
-        client = httpx.Client(timeout=60)
+        client = httpx.Client(timeout=60, headers=AUTH)
         try:
             wait_until(lambda: client.get(f"{url}/metrics"), 60, "the receiver")
             calls = {
