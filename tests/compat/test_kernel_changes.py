@@ -39,6 +39,9 @@ class Measured:
     def __getattr__(self, name: str) -> object:
         return getattr(NO_HISTORY, name)
 
+    def kernel_changed_ops(self) -> frozenset[str]:
+        return frozenset({"Max"})
+
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         if (op, dtype) == ("Max", "DT_FLOAT") and release.startswith("1.15."):
             return KernelChange(

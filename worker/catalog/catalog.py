@@ -226,6 +226,10 @@ class Catalog:
         as measured; None: no difference measured (or the op was not compared)."""
         return self.kernel_changes.change(op, dtype, release) if self.kernel_changes else None
 
+    def kernel_changed_ops(self) -> frozenset[str]:
+        """Every op with a measured kernel change, in some release and dtype."""
+        return self.kernel_changes.ops if self.kernel_changes else frozenset()
+
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         return self.output_shapes.cases(op, release) if self.output_shapes else None

@@ -57,6 +57,11 @@ class ShippedKernelChanges:
                     ),
                 )
                 self._ops.add(row["op"])
+        self._frozen_ops = frozenset(self._ops)
+
+    @property
+    def ops(self) -> frozenset[str]:
+        return self._frozen_ops
 
     def change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         if op not in self._ops:

@@ -38,7 +38,10 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
         return []
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    changed = s.history.kernel_changed_ops()
     for kind in request_kinds(s):
+        if kind.op not in changed:
+            continue
         dtype = dtype_of(kind)
         if dtype is None or (kind.op, dtype) in seen:
             continue

@@ -60,6 +60,10 @@ class History(Protocol):
         """How the op's kernel in `release` differs from the newest, as measured."""
         ...
 
+    def kernel_changed_ops(self) -> frozenset[str]:
+        """Every op `kernel_change` knows a change of (in some release and dtype)."""
+        ...
+
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         ...
@@ -93,6 +97,9 @@ class NoHistory:
 
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         return None
+
+    def kernel_changed_ops(self) -> frozenset[str]:
+        return frozenset()
 
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         return None
