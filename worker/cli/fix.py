@@ -68,9 +68,9 @@ def render_plans(copy: Any) -> str:
             )
         if plan.shapes_stripped is not None:
             out.append(
-                f"  {plan.shapes_stripped} graph node(s) without {OUTPUT_SHAPES} in the copy: "
-                "those and every node downstream of them (informational: an import that "
-                "reads it clears it, no kernel reads it)"
+                f"  {plan.shapes_stripped} graph node(s) lose {OUTPUT_SHAPES}: the op's and "
+                "every node downstream of them (informational: an import that reads it "
+                "clears it, no kernel reads it)"
             )
         for fix in plan.consumers:
             label = (
