@@ -49,14 +49,28 @@ def _describe_value(value: Any) -> str:
 
 
 def render_plans(copy: Any) -> str:
+    from worker.fix.plan import OUTPUT_SHAPES
+
     out: list[str] = []
     for plan in copy.plans:
         out.append(f"{plan.artifact.path}  [{plan.artifact.format}]")
         for rewrite in plan.rewrites:
             drop = rewrite.drop
+            if drop.strips_shapes:
+                out.append(
+                    f"  strip {drop.attr} from {drop.op} ({drop.rule}: a consumer's import "
+                    f"contradicts it): {rewrite.graph_nodes} graph node(s) of the op"
+                )
+                continue
             out.append(
                 f"  drop {drop.op}.{drop.attr} ({_describe_value(drop.value)}, {drop.rule}): "
                 f"{rewrite.graph_nodes} graph node(s), {rewrite.function_nodes} in functions"
+            )
+        if plan.shapes_stripped is not None:
+            out.append(
+                f"  {plan.shapes_stripped} graph node(s) lose {OUTPUT_SHAPES}: the op's and "
+                "every node downstream of them (informational: an import that reads it "
+                "clears it, no kernel reads it)"
             )
         for fix in plan.consumers:
             label = (

@@ -12,15 +12,20 @@ from __future__ import annotations
 import posixpath
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from worker.catalog.catalog import Catalog
 from worker.errors import UnsupportedArtifact
 from worker.fix.fingerprint import fresh_fingerprint
-from worker.fix.plan import FixPlan, plan_fix
+from worker.fix.plan import OUTPUT_SHAPES, FixPlan, plan_fix
 from worker.fix.rewrite import Piece, render, rewrite_message
 from worker.fix.text import rewrite_text
-from worker.formats.read import discover, read_file_artifact, read_saved_model_dir
+from worker.formats.read import (
+    discover,
+    kind_of_file,
+    read_file_artifact,
+    read_saved_model_dir,
+)
 from worker.formats.savedmodel import looks_like_text
 from worker.formats.source import BytesSource, Source, Tree
 from worker.model.artifact import Artifact
@@ -71,14 +76,20 @@ def _kind_of(artifact: Artifact) -> str:
     return "graph"
 
 
-def _rewritten(source: Source, kind: str, plan: FixPlan) -> tuple[Piece, ...] | bytes | None:
+def _rewritten(
+    source: Source, kind: str, plan: FixPlan
+) -> tuple[tuple[Piece, ...] | bytes | None, int]:
+    """The rewritten file (None: unchanged), and how many nodes lost `_output_shapes`."""
     drops = list(plan.drops)
     if not drops:
-        return None
+        return None, 0
     if looks_like_text(source):
         return rewrite_text(source, kind, drops)
     edit = rewrite_message(source, kind, drops)
-    return tuple(edit.pieces) if edit is not None else None
+    if edit is None:
+        return None, 0
+    stripped = sum(1 for _, attr, _ in edit.removed if attr == OUTPUT_SHAPES)
+    return tuple(edit.pieces), stripped
 
 
 def copy_tree(
@@ -91,6 +102,10 @@ def copy_tree(
     """Every file of `tree` as the copy holds it, and the plan of each artifact."""
     names = tree.names()
     found = discover(names)
+    if not found and len(names) == 1 and kind_of_file(names[0]) in ("metagraph", "graphdef"):
+        # one file named on its own, read as `read_path` reads it: a hidden name too (the
+        # `.meta` of a checkpoint saved with the prefix `dir/`)
+        found = [(str(kind_of_file(names[0])), names[0])]
     if not found:
         raise UnsupportedArtifact(f"{display_root}: no TensorFlow model found")
     plans: list[FixPlan] = []
@@ -109,11 +124,14 @@ def copy_tree(
             artifact = read_file_artifact(tree.open(name), display, kind)
             model_file = name
         fix = plan(artifact, consumers, catalog)
-        plans.append(fix)
         if kind == "checkpoint":
+            plans.append(fix)
             continue
         source = tree.open(model_file)
-        result = _rewritten(source, _kind_of(artifact), fix)
+        result, stripped = _rewritten(source, _kind_of(artifact), fix)
+        if any(d.strips_shapes for d in fix.drops):
+            fix = replace(fix, shapes_stripped=stripped)
+        plans.append(fix)
         if result is None:
             continue
         if isinstance(result, bytes):

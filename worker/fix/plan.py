@@ -10,6 +10,9 @@ from finding messages:
 - an attr measured to change no results (`no-effect-on-results` in the catalog's
   attr table, `catalog/data/attr_effects.json`) is dropped whatever its value;
   one that changes results, or that no one measured, only at its default;
+- `_output_shapes` where a consumer's import contradicts it (`import.output-shapes`):
+  removed from the top-level nodes of the op the finding names and from every node
+  that reads their outputs, directly or not (see `STRIPS_SHAPES`);
 - nothing else: no op is dropped, no VersionDef lowered, no value changed.
 
 A drop is kept only when it is safe for every named consumer at once: one that
@@ -33,11 +36,29 @@ from worker.compat.subject import select_meta_graph
 from worker.model.artifact import Artifact, AttrJSON, Graph, NodeKind, OpDef
 from worker.model.consumer import Consumer, Loader
 from worker.model.effects import AttrEffect, Effect
-from worker.model.findings import Code, Finding, Severity
+from worker.model.findings import Code, Finding, FixKind, Severity
+from worker.model.shapes import SHAPE_CHANGED_OPS
 from worker.model.verdict import Verdict
 
 PRODUCER_DEFAULT = "producer-default"
 NO_EFFECT = str(Effect.NO_EFFECT)
+STRIPS_SHAPES = "contradicted-output-shapes"
+"""The rule of a drop of `_output_shapes`. The attr is informational: only a graph
+import reads it (`GraphConstructor::ValidateShape` in tensorflow/core/common_runtime/
+graph_constructor.cc, run when `importing` and `validate_shape`), which merges each
+recorded shape into what the node's shape function inferred
+(`ShapeRefiner::SetShape`), fails where they contradict, and then removes the attr
+from the node (`node->ClearAttr("_output_shapes")`): no kernel, and no graph the
+import returns, ever sees it, so removing it changes no results. The merged shape is
+what the shape functions of the nodes reading that output see, so a node's recorded
+shapes hold only for the inputs its producer had: a node whose recorded shapes are
+removed passes its consumer's own inference downstream, where another node's record
+can then contradict it (UniqueV2's `y` is rank 1 up to 2.0 and rank 2 from 2.1, and
+so is every Identity after it). The copy therefore loses the attr on the op's nodes
+and on every node downstream of them; every other node keeps it, with the inputs
+its producer recorded it for. Function bodies are instantiated, never imported:
+they are left alone."""
+OUTPUT_SHAPES = "_output_shapes"
 
 # Findings that stop a consumer serving even when they are only warnings: errors the
 # consumer meets when a function first runs (compat.check.deferred_to_call).
@@ -69,6 +90,15 @@ class Drop:
     @classmethod
     def producer_default(cls, op: str, attr: str, value: AttrJSON) -> Drop:
         return cls(op, attr, PRODUCER_DEFAULT, canonical(value))
+
+    @classmethod
+    def output_shapes(cls, op: str) -> Drop:
+        """`_output_shapes` of `op`'s top-level nodes and of the nodes downstream."""
+        return cls(op, OUTPUT_SHAPES, STRIPS_SHAPES)
+
+    @property
+    def strips_shapes(self) -> bool:
+        return self.rule == STRIPS_SHAPES
 
     @property
     def value(self) -> AttrJSON | None:
@@ -176,6 +206,9 @@ class FixPlan:
     rewrites: tuple[Rewrite, ...]
     consumers: tuple[ConsumerFix, ...]
     copy: Artifact  # the copy's metadata, as the rewrite will leave it
+    # Top-level nodes the written copy holds without `_output_shapes`: the stripped ops'
+    # and every node downstream of them (None: not rewritten yet, or nothing stripped)
+    shapes_stripped: int | None = None
 
     @property
     def drops(self) -> tuple[Drop, ...]:
@@ -187,13 +220,16 @@ class FixPlan:
         return all(c.state in ("serves", "fixed") for c in self.consumers)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        found: dict[str, object] = {
             "path": self.artifact.path,
             "format": self.artifact.format,
             "writable": self.writable,
             "rewrites": [r.to_json() for r in self.rewrites],
             "consumers": [c.to_json() for c in self.consumers],
         }
+        if any(d.strips_shapes for d in self.drops):
+            found["output_shapes_stripped"] = self.shapes_stripped
+        return found
 
 
 # --- producer defaults -------------------------------------------------------------------
@@ -267,8 +303,22 @@ def candidate_drops(
     return found
 
 
+def shape_strips(verdict: Verdict) -> set[Drop]:
+    """The `_output_shapes` drops the consumer's `import.output-shapes` findings ask for."""
+    return {
+        Drop.output_shapes(f.fix.op)
+        for f in verdict.findings
+        if f.code == Code.OUTPUT_SHAPES
+        and f.fix is not None
+        and f.fix.kind == FixKind.STRIP_OUTPUT_SHAPES
+        and f.fix.op
+    }
+
+
 def safe_for(drop: Drop, ops: Mapping[str, OpDef]) -> bool:
     """Whether a node without the attr means the same to a binary with these OpDefs."""
+    if drop.strips_shapes:
+        return True  # informational: what an import reads of it is cleared after
     op = ops.get(drop.op)
     attr = op.attr(drop.attr) if op else None
     if attr is None:
@@ -280,11 +330,11 @@ def safe_for(drop: Drop, ops: Mapping[str, OpDef]) -> bool:
 
 def without(artifact: Artifact, drops: Sequence[Drop]) -> Artifact:
     """The artifact's metadata as a copy without the dropped attrs would read."""
-    by_key = {(d.op, d.attr): d for d in drops}
-    if not by_key:
+    by_key = {(d.op, d.attr): d for d in drops if not d.strips_shapes}
+    if not drops:
         return artifact
 
-    def strip(graph: Graph) -> Graph:
+    def strip_attrs(graph: Graph) -> Graph:
         kinds = []
         for kind in graph.kinds:
             attrs = {
@@ -295,12 +345,28 @@ def without(artifact: Artifact, drops: Sequence[Drop]) -> Artifact:
             kinds.append(kind if len(attrs) == len(kind.attrs) else replace(kind, attrs=attrs))
         return replace(graph, kinds=tuple(kinds))
 
+    stripped_ops = {d.op for d in drops if d.strips_shapes}
+
+    def strip(graph: Graph) -> Graph:
+        graph = strip_attrs(graph)
+        if not stripped_ops or not graph.shaped_nodes:
+            return graph
+        # The nodes downstream of the op's lose their record too, which the summary
+        # cannot tell (it has no node names): they are kept, judged on the inputs their
+        # producer recorded, so the copy's simulated findings are never fewer than its
+        # real ones.
+        kept = tuple(n for n in graph.shaped_nodes if n.op not in stripped_ops)
+        return replace(graph, shaped_nodes=kept)
+
     meta_graphs = tuple(replace(m, graph=strip(m.graph)) for m in artifact.meta_graphs)
     graph = strip(artifact.graph) if artifact.graph is not None else None
     return replace(artifact, meta_graphs=meta_graphs, graph=graph)
 
 
 def reach(artifact: Artifact, drop: Drop) -> Rewrite:
+    if drop.strips_shapes:
+        seeds = sum(n.count for g in artifact.graphs() for n in g.shaped_nodes if n.op == drop.op)
+        return Rewrite(drop, seeds, 0)
     graph_nodes = function_nodes = 0
     for kind in _all_kinds(artifact):
         if kind.op == drop.op and drop.attr in kind.attrs and drop.applies(kind.attrs[drop.attr]):
@@ -319,20 +385,38 @@ def plan_fix(
     `advise`: say what to do instead for an unfixable consumer (costs a check per
     newer release)."""
     producer_ops, _source = producer_defaults(artifact, catalog)
+    befores = {c.name: check_artifact(artifact, c, catalog) for c in consumers}
     wanted: dict[str, set[Drop]] = {
-        c.name: candidate_drops(artifact, c, producer_ops, catalog.attr_effect) for c in consumers
+        c.name: candidate_drops(artifact, c, producer_ops, catalog.attr_effect)
+        | shape_strips(befores[c.name])
+        for c in consumers
     }
-    union = set().union(*wanted.values()) if wanted else set()
     registries = [c.registry.ops for c in consumers if c.registry is not None]
-    safe = sorted(
-        (d for d in union if all(safe_for(d, ops) for ops in [producer_ops, *registries])),
-        key=lambda d: (d.op, d.attr),
-    )
-    copy = without(artifact, safe)
+    safe: list[Drop] = []
+    afters = befores
+    copy = artifact
+    # `_output_shapes` a consumer contradicts can show only once an upstream record is
+    # gone (the simulation keeps records the rewrite removes downstream): strip those
+    # ops too, until none is new. At most one round per op whose shapes were measured.
+    for _round in range(1 + len(SHAPE_CHANGED_OPS)):
+        union = set().union(*wanted.values()) if wanted else set()
+        chosen = sorted(
+            (d for d in union if all(safe_for(d, ops) for ops in [producer_ops, *registries])),
+            key=lambda d: (d.op, d.attr),
+        )
+        if chosen == safe:
+            break
+        safe = chosen
+        copy = without(artifact, safe)
+        afters = {c.name: check_artifact(copy, c, catalog) for c in consumers}
+        more = {c.name: shape_strips(afters[c.name]) - wanted[c.name] for c in consumers}
+        if not any(more.values()):
+            break
+        for name, drops in more.items():
+            wanted[name] |= drops
     fixes = []
     for consumer in consumers:
-        before = check_artifact(artifact, consumer, catalog)
-        after = check_artifact(copy, consumer, catalog) if safe else before
+        before, after = befores[consumer.name], afters[consumer.name]
         needs = tuple(d for d in safe if d in wanted[consumer.name])
         fix = ConsumerFix(consumer, before, after, needs, ())
         if advise and fix.state == "unfixable":

@@ -8,6 +8,11 @@ MetaGraphDef parts such as the object graph or the saver) is copied from the
 source byte for byte; only the length prefixes of the messages that enclose a
 removed entry are written anew. A message without removals is copied whole.
 
+An `_output_shapes` drop (`Drop.strips_shapes`) reaches the top-level nodes of its op
+and every node downstream of them (`plan.STRIPS_SHAPES` says why): a first pass over
+a GraphDef's nodes reads their names, ops and inputs to find those, the second
+removes the attr from them. Function bodies keep theirs.
+
 Output is a list of pieces, (offset, length) ranges of the source or new bytes,
 so a copy of a multi-gigabyte frozen graph is streamed, never held in memory.
 TensorFlow writes SavedModels deterministically (fields in number order, map
@@ -17,12 +22,13 @@ deterministic serialization of the edited message (what fingerprints hash).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
 from worker.errors import InvalidArtifact
-from worker.fix.plan import Drop
+from worker.fix.plan import OUTPUT_SHAPES, Drop
 from worker.formats import wire
 from worker.formats.source import Source
 from worker.formats.wire import Reader
@@ -46,7 +52,8 @@ _SCHEMAS: dict[str, dict[int, str]] = {
     "library": _LIBRARY,
     "function": _FUNCTION,
 }
-_NODE_OP, _NODE_ATTR = 2, 5
+_NODE_NAME, _NODE_OP, _NODE_INPUT, _NODE_ATTR = 1, 2, 3, 5
+_GRAPH_NODE = 1
 _ENTRY_KEY, _ENTRY_VALUE = 1, 2
 
 
@@ -121,17 +128,70 @@ class Edit:
         return sum(p[1] if isinstance(p, tuple) else len(p) for p in self.pieces)
 
 
+def downstream(nodes: Iterable[tuple[str, str, list[str]]], ops: set[str]) -> set[str]:
+    """The names of the nodes of `ops` and of every node that reads their outputs,
+    directly or not, from (name, op, inputs) of a graph's nodes (control inputs, '^x',
+    carry no shape and are not followed)."""
+    readers: dict[str, list[str]] = {}
+    found: set[str] = set()
+    for name, op, inputs in nodes:
+        if op in ops:
+            found.add(name)
+        for text in inputs:
+            if text[:1] == "^":
+                continue
+            source, sep, output = text.rpartition(":")
+            readers.setdefault(source if sep and output.isdigit() else text, []).append(name)
+    todo = deque(found)
+    while todo:
+        for reader in readers.get(todo.popleft(), ()):
+            if reader not in found:
+                found.add(reader)
+                todo.append(reader)
+    return found
+
+
 class Rewriter:
     """Removes the attr map entries that `drops` cover from one source."""
 
     def __init__(self, source: Source, drops: Mapping[tuple[str, str], Drop]) -> None:
         self.source = source
-        self.drops = drops
+        self.drops = {key: d for key, d in drops.items() if not d.strips_shapes}
+        self.shape_ops = {d.op for d in drops.values() if d.strips_shapes}
+        self._shapeless: set[str] = set()  # the current graph's nodes losing _output_shapes
 
     def message(self, kind: str, start: int, end: int, function: str | None = None) -> Edit | None:
         """The rewritten message of `kind` at [start, end); None when nothing changes."""
         if kind == "node":
             return self._node(start, end, function)
+        if kind == "graph" and self.shape_ops:
+            outer = self._shapeless
+            self._shapeless = downstream(self._graph_nodes(start, end), self.shape_ops)
+            try:
+                return self._message(kind, start, end, function)
+            finally:
+                self._shapeless = outer
+        return self._message(kind, start, end, function)
+
+    def _graph_nodes(self, start: int, end: int) -> Iterator[tuple[str, str, list[str]]]:
+        """(name, op, inputs) of a GraphDef's top-level nodes."""
+        for span in spans(Cursor(self.source, start, end)):
+            if span.number != _GRAPH_NODE or span.wire_type != wire.LENGTH_DELIMITED:
+                continue
+            name = op = ""
+            inputs: list[str] = []
+            for field_ in spans(Cursor(self.source, span.payload, span.end)):
+                if field_.wire_type != wire.LENGTH_DELIMITED:
+                    continue
+                if field_.number == _NODE_NAME:
+                    name = self._text(field_)
+                elif field_.number == _NODE_OP:
+                    op = self._text(field_)
+                elif field_.number == _NODE_INPUT:
+                    inputs.append(self._text(field_))
+            yield name, op, inputs
+
+    def _message(self, kind: str, start: int, end: int, function: str | None) -> Edit | None:
         schema = _SCHEMAS[kind]
         cursor = Cursor(self.source, start, end)
         edit = Edit()
@@ -170,27 +230,30 @@ class Rewriter:
         return ""
 
     def _node(self, start: int, end: int, function: str | None) -> Edit | None:
-        if not self.drops:
+        if not self.drops and not self._shapeless:
             return None
         cursor = Cursor(self.source, start, end)
         fields = list(spans(cursor))
-        op = ""
+        op = node = ""
         for span in fields:
             if span.number == _NODE_OP and span.wire_type == wire.LENGTH_DELIMITED:
                 op = self._text(span)
-        if not any(o == op for o, _ in self.drops):
+            elif span.number == _NODE_NAME and span.wire_type == wire.LENGTH_DELIMITED:
+                node = self._text(span)
+        shapeless = function is None and node in self._shapeless
+        if not shapeless and not any(o == op for o, _ in self.drops):
             return None
         edit = Edit()
         for span in fields:
             if span.number == _NODE_ATTR and span.wire_type == wire.LENGTH_DELIMITED:
-                name = self._dropped_attr(op, span)
+                name = self._dropped_attr(op, span, shapeless)
                 if name is not None:
                     edit.removed.append((op, name, function))
                     continue
             edit.pieces.append((span.start, span.end - span.start))
         return edit if edit.removed else None
 
-    def _dropped_attr(self, op: str, entry: Span) -> str | None:
+    def _dropped_attr(self, op: str, entry: Span, shapeless: bool = False) -> str | None:
         cursor = Cursor(self.source, entry.payload, entry.end)
         key: str | None = None
         value: Span | None = None
@@ -201,6 +264,8 @@ class Rewriter:
                 value = span
         if key is None:
             return None
+        if shapeless and key == OUTPUT_SHAPES:
+            return key
         drop = self.drops.get((op, key))
         if drop is None:
             return None

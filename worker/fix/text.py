@@ -7,7 +7,9 @@ node_def`, `graph_def`, `meta_graphs`) and the rewrite cuts the spans of the
 dropped `attr { ... }` entries out of the original text. Every other character
 (comments, layout, fields we do not know) stays as it was. Only an attr value
 is handed to protobuf, to compare it with the producer's default; a value that
-does not parse is never dropped.
+does not parse is never dropped. An `_output_shapes` drop reaches the same nodes as
+in the binary rewrite (`rewrite.downstream`): the op's top-level nodes and every node
+downstream of them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from worker.errors import InvalidArtifact, LimitExceeded
-from worker.fix.plan import Drop
+from worker.fix.plan import OUTPUT_SHAPES, Drop
+from worker.fix.rewrite import downstream
 from worker.formats.graph import MAX_TEXT_BYTES
 from worker.formats.source import Source
 from worker.proto import tensorflow_subset_pb2 as pb
@@ -181,26 +184,53 @@ _PATHS = {
 class _TextRewriter:
     def __init__(self, text: str, drops: list[Drop]) -> None:
         self.text = text
-        self.drops = {(d.op, d.attr): d for d in drops}
+        self.drops = {(d.op, d.attr): d for d in drops if not d.strips_shapes}
+        self.shape_ops = {d.op for d in drops if d.strips_shapes}
         self.cuts: list[tuple[int, int]] = []
+        self.shapes_cut = 0  # nodes that lost `_output_shapes`
 
-    def walk(self, kind: str, fields: list[TextField]) -> None:
+    def walk(
+        self, kind: str, fields: list[TextField], shapeless: frozenset[str] = frozenset()
+    ) -> None:
         if kind == "node":
-            self._node(fields)
+            self._node(fields, shapeless)
             return
+        if kind == "graph" and self.shape_ops:
+            shapeless = frozenset(downstream(self._graph_nodes(fields), self.shape_ops))
+        elif kind == "library":
+            shapeless = frozenset()  # function bodies keep theirs
         for item in fields:
             child = _PATHS[kind].get(item.name)
             if child is not None and item.body is not None:
-                self.walk(child, item.children)
+                self.walk(child, item.children, shapeless)
 
-    def _node(self, fields: list[TextField]) -> None:
+    @staticmethod
+    def _graph_nodes(fields: list[TextField]) -> list[tuple[str, str, list[str]]]:
+        found = []
+        for item in fields:
+            if item.name != "node" or item.body is None:
+                continue
+            values = [(f.name, _string(f.value)) for f in item.children]
+            name = next((v for k, v in values if k == "name" and v is not None), "")
+            op = next((v for k, v in values if k == "op" and v is not None), "")
+            inputs = [v for k, v in values if k == "input" and v is not None]
+            found.append((name, op, inputs))
+        return found
+
+    def _node(self, fields: list[TextField], shapeless: frozenset[str]) -> None:
         op = next((_string(f.value) for f in fields if f.name == "op"), None)
         if op is None:
             return
+        name = next((_string(f.value) for f in fields if f.name == "name"), None)
+        strip_shapes = name is not None and name in shapeless
         for item in fields:
             if item.name != "attr" or item.body is None:
                 continue
             key = next((_string(f.value) for f in item.children if f.name == "key"), None)
+            if strip_shapes and key == OUTPUT_SHAPES:
+                self.cuts.append(self._whole_lines(item.start, item.end))
+                self.shapes_cut += 1
+                continue
             drop = self.drops.get((op, key or ""))
             if drop is None:
                 continue
@@ -236,8 +266,9 @@ class _TextRewriter:
         return "".join(out)
 
 
-def rewrite_text(source: Source, kind: str, drops: list[Drop]) -> bytes | None:
-    """The text-format file without the dropped attrs; None when nothing is dropped."""
+def rewrite_text(source: Source, kind: str, drops: list[Drop]) -> tuple[bytes | None, int]:
+    """The text-format file without the dropped attrs (None when nothing is dropped), and
+    how many nodes lost `_output_shapes`."""
     if source.size > MAX_TEXT_BYTES:
         raise LimitExceeded(f"{source.name}: text-format file of {source.size} bytes")
     try:
@@ -248,5 +279,5 @@ def rewrite_text(source: Source, kind: str, drops: list[Drop]) -> bytes | None:
     rewriter = _TextRewriter(text, drops)
     rewriter.walk(kind, scanner.fields("", 0))
     if not rewriter.cuts:
-        return None
-    return rewriter.result().encode("utf-8")
+        return None, 0
+    return rewriter.result().encode("utf-8"), rewriter.shapes_cut

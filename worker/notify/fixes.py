@@ -121,8 +121,9 @@ def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
         return f"Serve it from {who} with a GPU, or re-export without op {item}"
     if kind == "strip_output_shapes":
         return (
-            f"Remove the {quote('_output_shapes')} attrs from the graph's nodes (or export "
-            f"without {quote('add_shapes=True')}) for {who}; {quote('clear_devices=True')} "
+            f"Run {quote('tfcompat fix')} for {who}: it removes the {quote('_output_shapes')} "
+            f"attrs of {item} and of the nodes downstream (informational: no results change), "
+            f"or export without {quote('add_shapes=True')}; {quote('clear_devices=True')} "
             "does not help"
         )
     return ""
