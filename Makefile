@@ -49,8 +49,10 @@ test: venv services lint lint-infra typecheck
 
 # The edit-test loop: everything but real worker processes, broker restarts, the demo,
 # browsers and pre-commit runs (pytest markers `services` and `slow`). CI runs `make test`.
+# One pytest process per core (pytest-xdist); a test file stays in one process, since a
+# file's tests share its Redis database and module fixtures.
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not services and not slow"
+	$(BIN)/python -m pytest -q -m "not services and not slow" -n auto --dist loadfile
 
 # The demo starts its own redis-server on a free port (TFCOMPAT_DEMO_REDIS_URL picks one
 # instead). KEEP=1 leaves the stack running, with the commands to try; demo-stop ends it.
