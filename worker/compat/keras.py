@@ -54,6 +54,11 @@ tests/fixtures/keras/README.md):
   layer other than InputLayer (Embedding writes it), BatchNormalization's `axis` as a
   list.
 
+Written from Keras's code before any fixture tested it (`worker/compat/keras_inputs.py`):
+a Keras 2 Sequential whose first entry is a layer carrying `batch_input_shape` (TF 1.x and
+2.0-2.2 write no InputLayer) is rebuilt by Keras 3 on an input of one axis more; the
+request the producer served fails, or the load does (`keras.input-shape`).
+
 A rule is data about one layer or one file; the Fix says what to do with the
 file or the consumer, never only prose.
 """
@@ -62,6 +67,7 @@ from __future__ import annotations
 
 import re
 
+from worker.compat.keras_inputs import input_findings
 from worker.compat.keras_objects import (
     fails_only_in_compile,
     object_findings,
@@ -374,6 +380,8 @@ def keras_findings(s: Subject) -> list[Finding]:
                 )
                 break
     findings.extend(f for _, f in layer_objects)
+    # the input Keras 3 builds the model on (the layers' arguments are met first)
+    findings.extend(input_findings(model, runs))
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
         findings.append(
