@@ -51,6 +51,7 @@ PYTHON_OF = {
     "2.12.1": "3.11",
     "2.13.1": "3.11",
     "2.15.1": "3.11",
+    "2.16.2": "3.11",
     "2.17.1": "3.11",
     "2.18.1": "3.11",
     "2.21.0": "3.11",
@@ -67,11 +68,24 @@ OBJECT_MODELS = {
     "lambda_act", "fn_act", "custom_layer", "registered_layer", "custom_init",
     "loss_fn", "metric_fn", "adam", "sgd", "loss_list", "adam_functional",
 }  # fmt: skip
-FAMILIES = ("tuned", "held-out", "held-out-2", "objects")
+# Declared inputs (tools/keras/build_matrix.py INPUT_MODELS), made and loaded only after
+# worker/compat/keras_inputs.py was committed (22241f5 on the keras-inputs branch): each
+# file run on a request of its declared batch shape; `loaded` says whether load_model
+# returned, so a failing request is told from a failing load.
+INPUT_MODELS = {
+    "seq_input_shape", "seq_batch_shape", "seq_input_dim", "seq_last1", "seq_none_dim",
+    "seq_rank1", "seq_conv1d", "seq_embed_flat", "seq_embed_pool", "seq_dropout",
+    "seq_layer_in", "seq_built", "fn_none_dim", "fn_rank1", "fn_multi", "fn_dict",
+}  # fmt: skip
+FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs")
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
 ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
+    # the input Keras 3 rebuilt a Keras 2 model on (the `inputs` family)
+    (3, "Invalid input shape", Code.KERAS_INPUT_SHAPE),
+    (3, "is incompatible with the layer", Code.KERAS_INPUT_SHAPE),
+    (3, "Kernel shape must have the same length", Code.KERAS_INPUT_SHAPE),
     (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
     (None, "file signature not found", Code.KERAS_FORMAT),
     (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
@@ -150,6 +164,8 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if name.split(".")[0] in INPUT_MODELS:
+        return "inputs"
     if name.split(".")[0] in OBJECT_MODELS:
         return "objects"
     if name.split(".")[0] in HELD_OUT_2_MODELS:
@@ -183,12 +199,21 @@ def disagreement(row: dict[str, Any]) -> str | None:
     consumer = consumer_of(row["consumer"])
     verdict = check_artifact(artifact(row["model"]), consumer, load_catalog())
     errors = [f for f in verdict.findings if f.severity == Severity.ERROR]
-    if verdict.loads is not row["ok"]:
-        return f"loads {verdict.loads}, Keras ok={row['ok']} ({row.get('error', '')[:120]})"
+    loaded = row.get("loaded", row["ok"])
+    if verdict.loads is not loaded:
+        return f"loads {verdict.loads}, Keras loaded={loaded} ({row.get('error', '')[:120]})"
+    if row["ok"] and "loaded" in row:
+        # served; an output unlike the producer's is what a keras.input-shape warning says
+        differs = any(f.code == Code.KERAS_INPUT_SHAPE for f in verdict.findings)
+        if verdict.serves is not True or differs != (row.get("matches_producer") is False):
+            return f"serves {verdict.serves}, output matches {row.get('matches_producer')}"
+        return None
     if row["ok"]:
         if verdict.serves is not True or row.get("matches_producer") is False:
             return f"serves {verdict.serves}, output matches {row.get('matches_producer')}"
         return None
+    if verdict.serves is not False:
+        return f"serves {verdict.serves}, Keras failed the request: {row['error'][:120]}"
     expected = expected_codes(row)
     if not expected:
         return f"no error class for {row['error'][:160]!r}"
