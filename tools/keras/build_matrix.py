@@ -91,6 +91,23 @@ INPUT_MODELS = [
     "fn_multi",  # functional, two inputs (a list)
     "fn_dict",  # functional, two inputs by name (a dict)
 ]
+# A second held-out inputs family, made after the first one's tuning was committed: other
+# first layers and stacks (INPUT_MODELS_2 rows are the `inputs-2` family).
+INPUT_MODELS_2 = [
+    "seq_flat_first",  # Flatten(input_shape=(2, 3)) first, Dense
+    "seq_bn_first",  # BatchNormalization(input_shape=(4,)) first, Dense
+    "seq_ln_first",  # LayerNormalization(input_shape=(4,)) first, Dense
+    "seq_act_first",  # Activation(input_shape=(4,)) first, Dense
+    "seq_reshape_first",  # Reshape((2, 2), input_shape=(4,)) first, Flatten, Dense
+    "seq_dense_pool",  # Dense(input_shape=(5, 4)) first, GlobalMaxPooling1D
+    "seq_rank3_last1",  # Dense(input_shape=(5, 1)) first: a last axis of 1, rank 3
+    "seq_conv2d",  # Conv2D(input_shape=(4, 4, 1)) first, Flatten, Dense
+    "seq_masking",  # Masking(input_shape=(5, 2)) first, Dense
+    "seq_timedist",  # TimeDistributed(Dense, input_shape=(5, 4)) first
+    "seq_noise",  # GaussianNoise(input_shape=(4,)) first, LeakyReLU, Dense
+    "seq_dense_drop",  # Dense(input_shape=(3,)) first, Dropout, Dense
+]
+INPUT_MODELS = INPUT_MODELS + INPUT_MODELS_2
 MODELS = MODELS + OBJECT_MODELS + INPUT_MODELS
 # Keras 3 runtimes outside TensorFlow: "keras-3.5.0" runs KERAS_PYTHON with the wheel
 # unpacked under KERAS_SITES/keras-3.5.0 (pip install --no-deps --target) on the jax backend.
@@ -140,6 +157,18 @@ INPUTS = {
                           {"shape": [1, 3], "dtype": "float32"}]},
     "fn_dict": {"dict": {"a": {"shape": [1, 4], "dtype": "float32"},
                          "b": {"shape": [1, 3], "dtype": "float32"}}},
+    "seq_flat_first": {"shape": [1, 2, 3], "dtype": "float32"},
+    "seq_bn_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_ln_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_act_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_reshape_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_dense_pool": {"shape": [1, 5, 4], "dtype": "float32"},
+    "seq_rank3_last1": {"shape": [1, 5, 1], "dtype": "float32"},
+    "seq_conv2d": {"shape": [1, 4, 4, 1], "dtype": "float32"},
+    "seq_masking": {"shape": [1, 5, 2], "dtype": "float32"},
+    "seq_timedist": {"shape": [1, 5, 4], "dtype": "float32"},
+    "seq_noise": {"shape": [1, 4], "dtype": "float32"},
+    "seq_dense_drop": {"shape": [1, 3], "dtype": "float32"},
 }
 
 
@@ -370,6 +399,9 @@ def build_input_model(name, keras):
         model = keras.Sequential([layers.Dense(3), layers.Dense(2)])
         model.build((None, 4))
         return model
+    model = build_input_model_2(name, keras)
+    if model is not None:
+        return model
     if name == "fn_none_dim":
         inputs = keras.Input(shape=(None, 4))
         hidden = layers.Dense(3)(inputs)
@@ -385,6 +417,47 @@ def build_input_model(name, keras):
     if name == "fn_dict":
         return keras.Model({"a": a, "b": b}, joined)
     raise SystemExit("unknown model " + name)
+
+
+def build_input_model_2(name, keras):
+    """INPUT_MODELS_2; None for another name."""
+    layers = keras.layers
+    dense = layers.Dense(2)
+    if name == "seq_flat_first":
+        return keras.Sequential([layers.Flatten(input_shape=(2, 3)), dense])
+    if name == "seq_bn_first":
+        return keras.Sequential([layers.BatchNormalization(input_shape=(4,)), dense])
+    if name == "seq_ln_first":
+        return keras.Sequential([layers.LayerNormalization(input_shape=(4,)), dense])
+    if name == "seq_act_first":
+        return keras.Sequential([layers.Activation("tanh", input_shape=(4,)), dense])
+    if name == "seq_reshape_first":
+        return keras.Sequential(
+            [layers.Reshape((2, 2), input_shape=(4,)), layers.Flatten(), dense]
+        )
+    if name == "seq_dense_pool":
+        return keras.Sequential(
+            [layers.Dense(3, input_shape=(5, 4)), layers.GlobalMaxPooling1D()]
+        )
+    if name == "seq_rank3_last1":
+        return keras.Sequential([layers.Dense(3, input_shape=(5, 1))])
+    if name == "seq_conv2d":
+        return keras.Sequential(
+            [layers.Conv2D(2, 2, input_shape=(4, 4, 1)), layers.Flatten(), dense]
+        )
+    if name == "seq_masking":
+        return keras.Sequential([layers.Masking(input_shape=(5, 2)), dense])
+    if name == "seq_timedist":
+        return keras.Sequential([layers.TimeDistributed(layers.Dense(2), input_shape=(5, 4))])
+    if name == "seq_noise":
+        return keras.Sequential(
+            [layers.GaussianNoise(0.1, input_shape=(4,)), layers.LeakyReLU(), dense]
+        )
+    if name == "seq_dense_drop":
+        return keras.Sequential(
+            [layers.Dense(4, input_shape=(3,)), layers.Dropout(0.5), dense]
+        )
+    return None
 
 
 def declared_input(model):
