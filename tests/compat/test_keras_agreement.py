@@ -81,7 +81,13 @@ INPUT_MODELS = {
     "seq_rank1", "seq_conv1d", "seq_embed_flat", "seq_embed_pool", "seq_dropout",
     "seq_layer_in", "seq_built", "fn_none_dim", "fn_rank1", "fn_multi", "fn_dict",
 }  # fmt: skip
-FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs")
+# A second inputs family, made and loaded after the first one's tuning was committed.
+INPUT_MODELS_2 = {
+    "seq_flat_first", "seq_bn_first", "seq_ln_first", "seq_act_first", "seq_reshape_first",
+    "seq_dense_pool", "seq_rank3_last1", "seq_conv2d", "seq_masking", "seq_timedist",
+    "seq_noise", "seq_dense_drop",
+}  # fmt: skip
+FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2")
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
@@ -171,6 +177,8 @@ def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
     if name.split(".")[0] in INPUT_MODELS:
         return "inputs"
+    if name.split(".")[0] in INPUT_MODELS_2:
+        return "inputs-2"
     if name.split(".")[0] in OBJECT_MODELS:
         return "objects"
     if name.split(".")[0] in HELD_OUT_2_MODELS:
