@@ -117,4 +117,4 @@ def test_the_fix_names_the_shape_to_declare() -> None:
     (finding,) = [f for f in verdict(DENSE4).findings if f.code == Code.KERAS_INPUT_SHAPE]
     assert finding.fix is not None
     text = fix_text(finding.fix.to_json(), "svc", plain)
-    assert "keras.Input(batch_shape=(None, 4))" in text and "Keras 2.3" in text
+    assert "keras.Input(batch_shape=(None, 4))" in text and "Keras 2.4" in text

@@ -12,8 +12,8 @@ Keras 3's H5 reader renames the key before it builds a layer
 reads WITHOUT the batch axis (keras/src/layers/layer.py: `_input_shape_arg`;
 keras/src/models/sequential.py, `add`: `InputLayer(shape=layer._input_shape_arg)`).
 Where a Sequential's first entry is not an InputLayer, as TF 1.x and TF 2.0-2.2
-(Keras 2.2.4-tf, 2.3.0-tf) write every Sequential (TF 2.3 and later put an InputLayer
-first), the model Keras 3 builds takes one axis more: `[null, 4]` becomes
+(Keras 2.2.4-tf, 2.3.0-tf) write every Sequential (TF 2.3, whose tf.keras says 2.4.0, and
+later put an InputLayer first), the model Keras 3 builds takes one axis more: `[null, 4]` becomes
 `(None, None, 4)`. Every Keras 3 release does so (checked in the source of each tag,
 v3.0.0 to v3.15.1); entries that name their module (`.keras` archives of Keras 2.13+)
 take another path, where `batch_input_shape` is rejected outright
@@ -42,8 +42,9 @@ from worker.model.keras import KerasLayer, KerasModel
 # of any rank at all: the deeper input passes through them (keras/src/layers/...).
 ANY_RANK = frozenset(
     {
-        "Dense", "Embedding", "Dropout", "Activation", "ActivityRegularization", "GaussianNoise", "GaussianDropout",
-        "AlphaDropout", "Masking", "ReLU", "LeakyReLU", "ELU", "Softmax", "PReLU",
+        "Dense", "Embedding", "Dropout", "Activation", "ActivityRegularization",
+        "GaussianNoise", "GaussianDropout",
+        "AlphaDropout", "Masking", "ReLU", "LeakyReLU", "ELU", "Softmax",
         "UnitNormalization", "Rescaling",
     }
 )  # fmt: skip
@@ -71,7 +72,7 @@ FIXED_RANK = frozenset(
 # last axis then fails the load ("Shapes used to initialize variables must be fully-defined").
 LAST_AXIS_UNKNOWN = frozenset({"Flatten"})
 WEIGHTS_FROM_LAST_AXIS = frozenset(
-    {"Dense", "BatchNormalization", "LayerNormalization", "EinsumDense", "PReLU"}
+    {"Dense", "BatchNormalization", "LayerNormalization", "EinsumDense"}
 )
 # Tuned on the second held-out family: Keras 2 writes these layers' `axis` resolved to
 # positive indices ([1]); on the deeper input axis 1 is the added unknown one, so their
@@ -153,7 +154,7 @@ def input_findings(model: KerasModel, runs: tuple[int, int]) -> list[Finding]:
     declared = first.batch_input_shape
     rebuilt = (None, *declared)
     request = request_shape(declared)
-    fix = Fix(FixKind.DECLARE_INPUT, keras="2.3", shape=shown(declared))
+    fix = Fix(FixKind.DECLARE_INPUT, keras="2.4", shape=shown(declared))  # TF 2.3's tf.keras
     head = (
         f"Layer '{first.name}' ({first.class_name}) declares the model's input as "
         f"batch_input_shape={shown(declared)}, which Keras {model.keras_version or '2'} "

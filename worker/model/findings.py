@@ -118,7 +118,7 @@ class FixKind(StrEnum):
     REPLACE_LAMBDA = "replace_lambda"  # a registered Layer subclass instead of a Lambda
     RESAVE_WITH_PYTHON = "resave_with_python"  # python: save the Lambda model under it
     DECLARE_KERAS = "declare_keras"  # `keras:` (and `python:`) in the consumer's fleet entry
-    # keras, shape: re-save from that Keras 2 or later (an InputLayer first), or rebuild it
+    # keras, shape: re-save from that Keras 2 or a later one (an InputLayer first), or rebuild it
     # on keras.Input(batch_shape=shape); or serve it with Keras 2
     DECLARE_INPUT = "declare_input"
     # name: pass it in load_model(custom_objects=...), or re-save it registered
