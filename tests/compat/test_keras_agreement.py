@@ -74,7 +74,8 @@ OBJECT_MODELS = {
     "loss_fn", "metric_fn", "adam", "sgd", "loss_list", "adam_functional",
 }  # fmt: skip
 # Declared inputs (tools/keras/build_matrix.py INPUT_MODELS), made and loaded only after
-# worker/compat/keras_inputs.py was committed (22241f5 on the keras-inputs branch): each
+# worker/compat/keras_inputs.py was committed (commit "keras.input-shape: a Keras 2 Sequential
+# whose first entry is a layer carrying batch_input_shape ..."): each
 # file run on a request of its declared batch shape; `loaded` says whether load_model
 # returned, so a failing request is told from a failing load.
 INPUT_MODELS = {
