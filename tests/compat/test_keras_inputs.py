@@ -6,7 +6,9 @@ checked row by row in test_keras_agreement.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.compat.keras_inputs import request_shape, shown
 from worker.model.artifact import Artifact
+from worker.model.consumer import Consumer
 from worker.model.findings import Code, Severity, Stage
 from worker.model.keras import KerasLayer, KerasModel
 from worker.model.verdict import Verdict
@@ -118,3 +121,47 @@ def test_the_fix_names_the_shape_to_declare() -> None:
     assert finding.fix is not None
     text = fix_text(finding.fix.to_json(), "svc", plain)
     assert "keras.Input(batch_shape=(None, 4))" in text and "Keras 2.4" in text
+
+
+# The facts each Keras was measured to have (tools/keras/build_inputs.py: a TF 2.2-style
+# Sequential H5 loaded and asked (1, 4); Embedding.from_config with input_length), against
+# what the rules predict for a consumer running exactly that Keras.
+MEASURED = json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "keras" / "keras_inputs.json").read_text()
+)["keras"]
+EMBEDDING = KerasLayer(
+    "Embedding", "e", ("input_dim", "input_length", "name", "output_dim"), batch_input_shape=None
+)
+
+
+def keras_consumer(version: str) -> Consumer:
+    release = "2.21" if version.startswith("3") else "2.15"
+    return replace(load_catalog().consumer(release), keras=version.removesuffix("-tf"))
+
+
+def test_every_keras_measured_is_covered() -> None:
+    majors = {version.split(".")[0] for version in MEASURED}
+    assert majors == {"2", "3"} and len(MEASURED) >= 20
+
+
+@pytest.mark.parametrize("version", sorted(MEASURED))
+def test_the_rule_predicts_what_each_measured_keras_does(version: str) -> None:
+    facts = MEASURED[version]
+    sequential = facts["sequential_first_layer"]
+    keras = KerasModel(
+        "hdf5",
+        "2.3.0-tf",
+        model_class="Sequential",
+        layers=(layer("Activation", tuple(sequential["declared"])),),
+    )
+    artifact = Artifact("m", "keras-h5", 1, "0" * 64, keras=keras)
+    v = check_artifact(artifact, keras_consumer(version), load_catalog())
+    predicted = shape_finding(v)
+    assert (predicted == ERROR_AT_REQUEST) == (sequential["request"] == "fails")
+    rebuilt = tuple(sequential["rebuilt"])
+    assert (predicted is not None) == (rebuilt != tuple(sequential["declared"]))
+    embedding = KerasModel("hdf5", "2.15.0", model_class="Sequential", layers=(INPUT, EMBEDDING))
+    artifact = Artifact("m", "keras-h5", 1, "0" * 64, keras=embedding)
+    v = check_artifact(artifact, keras_consumer(version), load_catalog())
+    removed = any(f.code == Code.KERAS_ARGUMENT_REMOVED for f in v.findings)
+    assert removed == (facts["embedding_input_length"] == "rejected")

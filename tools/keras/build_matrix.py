@@ -153,10 +153,15 @@ INPUTS = {
     "seq_built": {"shape": [1, 4], "dtype": "float32"},
     "fn_none_dim": {"shape": [1, 1, 4], "dtype": "float32"},
     "fn_rank1": {"shape": [1], "dtype": "int32", "modulo": 10},
-    "fn_multi": {"list": [{"shape": [1, 4], "dtype": "float32"},
-                          {"shape": [1, 3], "dtype": "float32"}]},
-    "fn_dict": {"dict": {"a": {"shape": [1, 4], "dtype": "float32"},
-                         "b": {"shape": [1, 3], "dtype": "float32"}}},
+    "fn_multi": {
+        "list": [{"shape": [1, 4], "dtype": "float32"}, {"shape": [1, 3], "dtype": "float32"}]
+    },
+    "fn_dict": {
+        "dict": {
+            "a": {"shape": [1, 4], "dtype": "float32"},
+            "b": {"shape": [1, 3], "dtype": "float32"},
+        }
+    },
     "seq_flat_first": {"shape": [1, 2, 3], "dtype": "float32"},
     "seq_bn_first": {"shape": [1, 4], "dtype": "float32"},
     "seq_ln_first": {"shape": [1, 4], "dtype": "float32"},
@@ -253,9 +258,11 @@ def my_act(t):
 
 def my_loss(y_true, y_pred):
     keras, _ = runtime_keras()
-    return keras.backend.mean(keras.backend.square(y_true - y_pred)) if hasattr(
-        keras, "backend"
-    ) and hasattr(keras.backend, "mean") else keras.ops.mean(keras.ops.square(y_true - y_pred))
+    return (
+        keras.backend.mean(keras.backend.square(y_true - y_pred))
+        if hasattr(keras, "backend") and hasattr(keras.backend, "mean")
+        else keras.ops.mean(keras.ops.square(y_true - y_pred))
+    )
 
 
 def my_metric(y_true, y_pred):
@@ -432,13 +439,9 @@ def build_input_model_2(name, keras):
     if name == "seq_act_first":
         return keras.Sequential([layers.Activation("tanh", input_shape=(4,)), dense])
     if name == "seq_reshape_first":
-        return keras.Sequential(
-            [layers.Reshape((2, 2), input_shape=(4,)), layers.Flatten(), dense]
-        )
+        return keras.Sequential([layers.Reshape((2, 2), input_shape=(4,)), layers.Flatten(), dense])
     if name == "seq_dense_pool":
-        return keras.Sequential(
-            [layers.Dense(3, input_shape=(5, 4)), layers.GlobalMaxPooling1D()]
-        )
+        return keras.Sequential([layers.Dense(3, input_shape=(5, 4)), layers.GlobalMaxPooling1D()])
     if name == "seq_rank3_last1":
         return keras.Sequential([layers.Dense(3, input_shape=(5, 1))])
     if name == "seq_conv2d":
@@ -454,9 +457,7 @@ def build_input_model_2(name, keras):
             [layers.GaussianNoise(0.1, input_shape=(4,)), layers.LeakyReLU(), dense]
         )
     if name == "seq_dense_drop":
-        return keras.Sequential(
-            [layers.Dense(4, input_shape=(3,)), layers.Dropout(0.5), dense]
-        )
+        return keras.Sequential([layers.Dense(4, input_shape=(3,)), layers.Dropout(0.5), dense])
     return None
 
 
@@ -827,7 +828,7 @@ def load_batch(consumer, keys, made, path):
     results = [json.loads(l) for l in lines if l.startswith("{")]
     for key, result in zip(keys, results):
         write_row(consumer, key, made[key], result, path)
-    for key in keys[len(results):]:
+    for key in keys[len(results) :]:
         write_row(consumer, key, made[key], run_child(consumer, load_argv(key, made[key])), path)
 
 

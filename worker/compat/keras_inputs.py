@@ -12,12 +12,14 @@ Keras 3's H5 reader renames the key before it builds a layer
 reads WITHOUT the batch axis (keras/src/layers/layer.py: `_input_shape_arg`;
 keras/src/models/sequential.py, `add`: `InputLayer(shape=layer._input_shape_arg)`).
 Where a Sequential's first entry is not an InputLayer, as TF 1.x and TF 2.0-2.2
-(Keras 2.2.4-tf, 2.3.0-tf) write every Sequential (TF 2.3, whose tf.keras says 2.4.0, and
-later put an InputLayer first), the model Keras 3 builds takes one axis more: `[null, 4]` becomes
-`(None, None, 4)`. Every Keras 3 release does so (checked in the source of each tag,
-v3.0.0 to v3.15.1); entries that name their module (`.keras` archives of Keras 2.13+)
-take another path, where `batch_input_shape` is rejected outright
-(`keras.argument-removed`). Then:
+(Keras 2.2.4-tf, 2.3.0-tf) write every Sequential (TF 2.3, whose tf.keras says 2.4.0,
+and later put an InputLayer first), the model Keras 3 builds takes one axis more:
+`[null, 4]` becomes `(None, None, 4)`. Every Keras 3 release does so (checked in the
+source of each tag, v3.0.0 to v3.15.1, and measured in Keras 3.0.5 to 3.15.1 by
+tools/keras/build_inputs.py, whose table tests/compat/test_keras_inputs.py checks this
+rule against); entries that name their module (`.keras` archives of Keras 2.13+) take
+another path, where `batch_input_shape` is rejected outright (`keras.argument-removed`).
+Then:
 - at load, Sequential.build runs every layer on the deeper input: a layer that demands
   a fixed rank fails the load (InputSpec(ndim=...): "expected ndim=3, found ndim=4"; a
   convolution's kernel: "Kernel shape must have the same length as input");
