@@ -62,6 +62,27 @@ CASES = [
     (model("2.15.0", INPUT2, LAMBDA311), "2.15", "3.10", Code.KERAS_LAMBDA_PYTHON),
     (model("2.4.0", INPUT2, LAMBDA37), "2.12", None, Code.KERAS_LAMBDA_PYTHON),  # 3.8-3.11 only
 ]
+EMBEDDING2 = KerasLayer("Embedding", "e", ("input_dim", "input_length", "name", "output_dim"))
+
+
+# Embedding's input_length: Keras 3.0-3.1 reject it, 3.2 accepts it again
+@pytest.mark.parametrize(
+    ("keras", "expected"), [("3.0.5", Severity.ERROR), ("3.1.1", Severity.ERROR), ("3.2.1", None)]
+)
+def test_an_argument_keras3_accepts_again_only_later(keras: str, expected: Severity | None) -> None:
+    consumer = replace(load_catalog().consumer("2.21"), keras=keras)
+    verdict = check_artifact(model("2.15.0", INPUT2, EMBEDDING2), consumer, load_catalog())
+    found = [f.severity for f in verdict.findings if f.code == Code.KERAS_ARGUMENT_REMOVED]
+    assert found == ([expected] if expected else [])
+
+
+def test_a_release_that_may_run_an_older_keras3_warns() -> None:
+    # TF 2.16 without `keras:` may run any Keras 3 from 3.0
+    verdict = check_artifact(
+        model("2.15.0", INPUT2, EMBEDDING2), load_catalog().consumer("2.16"), load_catalog()
+    )
+    (finding,) = [f for f in verdict.findings if f.code == Code.KERAS_ARGUMENT_REMOVED]
+    assert finding.severity == Severity.WARNING and verdict.loads is True
 
 
 @pytest.mark.parametrize(("artifact", "release", "python", "expected"), CASES)

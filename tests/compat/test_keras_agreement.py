@@ -18,7 +18,12 @@ by 2.10.1 and 2.17.1, the gru, functional and embedding models, and the consumer
 and 2.21.0, made and loaded after those: loads agreed on 162 of 162, the error class
 on 156; one more rule came from the 6), or `objects` (objects named by name and
 compiled files, loaded with compile=True, made and loaded after
-worker/compat/keras_objects.py was committed; see tests/fixtures/keras/README.md).
+worker/compat/keras_objects.py was committed; see tests/fixtures/keras/README.md), or
+`inputs` (models declaring their input in different ways, run on a request of the declared
+shape, made and loaded after worker/compat/keras_inputs.py was committed: 646 of 672 agreed
+first; a loaded model whose request failed must load and not serve, and an output unlike
+the producer's is what a keras.input-shape warning predicts), or `inputs-2` (other first
+layers, made and loaded after the first inputs family's tuning: 188 of 216 agreed first).
 Rows not yet explained are listed in KNOWN_MISSES with the reason;
 `tools/keras/agreement.py` prints the figures.
 """
@@ -51,6 +56,7 @@ PYTHON_OF = {
     "2.12.1": "3.11",
     "2.13.1": "3.11",
     "2.15.1": "3.11",
+    "2.16.2": "3.11",
     "2.17.1": "3.11",
     "2.18.1": "3.11",
     "2.21.0": "3.11",
@@ -67,11 +73,32 @@ OBJECT_MODELS = {
     "lambda_act", "fn_act", "custom_layer", "registered_layer", "custom_init",
     "loss_fn", "metric_fn", "adam", "sgd", "loss_list", "adam_functional",
 }  # fmt: skip
-FAMILIES = ("tuned", "held-out", "held-out-2", "objects")
+# Declared inputs (tools/keras/build_matrix.py INPUT_MODELS), made and loaded only after
+# worker/compat/keras_inputs.py was committed (commit "keras.input-shape: a Keras 2 Sequential
+# whose first entry is a layer carrying batch_input_shape ..."): each
+# file run on a request of its declared batch shape; `loaded` says whether load_model
+# returned, so a failing request is told from a failing load.
+INPUT_MODELS = {
+    "seq_input_shape", "seq_batch_shape", "seq_input_dim", "seq_last1", "seq_none_dim",
+    "seq_rank1", "seq_conv1d", "seq_embed_flat", "seq_embed_pool", "seq_dropout",
+    "seq_layer_in", "seq_built", "fn_none_dim", "fn_rank1", "fn_multi", "fn_dict",
+}  # fmt: skip
+# A second inputs family, made and loaded after the first one's tuning was committed.
+INPUT_MODELS_2 = {
+    "seq_flat_first", "seq_bn_first", "seq_ln_first", "seq_act_first", "seq_reshape_first",
+    "seq_dense_pool", "seq_rank3_last1", "seq_conv2d", "seq_masking", "seq_timedist",
+    "seq_noise", "seq_dense_drop",
+}  # fmt: skip
+FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2")
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
 ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
+    # the input Keras 3 rebuilt a Keras 2 model on (the `inputs` family)
+    (3, "Invalid input shape", Code.KERAS_INPUT_SHAPE),
+    (3, "is incompatible with the layer", Code.KERAS_INPUT_SHAPE),
+    (3, "Kernel shape must have the same length", Code.KERAS_INPUT_SHAPE),
+    (3, "Shapes used to initialize variables must be fully-defined", Code.KERAS_INPUT_SHAPE),
     (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
     (None, "file signature not found", Code.KERAS_FORMAT),
     (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
@@ -82,6 +109,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "Unknown layer: Functional", Code.KERAS_CLASS_UNKNOWN),
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
+    (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed
     # objects named by name (the `objects` family)
     (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
     (2, "KeyError: 'sample_weight_mode'", Code.KERAS_COMPILE_ARGUMENT),
@@ -150,6 +178,10 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if name.split(".")[0] in INPUT_MODELS:
+        return "inputs"
+    if name.split(".")[0] in INPUT_MODELS_2:
+        return "inputs-2"
     if name.split(".")[0] in OBJECT_MODELS:
         return "objects"
     if name.split(".")[0] in HELD_OUT_2_MODELS:
@@ -183,12 +215,21 @@ def disagreement(row: dict[str, Any]) -> str | None:
     consumer = consumer_of(row["consumer"])
     verdict = check_artifact(artifact(row["model"]), consumer, load_catalog())
     errors = [f for f in verdict.findings if f.severity == Severity.ERROR]
-    if verdict.loads is not row["ok"]:
-        return f"loads {verdict.loads}, Keras ok={row['ok']} ({row.get('error', '')[:120]})"
+    loaded = row.get("loaded", row["ok"])
+    if verdict.loads is not loaded:
+        return f"loads {verdict.loads}, Keras loaded={loaded} ({row.get('error', '')[:120]})"
+    if row["ok"] and "loaded" in row:
+        # served; an output unlike the producer's is what a keras.input-shape warning says
+        differs = any(f.code == Code.KERAS_INPUT_SHAPE for f in verdict.findings)
+        if verdict.serves is not True or differs != (row.get("matches_producer") is False):
+            return f"serves {verdict.serves}, output matches {row.get('matches_producer')}"
+        return None
     if row["ok"]:
         if verdict.serves is not True or row.get("matches_producer") is False:
             return f"serves {verdict.serves}, output matches {row.get('matches_producer')}"
         return None
+    if verdict.serves is not False:
+        return f"serves {verdict.serves}, Keras failed the request: {row['error'][:120]}"
     expected = expected_codes(row)
     if not expected:
         return f"no error class for {row['error'][:160]!r}"
@@ -215,6 +256,7 @@ def figures() -> Iterator[tuple[str, int, int]]:
 def test_the_matrix_covers_both_families() -> None:
     counted = {name: total for name, total, _ in figures()}
     assert counted["tuned"] >= 231 and counted["held-out"] > 0 and counted["objects"] >= 130
+    assert counted["inputs"] >= 672 and counted["inputs-2"] >= 216
 
 
 # Held-out `objects` rows no rule explains yet, each with why (strict: a row that starts

@@ -57,6 +57,16 @@ def test_keras_3_and_keras_2_configs_are_told_apart() -> None:
     assert tf1.keras is not None and tf1.keras.layers[0].typed_objects
 
 
+def test_the_declared_input_shape_is_kept_where_each_keras_writes_it() -> None:
+    # TF 1.15: on the Sequential's first layer; TF 2.4: on an InputLayer; Keras 3: batch_shape
+    expected = {"tf1.15": "Dense", "tf2.4": "InputLayer", "tf2.21": "InputLayer"}
+    for folder, first in expected.items():
+        (artifact,) = read_path(str(MODELS / folder / "dense.h5"))
+        assert artifact.keras is not None
+        layer = artifact.keras.layers[0]
+        assert (layer.class_name, layer.batch_input_shape, layer.depth) == (first, (None, 4), 1)
+
+
 def test_keras_metadata_round_trips_through_json() -> None:
     for path in keras_files():
         (artifact,) = read_path(str(path))

@@ -71,7 +71,44 @@ OBJECT_MODELS = [
     "loss_list",  # compiled with loss=[a function] and metrics {"dense": ["mae"]}
     "adam_functional",  # a functional model compiled with Adam (TF 1.13 writes `lr`)
 ]
-MODELS = MODELS + OBJECT_MODELS
+# Declared inputs, made after worker/compat/keras_inputs.py was committed (held out): how a
+# Keras 2 model declares its input, each run on a request of the declared batch shape.
+INPUT_MODELS = [
+    "seq_input_shape",  # Sequential, Dense(input_shape=(4,)) first
+    "seq_batch_shape",  # Sequential, Dense(batch_input_shape=(2, 4)) first (fixed batch)
+    "seq_input_dim",  # Sequential, Dense(input_dim=4) first
+    "seq_last1",  # Sequential, Dense(input_shape=(1,)) first: a last axis of 1
+    "seq_none_dim",  # Sequential, Dense(input_shape=(None, 4)) first, then pooling
+    "seq_rank1",  # Sequential, Embedding(input_shape=()) first: rank-1 input
+    "seq_conv1d",  # Sequential, Conv1D(input_shape=(8, 2)) first
+    "seq_embed_flat",  # Sequential, Embedding(input_length=6) first, Flatten, Dense
+    "seq_embed_pool",  # Sequential, Embedding(input_shape=(6,)) first, pooling
+    "seq_dropout",  # Sequential, Dropout(input_shape=(4,)) first, then Dense
+    "seq_layer_in",  # Sequential, InputLayer(input_shape=(4,)) first
+    "seq_built",  # Sequential with no input declared, built by model.build((None, 4))
+    "fn_none_dim",  # functional, Input(shape=(None, 4))
+    "fn_rank1",  # functional, Input(shape=(), dtype int32)
+    "fn_multi",  # functional, two inputs (a list)
+    "fn_dict",  # functional, two inputs by name (a dict)
+]
+# A second held-out inputs family, made after the first one's tuning was committed: other
+# first layers and stacks (INPUT_MODELS_2 rows are the `inputs-2` family).
+INPUT_MODELS_2 = [
+    "seq_flat_first",  # Flatten(input_shape=(2, 3)) first, Dense
+    "seq_bn_first",  # BatchNormalization(input_shape=(4,)) first, Dense
+    "seq_ln_first",  # LayerNormalization(input_shape=(4,)) first, Dense
+    "seq_act_first",  # Activation(input_shape=(4,)) first, Dense
+    "seq_reshape_first",  # Reshape((2, 2), input_shape=(4,)) first, Flatten, Dense
+    "seq_dense_pool",  # Dense(input_shape=(5, 4)) first, GlobalMaxPooling1D
+    "seq_rank3_last1",  # Dense(input_shape=(5, 1)) first: a last axis of 1, rank 3
+    "seq_conv2d",  # Conv2D(input_shape=(4, 4, 1)) first, Flatten, Dense
+    "seq_masking",  # Masking(input_shape=(5, 2)) first, Dense
+    "seq_timedist",  # TimeDistributed(Dense, input_shape=(5, 4)) first
+    "seq_noise",  # GaussianNoise(input_shape=(4,)) first, LeakyReLU, Dense
+    "seq_dense_drop",  # Dense(input_shape=(3,)) first, Dropout, Dense
+]
+INPUT_MODELS = INPUT_MODELS + INPUT_MODELS_2
+MODELS = MODELS + OBJECT_MODELS + INPUT_MODELS
 # Keras 3 runtimes outside TensorFlow: "keras-3.5.0" runs KERAS_PYTHON with the wheel
 # unpacked under KERAS_SITES/keras-3.5.0 (pip install --no-deps --target) on the jax backend.
 KERAS_PYTHON = os.environ.get("KERAS_PYTHON", "/work/build-keras/base311/bin/python")
@@ -101,6 +138,42 @@ INPUTS = {
     "sgd": {"shape": [1, 4], "dtype": "float32"},
     "loss_list": {"shape": [1, 4], "dtype": "float32"},
     "adam_functional": {"shape": [1, 4], "dtype": "float32"},
+    # INPUT_MODELS: the declared batch shape with its unknown dims at 1
+    "seq_input_shape": {"shape": [1, 4], "dtype": "float32"},
+    "seq_batch_shape": {"shape": [2, 4], "dtype": "float32"},
+    "seq_input_dim": {"shape": [1, 4], "dtype": "float32"},
+    "seq_last1": {"shape": [1, 1], "dtype": "float32"},
+    "seq_none_dim": {"shape": [1, 1, 4], "dtype": "float32"},
+    "seq_rank1": {"shape": [1], "dtype": "int32", "modulo": 10},
+    "seq_conv1d": {"shape": [1, 8, 2], "dtype": "float32"},
+    "seq_embed_flat": {"shape": [1, 6], "dtype": "int32", "modulo": 10},
+    "seq_embed_pool": {"shape": [1, 6], "dtype": "int32", "modulo": 10},
+    "seq_dropout": {"shape": [1, 4], "dtype": "float32"},
+    "seq_layer_in": {"shape": [1, 4], "dtype": "float32"},
+    "seq_built": {"shape": [1, 4], "dtype": "float32"},
+    "fn_none_dim": {"shape": [1, 1, 4], "dtype": "float32"},
+    "fn_rank1": {"shape": [1], "dtype": "int32", "modulo": 10},
+    "fn_multi": {
+        "list": [{"shape": [1, 4], "dtype": "float32"}, {"shape": [1, 3], "dtype": "float32"}]
+    },
+    "fn_dict": {
+        "dict": {
+            "a": {"shape": [1, 4], "dtype": "float32"},
+            "b": {"shape": [1, 3], "dtype": "float32"},
+        }
+    },
+    "seq_flat_first": {"shape": [1, 2, 3], "dtype": "float32"},
+    "seq_bn_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_ln_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_act_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_reshape_first": {"shape": [1, 4], "dtype": "float32"},
+    "seq_dense_pool": {"shape": [1, 5, 4], "dtype": "float32"},
+    "seq_rank3_last1": {"shape": [1, 5, 1], "dtype": "float32"},
+    "seq_conv2d": {"shape": [1, 4, 4, 1], "dtype": "float32"},
+    "seq_masking": {"shape": [1, 5, 2], "dtype": "float32"},
+    "seq_timedist": {"shape": [1, 5, 4], "dtype": "float32"},
+    "seq_noise": {"shape": [1, 4], "dtype": "float32"},
+    "seq_dense_drop": {"shape": [1, 3], "dtype": "float32"},
 }
 
 
@@ -153,7 +226,13 @@ def runtime_keras():
 
 
 def model_input(spec):
+    """The request: one array, or a list ("list") or dict ("dict") of them."""
     import numpy as np
+
+    if "list" in spec:
+        return [model_input(part) for part in spec["list"]]
+    if "dict" in spec:
+        return {name: model_input(part) for name, part in sorted(spec["dict"].items())}
 
     count = 1
     for n in spec["shape"]:
@@ -179,9 +258,11 @@ def my_act(t):
 
 def my_loss(y_true, y_pred):
     keras, _ = runtime_keras()
-    return keras.backend.mean(keras.backend.square(y_true - y_pred)) if hasattr(
-        keras, "backend"
-    ) and hasattr(keras.backend, "mean") else keras.ops.mean(keras.ops.square(y_true - y_pred))
+    return (
+        keras.backend.mean(keras.backend.square(y_true - y_pred))
+        if hasattr(keras, "backend") and hasattr(keras.backend, "mean")
+        else keras.ops.mean(keras.ops.square(y_true - y_pred))
+    )
 
 
 def my_metric(y_true, y_pred):
@@ -287,10 +368,120 @@ def build_object_model(name, keras):
     return model
 
 
+def build_input_model(name, keras):
+    """A model declaring its input one way (INPUT_MODELS), in the running Keras 2."""
+    layers = keras.layers
+    if name == "seq_input_shape":
+        return keras.Sequential([layers.Dense(3, input_shape=(4,)), layers.Dense(2)])
+    if name == "seq_batch_shape":
+        return keras.Sequential([layers.Dense(3, batch_input_shape=(2, 4)), layers.Dense(2)])
+    if name == "seq_input_dim":
+        return keras.Sequential([layers.Dense(3, input_dim=4), layers.Dense(2)])
+    if name == "seq_last1":
+        return keras.Sequential([layers.Dense(3, input_shape=(1,)), layers.Dense(2)])
+    if name == "seq_none_dim":
+        return keras.Sequential(
+            [layers.Dense(3, input_shape=(None, 4)), layers.GlobalAveragePooling1D()]
+        )
+    if name == "seq_rank1":
+        return keras.Sequential([layers.Embedding(10, 4, input_shape=()), layers.Dense(2)])
+    if name == "seq_conv1d":
+        return keras.Sequential(
+            [layers.Conv1D(3, 3, input_shape=(8, 2)), layers.GlobalMaxPooling1D(), layers.Dense(2)]
+        )
+    if name == "seq_embed_flat":
+        return keras.Sequential(
+            [layers.Embedding(10, 4, input_length=6), layers.Flatten(), layers.Dense(2)]
+        )
+    if name == "seq_embed_pool":
+        return keras.Sequential(
+            [layers.Embedding(10, 4, input_shape=(6,)), layers.GlobalAveragePooling1D(),
+             layers.Dense(2)]
+        )  # fmt: skip
+    if name == "seq_dropout":
+        return keras.Sequential([layers.Dropout(0.5, input_shape=(4,)), layers.Dense(2)])
+    if name == "seq_layer_in":
+        return keras.Sequential([layers.InputLayer(input_shape=(4,)), layers.Dense(2)])
+    if name == "seq_built":
+        model = keras.Sequential([layers.Dense(3), layers.Dense(2)])
+        model.build((None, 4))
+        return model
+    model = build_input_model_2(name, keras)
+    if model is not None:
+        return model
+    if name == "fn_none_dim":
+        inputs = keras.Input(shape=(None, 4))
+        hidden = layers.Dense(3)(inputs)
+        return keras.Model(inputs, layers.GlobalAveragePooling1D()(hidden))
+    if name == "fn_rank1":
+        inputs = keras.Input(shape=(), dtype="int32")
+        return keras.Model(inputs, layers.Dense(2)(layers.Embedding(10, 4)(inputs)))
+    a = keras.Input(shape=(4,), name="a")
+    b = keras.Input(shape=(3,), name="b")
+    joined = layers.Dense(2)(layers.Concatenate()([a, b]))
+    if name == "fn_multi":
+        return keras.Model([a, b], joined)
+    if name == "fn_dict":
+        return keras.Model({"a": a, "b": b}, joined)
+    raise SystemExit("unknown model " + name)
+
+
+def build_input_model_2(name, keras):
+    """INPUT_MODELS_2; None for another name."""
+    layers = keras.layers
+    dense = layers.Dense(2)
+    if name == "seq_flat_first":
+        return keras.Sequential([layers.Flatten(input_shape=(2, 3)), dense])
+    if name == "seq_bn_first":
+        return keras.Sequential([layers.BatchNormalization(input_shape=(4,)), dense])
+    if name == "seq_ln_first":
+        return keras.Sequential([layers.LayerNormalization(input_shape=(4,)), dense])
+    if name == "seq_act_first":
+        return keras.Sequential([layers.Activation("tanh", input_shape=(4,)), dense])
+    if name == "seq_reshape_first":
+        return keras.Sequential([layers.Reshape((2, 2), input_shape=(4,)), layers.Flatten(), dense])
+    if name == "seq_dense_pool":
+        return keras.Sequential([layers.Dense(3, input_shape=(5, 4)), layers.GlobalMaxPooling1D()])
+    if name == "seq_rank3_last1":
+        return keras.Sequential([layers.Dense(3, input_shape=(5, 1))])
+    if name == "seq_conv2d":
+        return keras.Sequential(
+            [layers.Conv2D(2, 2, input_shape=(4, 4, 1)), layers.Flatten(), dense]
+        )
+    if name == "seq_masking":
+        return keras.Sequential([layers.Masking(input_shape=(5, 2)), dense])
+    if name == "seq_timedist":
+        return keras.Sequential([layers.TimeDistributed(layers.Dense(2), input_shape=(5, 4))])
+    if name == "seq_noise":
+        return keras.Sequential(
+            [layers.GaussianNoise(0.1, input_shape=(4,)), layers.LeakyReLU(), dense]
+        )
+    if name == "seq_dense_drop":
+        return keras.Sequential([layers.Dense(4, input_shape=(3,)), layers.Dropout(0.5), dense])
+    return None
+
+
+def declared_input(model):
+    """The model's declared input shape(s) as its own Keras reports them."""
+    try:
+        return json.loads(json.dumps(model.input_shape, default=list))
+    except Exception as exc:  # a model without one says why
+        return one_line(exc)
+
+
 def build_model(name):
     """The model `name`, built with the running release's tf.keras (Keras 3 from 2.16)."""
     import numpy as np
 
+    if name in INPUT_MODELS:
+        import tensorflow as tf
+
+        np.random.seed(0)
+        if hasattr(tf.random, "set_seed"):
+            tf.random.set_seed(0)
+        else:
+            tf.compat.v1.set_random_seed(0)
+        return build_input_model(name, tf.keras)
     if name in OBJECT_MODELS:
         keras, release = runtime_keras()
         np.random.seed(0)
@@ -392,6 +583,8 @@ def child_make(args):
     x = model_input(INPUTS[args.model])
     expected = np.asarray(model.predict(x)).round(5).tolist()
     record = {"tensorflow": release, "keras": keras_version(), "expected": expected}
+    if args.model in INPUT_MODELS:
+        record["declared"] = declared_input(model)
     results = {}
     for ext in ("h5", "keras"):
         path = os.path.join(args.out, args.model + "." + ext)
@@ -429,7 +622,9 @@ def child_load(args):
     """Load one file with this release's Keras and run it; print the row as JSON.
 
     With --compiled, `ok` is load_model's default (compile=True), and where that fails,
-    `compile_false_ok` says whether compile=False loaded it (its output, its error)."""
+    `compile_false_ok` says whether compile=False loaded it (its output, its error). With
+    --declared, `loaded` says whether load_model returned (the error may be the request's)
+    and `declared` is the input shape this Keras rebuilt the model on."""
     import numpy as np
 
     keras, _ = runtime_keras()
@@ -438,8 +633,13 @@ def child_load(args):
     kwargs = {} if args.compiled else {"compile": False}
     if args.unsafe:
         kwargs["safe_mode"] = False
+    if args.declared:
+        row["loaded"] = False
     try:
         model = keras.models.load_model(args.path, **kwargs)
+        if args.declared:
+            row["loaded"] = True
+            row["declared"] = declared_input(model)
         output = model.predict(model_input(spec))
         row["ok"] = True
         row["output"] = np.asarray(output).round(5).tolist()
@@ -458,6 +658,24 @@ def child_load(args):
             row["compile_false_ok"] = False
             row["compile_false_error"] = one_line(exc)
     print(json.dumps(row))
+
+
+def child_load_batch(args):
+    """Several `_load` jobs (a JSON list of argv lists) in this one interpreter, one JSON row
+    per line, with the Keras session cleared between files: a fresh interpreter per file
+    costs seconds of imports each, which the INPUT_MODELS rows do not need."""
+    keras, _ = runtime_keras()
+    with open(args.jobs) as f:
+        jobs = json.load(f)
+    parser = argparse.ArgumentParser()
+    for flag in ("--path", "--input"):
+        parser.add_argument(flag, required=True)
+    for flag in ("--unsafe", "--compiled", "--declared"):
+        parser.add_argument(flag, action="store_true")
+    for argv in jobs:
+        child_load(parser.parse_args(argv[1:]))
+        sys.stdout.flush()
+        keras.backend.clear_session()
 
 
 # --- driver (any Python 3) ------------------------------------------------------------------
@@ -552,6 +770,10 @@ def cmd_load(args):
         if os.path.exists(path):
             with open(path) as f:
                 done = {json.loads(l)["model"] for l in f if l.strip()}
+        if args.batch:
+            load_batch(consumer, [k for k in wanted if k not in done and (consumer, k)
+                                  not in recorded], made, path)  # fmt: skip
+            continue
         for key in wanted:
             if key in done or (consumer, key) in recorded:
                 continue
@@ -560,6 +782,8 @@ def cmd_load(args):
                     "--input", json.dumps(entry["input"])]  # fmt: skip
             if key.split("/")[1].split(".")[0] in OBJECT_MODELS:
                 argv.append("--compiled")  # load_model's default, as a consumer calls it
+            if key.split("/")[1].split(".")[0] in INPUT_MODELS:
+                argv.append("--declared")
             row = {"consumer": consumer, "model": key}
             row.update(run_child(consumer, argv))
             if row["ok"]:
@@ -574,6 +798,48 @@ def cmd_load(args):
             with open(path, "a") as f:
                 f.write(json.dumps(row, sort_keys=True) + "\n")
             print(consumer, key, "ok" if row["ok"] else "FAILS")
+
+
+def load_argv(key, entry):
+    argv = ["_load", "--path", os.path.join(entry["base"], entry["path"]),
+            "--input", json.dumps(entry["input"])]  # fmt: skip
+    if key.split("/")[1].split(".")[0] in OBJECT_MODELS:
+        argv.append("--compiled")  # load_model's default, as a consumer calls it
+    if key.split("/")[1].split(".")[0] in INPUT_MODELS:
+        argv.append("--declared")
+    return argv
+
+
+def load_batch(consumer, keys, made, path):
+    """`load` with --batch: the files in one interpreter of the consumer (child_load_batch);
+    a file whose row did not come back (the interpreter died) is loaded alone after."""
+    if not keys:
+        return
+    jobs = os.path.join(BUILD, "jobs-%s.json" % consumer)
+    with open(jobs, "w") as f:
+        json.dump([load_argv(k, made[k]) for k in keys], f)
+    command = [python_of(consumer), os.path.abspath(__file__), "_load_batch", "--jobs", jobs]
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=TIMEOUT * 4, check=False, env=env_of(consumer))  # fmt: skip
+        lines = done.stdout.decode("utf-8", "replace").splitlines()
+    except subprocess.TimeoutExpired:
+        lines = []
+    results = [json.loads(l) for l in lines if l.startswith("{")]
+    for key, result in zip(keys, results):
+        write_row(consumer, key, made[key], result, path)
+    for key in keys[len(results) :]:
+        write_row(consumer, key, made[key], run_child(consumer, load_argv(key, made[key])), path)
+
+
+def write_row(consumer, key, entry, result, path):
+    row = {"consumer": consumer, "model": key}
+    row.update(result)
+    if row["ok"]:
+        row["matches_producer"] = close(row["output"], entry["expected"])
+    with open(path, "a") as f:
+        f.write(json.dumps(row, sort_keys=True) + "\n")
+    print(consumer, key, "ok" if row["ok"] else "FAILS")
 
 
 def cmd_reference(args):
@@ -659,6 +925,8 @@ def main():
     p.add_argument("--consumers", type=lambda s: s.split(","), default=RELEASES)
     p.add_argument("--files", type=lambda s: s.split(","), default=None,
                    help="only these files (tf2.17/dense.keras) or producer folders (tf2.17)")  # fmt: skip
+    p.add_argument("--batch", action="store_true",
+                   help="one interpreter per consumer for all its files (the INPUT_MODELS rows)")  # fmt: skip
     p.add_argument("--fixtures", action="store_true",
                    help="also load the files already in tests/fixtures/keras (rows not yet there)")  # fmt: skip
     sub.add_parser("reference")
@@ -672,9 +940,12 @@ def main():
     p.add_argument("--input", required=True)
     p.add_argument("--unsafe", action="store_true")
     p.add_argument("--compiled", action="store_true")
+    p.add_argument("--declared", action="store_true")
+    p = sub.add_parser("_load_batch")
+    p.add_argument("--jobs", required=True)
     args = parser.parse_args()
     handlers = {"make": cmd_make, "load": cmd_load, "write": cmd_write, "reference": cmd_reference,
-                "_make": child_make, "_load": child_load}  # fmt: skip
+                "_make": child_make, "_load": child_load, "_load_batch": child_load_batch}  # fmt: skip
     if args.command not in handlers:
         parser.error("a command is needed: make, load or write")
     handlers[args.command](args)

@@ -52,7 +52,15 @@ tests/fixtures/keras/README.md):
   locate ("Could not locate class 'LSTM'") (`keras.class-unknown`);
 - more arguments Keras 3 rejects in a Keras 2.13+ `.keras`: `batch_input_shape` on a
   layer other than InputLayer (Embedding writes it), BatchNormalization's `axis` as a
-  list.
+  list;
+- (from the held-out `inputs` family) Embedding's `input_length`, which every Keras 2
+  writes and Keras 3.0-3.1 reject (3.2 accepts it again): an error where the consumer runs
+  only those, a warning where it may run them.
+
+Written from Keras's code before any fixture tested it (`worker/compat/keras_inputs.py`):
+a Keras 2 Sequential whose first entry is a layer carrying `batch_input_shape` (TF 1.x and
+2.0-2.2 write no InputLayer) is rebuilt by Keras 3 on an input of one axis more; the
+request the producer served fails, or the load does (`keras.input-shape`).
 
 A rule is data about one layer or one file; the Fix says what to do with the
 file or the consumer, never only prose.
@@ -62,6 +70,7 @@ from __future__ import annotations
 
 import re
 
+from worker.compat.keras_inputs import input_findings
 from worker.compat.keras_objects import (
     fails_only_in_compile,
     object_findings,
@@ -95,6 +104,13 @@ ADDED_IN_KERAS2: dict[tuple[str, str], tuple[int, int]] = {
         "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
     )
 }  # fmt: skip
+# Keras 2 arguments a later Keras 3 accepts again: (class, key) -> the first Keras 3 that
+# does (hand-written from Keras's history, the commit beside each row).
+READDED_IN_KERAS3: dict[tuple[str, str], tuple[int, int]] = {
+    # keras-team/keras 4ed99584cc "Backwards compat for input_length" (v3.2.0): Embedding
+    # pops it; Keras 3.0-3.1 reject it ("Unrecognized keyword arguments passed to Embedding")
+    ("Embedding", "input_length"): (3, 2),
+}
 FUNCTIONAL_FROM = (2, 4)  # Keras 2.4 (TF 2.4) names functional models "Functional"
 # Keras-internal modules a `.keras` may name, and the Keras 2 minors that have them.
 ENGINE_MODULES: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = (
@@ -136,6 +152,21 @@ def python_versions(oldest: str, newest: str) -> list[str]:
     """Every Python 3 minor from `oldest` to `newest`: ["3.9", "3.10", "3.11"]."""
     low, high = int(oldest.split(".")[1]), int(newest.split(".")[1])
     return [f"3.{n}" for n in range(low, high + 1)]
+
+
+def _readded_argument(
+    layer: KerasLayer, may_run: list[tuple[int, int]]
+) -> tuple[str, tuple[int, int], list[tuple[int, int]]] | None:
+    """A Keras 2 argument only later Keras 3 versions accept again: (key, the first Keras 3
+    that does, the versions the consumer may run that reject it), or None."""
+    for key in layer.config_keys:
+        first = READDED_IN_KERAS3.get((layer.class_name, key))
+        if first is None:
+            continue
+        lacking = [v for v in may_run if v < first]
+        if lacking:
+            return key, first, lacking
+    return None
 
 
 def _removed_argument(model: KerasModel, layer: KerasLayer) -> str | None:
@@ -355,8 +386,27 @@ def keras_findings(s: Subject) -> list[Finding]:
             layer_objects = [(i, f) for i, f in layer_objects if i >= at]
             findings.append(older[1])
     if major == 2 and runs[0] >= 3:
+        may_run = [v for t in tables if (v := keras_version_tuple(t.keras)) is not None]
+        may_run = may_run or [runs]
         for index, layer in enumerate(model.layers):
             why = _removed_argument(model, layer)
+            readded = _readded_argument(layer, may_run)
+            if why is None and readded is not None:
+                key, first, lacking = readded
+                if len(lacking) < len(may_run):
+                    shown = ", ".join(f"{v[0]}.{v[1]}" for v in sorted(set(lacking)))
+                    findings.append(
+                        warning(
+                            Code.KERAS_ARGUMENT_REMOVED,
+                            f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, "
+                            f"which Keras 3 accepts again only from {first[0]}.{first[1]}; "
+                            f"TensorFlow {consumer.tensorflow} may run Keras {shown}, which "
+                            "reject it. Declare the consumer's `keras:` to know.",
+                            fix=Fix(FixKind.DECLARE_KERAS),
+                        )
+                    )
+                else:
+                    why = f"argument {key} (Keras 3 accepts it again from {first[0]}.{first[1]})"
             if why is not None:
                 # an object Keras fails to resolve in an earlier layer is met first
                 # (in the same layer too: its activation and initializers are resolved
@@ -374,6 +424,8 @@ def keras_findings(s: Subject) -> list[Finding]:
                 )
                 break
     findings.extend(f for _, f in layer_objects)
+    # the input Keras 3 builds the model on (the layers' arguments are met first)
+    findings.extend(input_findings(model, runs))
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
         names = ", ".join(f"'{layer.name}'" for layer in model.lambdas)
         findings.append(

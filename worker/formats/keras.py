@@ -38,6 +38,7 @@ MAX_DEPTH = 64
 MAX_LAYERS = 100_000
 # Keys under which a layer holds another layer (wrappers, RNN cells, nested models).
 NESTED_LAYER_KEYS = ("layer", "cell", "forward_layer", "backward_layer")
+MAX_RANK = 32  # more axes than any Keras input declares: not read as a shape
 MODEL_CLASSES = frozenset({"Sequential", "Functional", "Model"})
 
 
@@ -71,6 +72,18 @@ def _code(function: Any) -> PythonCode | None:
     except (binascii.Error, ValueError):
         return PythonCode(None, 0)
     return PythonCode(code_layout(raw), len(raw))
+
+
+def _batch_shape(config: dict[str, Any]) -> tuple[int | None, ...] | None:
+    """The batch shape an entry declares (`batch_input_shape`, or Keras 3's `batch_shape`):
+    dims are ints or None; anything else (a nested structure, a string) is not a shape
+    this reader judges, so None."""
+    value = config.get("batch_input_shape", config.get("batch_shape"))
+    if not isinstance(value, list) or len(value) > MAX_RANK:
+        return None
+    if not all(d is None or (isinstance(d, int) and not isinstance(d, bool)) for d in value):
+        return None
+    return tuple(value)
 
 
 def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
@@ -109,7 +122,9 @@ class _Walker:
         code = None
         typed: tuple[str, ...] = ()
         listed: tuple[str, ...] = ()
+        shape = None
         if isinstance(config, dict):
+            shape = _batch_shape(config)
             keys = tuple(sorted(str(k) for k in config))
             listed = tuple(sorted(str(k) for k, v in config.items() if isinstance(v, list)))
             typed = _typed_objects(config)
@@ -128,6 +143,8 @@ class _Walker:
                 typed_objects=typed,
                 list_valued=listed,
                 wrapped=wrapped,
+                depth=depth,
+                batch_input_shape=shape,
             )
         )
         where = self.layers[-1].name or entry["class_name"]

@@ -79,6 +79,7 @@ class Code(StrEnum):
     KERAS_UNKNOWN_OBJECT = "keras.unknown-object"  # a name the consumer's Keras cannot resolve
     KERAS_COMPILE_ARGUMENT = "keras.compile-argument"  # an optimizer argument it rejects
     KERAS_COMPILE_ONLY = "keras.compile-only"  # only compiling fails: compile=False loads it
+    KERAS_INPUT_SHAPE = "keras.input-shape"  # the consumer's Keras reads the input otherwise
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
@@ -117,6 +118,9 @@ class FixKind(StrEnum):
     REPLACE_LAMBDA = "replace_lambda"  # a registered Layer subclass instead of a Lambda
     RESAVE_WITH_PYTHON = "resave_with_python"  # python: save the Lambda model under it
     DECLARE_KERAS = "declare_keras"  # `keras:` (and `python:`) in the consumer's fleet entry
+    # keras, shape: re-save from that Keras 2 or a later one (an InputLayer first), or rebuild it
+    # on keras.Input(batch_shape=shape); or serve it with Keras 2
+    DECLARE_INPUT = "declare_input"
     # name: pass it in load_model(custom_objects=...), or re-save it registered
     REGISTER_CUSTOM_OBJECT = "register_custom_object"
     LOAD_WITHOUT_COMPILE = "load_without_compile"  # name: load_model(path, compile=False)
@@ -157,10 +161,13 @@ class Fix:
     keras: str | None = None  # a Keras version ("2.15", "3")
     python: str | None = None  # a Python version family ("3.11+")
     name: str | None = None  # a Keras object's name ("my_loss", "Custom>MyLayer")
+    shape: str | None = None  # a Keras input's batch shape, "(None, 4)"
 
     def to_json(self) -> dict[str, str]:
         data = {"kind": str(self.kind)}
-        for key in ("release", "op", "attr", "loader", "runtime", "keras", "python", "name"):
+        for key in (
+            "release", "op", "attr", "loader", "runtime", "keras", "python", "name", "shape",
+        ):  # fmt: skip
             value = getattr(self, key)
             if value is not None:
                 data[key] = value

@@ -59,6 +59,10 @@ class KerasLayer:
     typed_objects: tuple[str, ...] = ()
     list_valued: tuple[str, ...] = ()  # config keys whose value is a list (`axis: [2]`)
     wrapped: bool = False  # held by a wrapper (Bidirectional's `layer`, an RNN's `cell`)
+    depth: int = 1  # 1: an entry of the model's own `layers`; deeper: inside a nested one
+    # the input batch shape the entry declares, as Keras 2 reads it: `batch_input_shape`
+    # (Keras 2, any layer) or an InputLayer's `batch_shape` (Keras 3); None for an unknown dim
+    batch_input_shape: tuple[int | None, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,10 @@ class KerasObjects:
         return self.kinds.get(kind)
 
 
+def _shape(value: Any) -> tuple[int | None, ...] | None:
+    return None if value is None else tuple(value)
+
+
 def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
     """Inverse of `dataclasses.asdict` of a `KerasModel` (reports, the model index)."""
     if data is None:
@@ -169,6 +177,8 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 typed_objects=tuple(layer["typed_objects"]),
                 list_valued=tuple(layer.get("list_valued", ())),
                 wrapped=layer.get("wrapped", False),
+                depth=layer.get("depth", 1),
+                batch_input_shape=_shape(layer.get("batch_input_shape")),
             )
         )
     objects = tuple(

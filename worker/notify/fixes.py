@@ -155,6 +155,14 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
         )
     if kind == "resave_with_python":
         return f"Save the model from Python {python}, the one {who} runs, or replace the Lambda"
+    if kind == "declare_input":
+        shape = fix.get("shape") or "its input's batch shape"
+        return (
+            f"Load it with Keras {keras or '2.4'} or a later Keras 2 (TensorFlow 2.3-2.15) and "
+            f"save it again, which writes an InputLayer of batch shape {shape} first; or "
+            f"rebuild it in Keras 3 on {quote(f'keras.Input(batch_shape={shape})')}; or "
+            f"serve it to {who} with Keras 2 ({quote('tf_keras')})"
+        )
     if kind == "declare_keras":
         return f"Declare {quote('keras:')} and {quote('python:')} in {who}'s fleet entry"
     name = fix.get("name") or "the object"
