@@ -18,8 +18,8 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 5, (
-        "every fixture matrix (shared, ours, serve, real, shapes) must be present"
+    assert len(FIXTURE_SETS) == 6, (
+        "every fixture matrix (shared, ours, serve, real, shapes, xla) must be present"
     )
     assert len(ROWS) >= 288 + 16988 + 1600 + 40
 
