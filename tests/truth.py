@@ -184,6 +184,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("KeyError: 'serving_default'", frozenset({"request.no-signature"})),
     ("KeyError: ", frozenset({"op.not-registered", "op.removed", "op.custom"})),
     ("NodeDef mentions attr", frozenset({"attr.unknown"})),
+    ("NodeDef missing attr", frozenset({"attr.missing"})),
     ("is not available in GraphDef version", frozenset({"op.deprecated"})),
     ("GraphDef min consumer", frozenset({"version.min-consumer"})),
     ("GraphDef disallows consumer", frozenset({"version.bad-consumer"})),

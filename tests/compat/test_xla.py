@@ -121,7 +121,30 @@ CASES = [
     (dict(stamp="0.12.0"), "2.13", [(Code.XLA_STABLEHLO, REQUEST)]),
     (dict(stamp="0.15.0"), "2.15", [(Code.XLA_STABLEHLO, REQUEST)]),
     (dict(stamp="0.15.0"), "2.16", []),
+    # 2.16-2.18 read no module of jax's math ops stamped 1.9.0+, 2.19 none from 1.10.0
+    (dict(stamp="1.10.6"), "2.16", [(Code.XLA_STABLEHLO, REQUEST)]),
+    (dict(stamp="1.10.6"), "2.19", [(Code.XLA_STABLEHLO, REQUEST)]),
+    (dict(stamp="1.9.5"), "2.19", []),
+    (dict(stamp="1.10.6"), "2.20", []),
 ]  # fmt: skip
+
+
+# Two checks failing at once: the first one each release meets (measured) is what every
+# request reports, so it comes first.
+ORDER = [
+    (dict(version=9, platforms=("CUDA",)), "2.13", [Code.XLA_PLATFORM, Code.XLA_MODULE_VERSION]),
+    (dict(version=9, platforms=("CUDA",)), "2.15", [Code.XLA_MODULE_VERSION, Code.XLA_PLATFORM]),
+    (dict(version=9, stamp="1.10.6"), "2.15", [Code.XLA_STABLEHLO, Code.XLA_MODULE_VERSION]),
+    (dict(version=10, stamp="1.10.6"), "2.19", [Code.XLA_MODULE_VERSION, Code.XLA_STABLEHLO]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("attrs", "release", "expected"), ORDER)
+def test_the_check_the_release_meets_first_comes_first(
+    attrs: dict[str, object], release: str, expected: list[str]
+) -> None:
+    found = [code for code, _ in xla_errors(xla_graph(**attrs), release)]  # type: ignore[arg-type]
+    assert found == expected
 
 
 @pytest.mark.parametrize(("attrs", "release", "expected"), CASES)

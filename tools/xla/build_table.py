@@ -55,6 +55,34 @@ def summarize(doc: dict) -> dict:
     refused = [c for c in shlo if not c["ok"]]
     newest = max(read, key=release_key) if read else None
     first_refused = min(refused, key=lambda c: release_key(c["stablehlo"])) if refused else None
+    rich = [c for c in cases if c["kind"] == "rich"]
+    rich_read = [c["stablehlo"] for c in rich if c["ok"]]
+    rich_refused = [c for c in rich if not c["ok"]]
+    first_rich = (
+        min(rich_refused, key=lambda c: release_key(c["stablehlo"])) if rich_refused else None
+    )
+
+    def failed(c: dict) -> str:
+        text = c["error"] or ""
+        if "XlaCallModuleOp with version" in text:
+            return "version"
+        if "not among the platforms" in text:
+            return "platform"
+        if "eserialize" in text:
+            return "module"
+        return "other" if not c["ok"] else "none"
+
+    order = []
+    for c in cases:
+        if c["kind"] == "order":
+            wrong = []
+            if c["version"] not in versions:
+                wrong.append("version")
+            if c["platforms"] and "CPU" not in c["platforms"]:
+                wrong.append("platform")
+            if c["stablehlo"] != "0.9.0":
+                wrong.append("module")
+            order.append({"wrong": wrong, "first": failed(c)})
     version_errors = {}
     for c in cases:
         if c["kind"] == "version" and not c["ok"]:
@@ -72,6 +100,10 @@ def summarize(doc: dict) -> dict:
         "stablehlo_newest": newest,
         "stablehlo_refused": first_refused
         and {"stamp": first_refused["stablehlo"], "error": first_refused["error"]},
+        "rich_newest": max(rich_read, key=release_key) if rich_read else None,
+        "rich_refused": first_rich
+        and {"stamp": first_rich["stablehlo"], "error": first_rich["error"]},
+        "check_order": order,
     }
 
 

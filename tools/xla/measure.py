@@ -13,7 +13,9 @@ XLA compiles it: what the first request does). Cases:
   with and without 'CPU', lowercase, empty, several (module with a platform index
   argument), and 'CUDA' only with disabled_checks=['platform'];
 - `stablehlo`: bisects the stamped StableHLO versions for the newest one the release
-  deserializes.
+  deserializes (`add` modules), and `rich` likewise for modules of jax's usual math
+  ops, whose encodings changed;
+- `order`: two of version, platform and module wrong at once: which check fails first.
 Prints one JSON document: {"tensorflow", "op_attrs", "cases": [...]}, each case with
 its attrs and {"ok", "step", "error"}. Standard library, numpy and TensorFlow only.
 """
@@ -170,6 +172,29 @@ def main() -> int:
                 low = mid
             else:
                 high = mid
+    # The same for a module of jax's usual math ops (their encodings changed over time).
+    rich_ok = record("rich", newest, cpu, target=targets[0], data=module(f"rich_{targets[0]}"))
+    low, high = 0, len(targets) - 1
+    if rich_ok["ok"]:
+        if record("rich", newest, cpu, target=targets[high], data=module(f"rich_{targets[high]}"))[
+            "ok"
+        ]:
+            low = high
+        while high - low > 1:
+            mid = (low + high) // 2
+            if record(
+                "rich", newest, cpu, target=targets[mid], data=module(f"rich_{targets[mid]}")
+            )["ok"]:
+                low = mid
+            else:
+                high = mid
+    # Which check comes first when two fail: a version above the newest it runs, a
+    # platform list without CPU, a module it cannot read (the newest stamp).
+    unread = module(f"rich_{targets[-1]}")
+    if cpu:
+        record("order", newest + 1, ["CUDA"])
+        record("order", newest, ["CUDA"], target=targets[-1], data=unread)
+    record("order", newest + 1, cpu, target=targets[-1], data=unread)
     print(json.dumps({"tensorflow": tf.__version__, "op_attrs": ATTRS, "cases": cases}))
     return 0
 

@@ -5,8 +5,9 @@
 DIR/index.json lists every module: {"name", "file", "target", "platform_arg"}; the
 files are StableHLO portable artifacts (what jax's native serialization writes into
 the `module` attr), serialized by this jaxlib at the `target` StableHLO version. Every
-module doubles its one f32[2] argument; a `platform_arg` module takes the platform
-index first, as jax writes it for several platforms. `versions.json` names every
+module doubles its one f32[2] argument: `add_*` with one `add`, `rich_*` also through
+the math ops jax lowers to (RICH_OPS, results multiplied by 0); a `platform_arg` module
+takes the platform index first, as jax writes it for several platforms. `versions.json` names every
 target stamped (this jaxlib's minimum to its current, minors and patches), so
 `measure.py` can find the newest one each release reads back.
 """
@@ -32,6 +33,45 @@ def module_text(platform_arg: bool) -> str:
     if platform_arg:
         args = "%platform: tensor<i32>, " + args
     return BODY.format(args=args)
+
+
+# The elementwise ops jax lowers math to, whose VHLO encodings changed (StableHLO 1.9 and
+# later gave them a result_accuracy attr): a module stamped past a release's own
+# StableHLO carries them in encodings it cannot read, where a bare `add` still reads.
+RICH_OPS = (
+    "sine",
+    "cosine",
+    "tanh",
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "logistic",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+)
+
+
+def rich_text() -> str:
+    """A module using every op of RICH_OPS, still returning x + x (the rest times 0)."""
+    lines = [f"    %{op} = stablehlo.{op} %x : tensor<2xf32>" for op in RICH_OPS]
+    total = "%x"
+    for n, op in enumerate(RICH_OPS):
+        lines.append(f"    %s{n} = stablehlo.add {total}, %{op} : tensor<2xf32>")
+        total = f"%s{n}"
+    lines += [
+        "    %zero = stablehlo.constant dense<0.0> : tensor<2xf32>",
+        f"    %dead = stablehlo.multiply {total}, %zero : tensor<2xf32>",
+        "    %twice = stablehlo.add %x, %x : tensor<2xf32>",
+        "    %0 = stablehlo.add %twice, %dead : tensor<2xf32>",
+    ]
+    body = "\n".join(lines)
+    return (
+        "module @m attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
+        "  func.func public @main(%x: tensor<2xf32>) -> (tensor<2xf32>) {\n"
+        f"{body}\n    return %0 : tensor<2xf32>\n  }}\n}}"
+    )
 
 
 def version_key(text: str) -> tuple[int, ...]:
@@ -71,6 +111,17 @@ def main() -> int:
             if platform_arg and target != versions[0]:
                 continue
             name = f"add_{target}" + ("_platform_arg" if platform_arg else "")
+            if not platform_arg:
+                rich = stablehlo.serialize_portable_artifact_str(rich_text(), target)
+                (out / f"rich_{target}.mlirbc").write_bytes(rich)
+                index.append(
+                    {
+                        "name": f"rich_{target}",
+                        "file": f"rich_{target}.mlirbc",
+                        "target": target,
+                        "platform_arg": False,
+                    }
+                )
             data = stablehlo.serialize_portable_artifact_str(module_text(platform_arg), target)
             (out / f"{name}.mlirbc").write_bytes(data)
             index.append(

@@ -22,6 +22,18 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
+DEFAULT_ORDER = ("version", "module", "platform")  # XlaCallModuleLoader::LoadModule, then the op
+
+
+def _order(measured: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The checks first to last, from which failed first when two were wrong at once."""
+    wins = dict.fromkeys(DEFAULT_ORDER, 0)
+    for case in measured:
+        if len(case["wrong"]) == 2 and case["first"] in case["wrong"]:
+            wins[case["first"]] += 1
+    return tuple(sorted(DEFAULT_ORDER, key=lambda c: (-wins[c], DEFAULT_ORDER.index(c))))
+
+
 def _support(release: str, row: dict[str, Any]) -> XlaCallModuleSupport:
     checked = [c for c in row["platform_check"].values() if c["checked"]]
     refused = row.get("stablehlo_refused") or {}
@@ -37,7 +49,11 @@ def _support(release: str, row: dict[str, Any]) -> XlaCallModuleSupport:
         empty_platforms_fail_at=tuple(row["empty_platforms_fail_at"]),
         stablehlo_refused=refused.get("stamp"),
         stablehlo_newest=row.get("stablehlo_newest"),
-        stablehlo_error=refused.get("error", ""),
+        stablehlo_error=refused.get("error", "")
+        or (row.get("rich_refused") or {}).get("error", ""),
+        rich_refused=(row.get("rich_refused") or {}).get("stamp"),
+        rich_newest=row.get("rich_newest"),
+        check_order=_order(row.get("check_order", [])),
     )
 
 

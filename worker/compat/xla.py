@@ -58,8 +58,18 @@ def _first_running(s: Subject, module: XlaModule, gpu: bool) -> XlaCallModuleSup
     return None
 
 
+_CHECK_OF = {"version": "version", "empty-platforms": "version", "stablehlo": "module"}
+
+
 def _problems(module: XlaModule, support: XlaCallModuleSupport, gpu: bool) -> list[str]:
-    """What fails, in the kernel's order (names only; `_finding` words them)."""
+    """What fails, in the order the release's kernel checks (names only; `_finding`
+    words them): the first is what every request reports."""
+    found = _unordered_problems(module, support, gpu)
+    order = support.check_order
+    return sorted(found, key=lambda p: order.index(_CHECK_OF.get(p, "platform")))
+
+
+def _unordered_problems(module: XlaModule, support: XlaCallModuleSupport, gpu: bool) -> list[str]:
     found = []
     versioned = "version" in support.attrs  # 2.10-2.11's op has none: the attr is ignored
     if versioned and module.version is not None and module.version not in support.versions:
@@ -143,17 +153,23 @@ def _finding(
             stage=Stage.REQUEST,
         )
     if problem == "stablehlo":
+        refused = support.refused_from()
+        newest = support.stablehlo_newest
+        if not newest:
+            read = "reads no StableHLO bytecode (only MLIR text)"
+        elif refused is not None and not refused[1]:
+            read = (
+                f"cannot read modules of jax's usual math ops (sine, exponential, ...) "
+                f"stamped {refused[0]} or newer, whose encodings changed"
+            )
+        else:
+            read = (
+                f"reads modules stamped up to {newest} (refused from {support.stablehlo_refused})"
+            )
         return error(
             Code.XLA_STABLEHLO,
             f"XlaCallModule ({where}) holds a StableHLO module written for StableHLO "
-            f"{module.stamp}; TensorFlow {release} "
-            + (
-                f"reads modules up to {support.stablehlo_newest} (refused from "
-                f"{support.stablehlo_refused})"
-                if support.stablehlo_newest
-                else "reads no StableHLO bytecode (only MLIR text)"
-            )
-            + ": every request that runs it fails "
+            f"{module.stamp}; TensorFlow {release} {read}: every request that runs it fails "
             f"('{support.stablehlo_error or 'Cannot deserialize computation'}').",
             op=XLA_CALL_MODULE,
             attr="module",
@@ -161,7 +177,7 @@ def _finding(
                 FixKind.REEXPORT_XLA,
                 op=XLA_CALL_MODULE,
                 attr="module",
-                value=support.stablehlo_newest,
+                value=_older(refused[0]) if refused is not None and newest else None,
                 release=upgrade,
             ),
             stage=Stage.REQUEST,
@@ -183,6 +199,11 @@ def _finding(
         ),
         stage=Stage.REQUEST,
     )
+
+
+def _older(stamp: str) -> str:
+    """'older than 1.9.0', for a fix: the newest readable stamp is any below it."""
+    return f"older than {stamp}"
 
 
 def _said(text: str, version: int) -> str:

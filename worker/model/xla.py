@@ -112,15 +112,35 @@ class XlaCallModuleSupport:
     stablehlo_refused: str | None  # the oldest stamp it refused (None: read every one tried)
     stablehlo_newest: str | None  # the newest stamp it read
     stablehlo_error: str
+    # The same for a module of the math ops jax lowers to (sine, exponential, ...), whose
+    # encodings changed (StableHLO 1.9 gave them result_accuracy): a release reads
+    # stamps of bare modules it cannot read of real ones.
+    rich_refused: str | None = None
+    rich_newest: str | None = None
+    # Which check fails first when several would: "version", "module" (deserializing)
+    # and "platform", first to last, as measured (TensorFlow's own order where not)
+    check_order: tuple[str, ...] = ("version", "module", "platform")
+
+    def refused_from(self) -> tuple[str, bool] | None:
+        """The oldest stamp it fails to read and whether that holds for bare modules too
+        (False: measured on modules of jax's usual math ops only); None: none refused."""
+        found = [
+            (version_key(s), not bare, s)  # at the same stamp, the bare module's evidence
+            for s, bare in ((self.stablehlo_refused, True), (self.rich_refused, False))
+            if s is not None
+        ]
+        if not found:
+            return None
+        _, rich_only, stamp = min(found)
+        return stamp, not rich_only
 
     def reads_stamp(self, stamp: str) -> bool | None:
-        """Whether it deserializes a module stamped `stamp`; None: not measured that far."""
-        if self.stablehlo_refused is not None and version_key(stamp) >= version_key(
-            self.stablehlo_refused
-        ):
+        """Whether it deserializes a module of jax's usual ops stamped `stamp`; None: not
+        measured that far."""
+        refused = self.refused_from()
+        if refused is not None and version_key(stamp) >= version_key(refused[0]):
             return False
-        if self.stablehlo_newest is not None and version_key(stamp) <= version_key(
-            self.stablehlo_newest
-        ):
+        newest = [s for s in (self.stablehlo_newest, self.rich_newest) if s is not None]
+        if newest and version_key(stamp) <= min(version_key(s) for s in newest):
             return True
         return None

@@ -103,8 +103,8 @@ def _xla_fix_text(fix: Mapping[str, Any], who: str, quote: Quote) -> str:
         )
     if attr == "module":
         return (
-            "Re-export with a jax whose StableHLO "
-            + (f"is at most {value}" if value else "is older")
+            "Re-export with an older jax, whose StableHLO is "
+            + (str(value) if value else "older than this module's")
             + upgrade
         )
     return ""
