@@ -201,3 +201,17 @@ def test_releases_that_read_no_bytecode_refuse_every_stamped_module() -> None:
     assert xla_errors(xla_graph(version=9, platforms=("CUDA",)), "2.12") == [
         (Code.XLA_STABLEHLO, REQUEST)
     ]
+
+
+def test_the_reader_keeps_a_real_module_as_its_stamp() -> None:
+    from tests.truth import XLA
+    from worker.formats.read import read_path
+
+    (artifact,) = read_path(str(XLA / "artifacts" / "jax0.6.2-tf2.19" / "cuda_only"))
+    kinds = [k for m in artifact.meta_graphs for k in m.graph.kinds if k.op == "XlaCallModule"]
+    assert kinds
+    for kind in kinds:
+        raw = base64.b64decode(kind.attrs["module"]["s"])
+        assert len(raw) <= 64 and raw.endswith(b"\x00")
+        module = xla_module(kind.attrs)
+        assert (module.version, module.platforms, module.stamp) == (9, ("CUDA",), "1.10.6")

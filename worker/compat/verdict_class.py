@@ -25,7 +25,7 @@ from worker.compat.policy import Policy
 from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, History, read_graph
 from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
-from worker.compat.xla import XLA_CALL_MODULE
+from worker.compat.xla import holds_xla
 from worker.model.artifact import Artifact, Graph, NodeKind
 from worker.model.consumer import Consumer, Loader
 
@@ -141,7 +141,7 @@ def _xla_signature(graph: Graph | None, consumer: Consumer, history: History) ->
     and read different StableHLO modules), for graphs that hold one."""
     if graph is None or consumer.tensorflow is None:
         return None
-    if not any(k.op == XLA_CALL_MODULE for k in graph.kinds):
+    if not holds_xla(graph):
         return None
     return ("xla", history.xla_call_module(consumer.tensorflow))
 

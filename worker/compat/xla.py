@@ -23,9 +23,10 @@ is judged for consumers without a GPU.
 
 from __future__ import annotations
 
+from worker.compat.memo import per_object
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
-from worker.model.artifact import NodeKind
+from worker.model.artifact import Graph, NodeKind
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, warning
 from worker.model.xla import XlaCallModuleSupport, XlaModule, version_key, xla_module
 
@@ -35,11 +36,16 @@ CPU_PLATFORM = "CPU"
 FIRST_VERSION_WITH_DISABLED_CHECKS = 6  # kVersionStartSupportDisabledChecks
 
 
+@per_object
+def holds_xla(graph: Graph) -> bool:
+    """Whether any node of the graph or its functions is an XlaCallModule (kept on the
+    graph: a fleet asks it of every model, and most hold none)."""
+    return any(k.op == XLA_CALL_MODULE for k in graph.kinds)
+
+
 def _kinds(s: Subject) -> list[NodeKind]:
     """The XlaCallModule kinds a request runs, one per distinct set of attrs."""
-    if s.graph is None or s.scope is None:
-        return []
-    if not any(k.op == XLA_CALL_MODULE for k in s.graph.kinds):
+    if s.graph is None or s.scope is None or not holds_xla(s.graph):
         return []
     seen: set[str] = set()
     found = []
