@@ -4,18 +4,23 @@ jax's native serialization (jax2tf, `jax.export` then `tf.saved_model.save`) put
 StableHLO program into one `XlaCallModule` node. A load only validates the node
 against the OpDef; the kernel reads the module when it first runs
 (`XlaCallModuleLoader::LoadModule`, `compiler/tf2xla/kernels/xla_call_module_loader.cc`),
-in this order, each failing every request:
+and any of these fails every request:
 1. `version`, jax's calling convention: below kVersionMinimumSupported, "is not
    supported anymore"; above kVersionMaximumSupported, "is not supported by this
    build" (measured per release: 2.13 runs 4-5, 2.14 and 2.15 4-8, 2.16 4-9, ...);
 2. an empty `platforms` list from version 6 on: "must have non-empty platforms";
 3. the module itself: a StableHLO portable artifact stamped with a newer StableHLO
-   version than the release reads: "Cannot deserialize computation";
+   version than the release reads: "Cannot deserialize computation" (2.13-2.15 refuse
+   newer stamps outright; 2.16 on read any stamp of a bare module, and not the new
+   encodings of jax's math ops a newer stamp brings: measured with modules of those);
 4. the platform: the device's platform ('CPU') must be among `platforms`, spelled as
    jax writes it, unless `disabled_checks` holds 'platform' (from 2.14; the attr is
    ignored by releases whose OpDef lacks it): "The current platform CPU is not among
    the platforms required by the module".
-What each release does is measured (`worker/catalog/data/xla_call_module.json`, by
+Which of them a release meets first differs (2.13 checks the platform before the
+version, 2.14-2.19 deserialize before the version check, 2.20 on check the platform
+before deserializing); the first finding is the one it meets first. What each release
+does is measured (`worker/catalog/data/xla_call_module.json`, by
 `tools/xla/build_table.py`); a release with the op and no measurement has no answer
 (`xla.unmeasured`: serves unknown). The tables are the CPU builds': the platform check
 is judged for consumers without a GPU.
