@@ -33,6 +33,7 @@ OWN = ROOT / "tests" / "fixtures" / "tf-real"
 SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the first request
 REAL = ROOT / "tests" / "fixtures" / "real-models"  # models PyPI packages ship (not committed)
 SHAPES = ROOT / "tests" / "fixtures" / "tf-shapes"  # graphs whose _output_shapes an import checks
+XLA = ROOT / "tests" / "fixtures" / "tf-xla"  # jax models: XlaCallModule at the first request
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -42,7 +43,7 @@ def matrix_path(fixture_set: Path) -> Path:
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
 
-FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL, SHAPES) if matrix_path(p).exists()]
+FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA) if matrix_path(p).exists()]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -183,6 +184,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("KeyError: 'serving_default'", frozenset({"request.no-signature"})),
     ("KeyError: ", frozenset({"op.not-registered", "op.removed", "op.custom"})),
     ("NodeDef mentions attr", frozenset({"attr.unknown"})),
+    ("NodeDef missing attr", frozenset({"attr.missing"})),
     ("is not available in GraphDef version", frozenset({"op.deprecated"})),
     ("GraphDef min consumer", frozenset({"version.min-consumer"})),
     ("GraphDef disallows consumer", frozenset({"version.bad-consumer"})),
@@ -198,6 +200,12 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("Incompatible shapes: [0]", frozenset({"resource.uninitialized"})),
     ("matching supplied tags", frozenset({"saved-model.tags"})),
     ("_output_shapes attribute inconsistent", frozenset({"import.output-shapes"})),
+    # XlaCallModule's kernel at the first run (tests/fixtures/tf-xla)
+    ("is not supported by this build", frozenset({"xla.module-version"})),
+    ("is not supported anymore", frozenset({"xla.module-version"})),
+    ("must have non-empty platforms", frozenset({"xla.platform"})),
+    ("is not among the platforms required", frozenset({"xla.platform"})),
+    ("Cannot deserialize", frozenset({"xla.stablehlo-version"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),

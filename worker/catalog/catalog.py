@@ -14,6 +14,9 @@ Two data files ship with the package, both built from real TensorFlow:
 - `data/output_shapes.json`: what each release's shape functions infer, for the ops
   whose inferred shapes changed between releases (`tools/shapes/measure.py`,
   `output_shapes`).
+- `data/xla_call_module.json`: what each release's XlaCallModule runs (versions,
+  platforms, StableHLO stamps), measured by running it (`tools/xla/build_table.py`,
+  `xla`).
 
 A release without its own registry borrows the registry of the closest
 release of the same minor version, and says so; a minor with no registry at
@@ -46,6 +49,7 @@ from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
 from worker.catalog.output_shapes import ShippedOutputShapes
 from worker.catalog.registries import ShippedRegistries
 from worker.catalog.tflite import load_tflite_catalog
+from worker.catalog.xla import ShippedXlaCallModule
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
@@ -53,6 +57,7 @@ from worker.model.effects import AttrEffect, KernelChange
 from worker.model.keras import KerasObjects
 from worker.model.shapes import ShapeCase
 from worker.model.tflite import TENSORFLOW
+from worker.model.xla import XlaCallModuleSupport
 
 DAILY_SINCE = dt.date(2019, 5, 9)
 
@@ -101,11 +106,13 @@ class Catalog:
         attr_effects: ShippedAttrEffects | None = None,
         kernel_changes: ShippedKernelChanges | None = None,
         output_shapes: ShippedOutputShapes | None = None,
+        xla: ShippedXlaCallModule | None = None,
     ) -> None:
         self._shipped = registries
         self.attr_effects = attr_effects
         self.kernel_changes = kernel_changes
         self.output_shapes = output_shapes
+        self.xla = xla
         self._kernels = kernels
         self._revived = revived
         self._registries: dict[str, Registry] = {}
@@ -234,6 +241,14 @@ class Catalog:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         return self.output_shapes.cases(op, release) if self.output_shapes else None
 
+    def xla_call_module(self, release: str) -> XlaCallModuleSupport | None:
+        """What `release`'s XlaCallModule runs, as measured; None: not measured."""
+        return self.xla.support(release) if self.xla else None
+
+    def xla_call_module_releases(self) -> tuple[XlaCallModuleSupport, ...]:
+        """Every release whose XlaCallModule was measured, oldest first."""
+        return self.xla.releases() if self.xla else ()
+
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         """The day a binary with this TF_GRAPH_DEF_VERSION was built (bumped daily since
         2019-05-09); None before that."""
@@ -335,6 +350,7 @@ def load_catalog() -> Catalog:
     effects = _read_data("attr_effects.json")
     changes = _read_data("kernel_changes.json")
     shapes = _read_data("output_shapes.json")
+    xla = _read_data("xla_call_module.json")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
@@ -343,4 +359,5 @@ def load_catalog() -> Catalog:
         ShippedAttrEffects(effects) if effects else None,
         ShippedKernelChanges(changes) if changes else None,
         ShippedOutputShapes(shapes) if shapes else None,
+        ShippedXlaCallModule(xla) if xla else None,
     )

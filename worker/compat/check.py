@@ -6,7 +6,9 @@ failing check never hides another. What the consumer reads is decided first
 (`worker.compat.subject`); then:
 - `loads` is false iff some error bites at load; unknown (None) when the
   consumer has no op registry and nothing else refuses the model;
-- `serves` is false iff `loads` is or some error bites on the first request.
+- `serves` is false iff `loads` is or some error bites on the first request;
+  unknown when it would be true and a request runs an XlaCallModule of a release
+  nobody measured (`xla.unmeasured`).
 
 Function bodies (measured, see `worker.compat.functions`): only the functions
 in scope are checked. Their ops and edge types are checked at load (from 1.14);
@@ -50,6 +52,7 @@ from worker.compat.subject import History as History
 from worker.compat.tflite import applies, check_tflite
 from worker.compat.unsafe import unsafe_findings
 from worker.compat.versions import check_versions
+from worker.compat.xla import xla_findings, xla_unknown
 from worker.model.artifact import Artifact, Graph, OpDef, VersionDef
 from worker.model.consumer import Consumer, minor
 from worker.model.findings import (
@@ -413,6 +416,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "function-edges": partial(check_edges, in_functions=True),
     "output-shapes": output_shape_findings,
     "serving": check_serving,
+    "xla": xla_findings,
     "kernel-changes": kernel_change_findings,
     "runs": run_findings,
     "objects": object_findings,
@@ -528,4 +532,6 @@ def check_artifact(
     unknown = registry_unknown(subject) or keras_unknown(subject)
     loads: bool | None = False if fails_load else (None if unknown else True)
     serves: bool | None = False if fails_load or fails_request else loads
+    if serves and xla_unknown(findings):
+        serves = None  # what its XlaCallModule runs was never measured
     return Verdict(consumer, loads, serves, tuple(findings), subject.loader)

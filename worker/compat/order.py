@@ -50,20 +50,20 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 _GRAPH_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
     "nodes", "edges", "output-shapes", "function-ops", "function-nodes", "function-edges",
-    "objects", "serving",
+    "objects", "serving", "xla",
     "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
     "nodes", "edges", "output-shapes", "function-ops", "function-nodes", "function-edges",
-    "objects", "serving",
+    "objects", "serving", "xla",
     "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
     "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
     "output-shapes", "objects",
-    "serving", "runs", "kernel-changes", "keras", "unsafe", "policy",
+    "serving", "xla", "runs", "kernel-changes", "keras", "unsafe", "policy",
 )  # fmt: skip
 
 

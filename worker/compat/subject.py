@@ -29,6 +29,7 @@ from worker.model.effects import AttrEffect, KernelChange
 from worker.model.findings import Finding
 from worker.model.keras import KerasObjects
 from worker.model.shapes import ShapeCase
+from worker.model.xla import XlaCallModuleSupport
 
 SERVING_TAG = "serve"
 DEFAULT_POLICY = Policy()
@@ -68,6 +69,14 @@ class History(Protocol):
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         ...
 
+    def xla_call_module(self, release: str) -> XlaCallModuleSupport | None:
+        """What `release`'s XlaCallModule runs, as measured; None: not measured."""
+        ...
+
+    def xla_call_module_releases(self) -> tuple[XlaCallModuleSupport, ...]:
+        """Every release whose XlaCallModule was measured, oldest first."""
+        ...
+
     def producer_date(self, graph_def_version: int) -> dt.date | None: ...
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
@@ -103,6 +112,12 @@ class NoHistory:
 
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         return None
+
+    def xla_call_module(self, release: str) -> XlaCallModuleSupport | None:
+        return None
+
+    def xla_call_module_releases(self) -> tuple[XlaCallModuleSupport, ...]:
+        return ()
 
     def producer_date(self, graph_def_version: int) -> dt.date | None:
         return None

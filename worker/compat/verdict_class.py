@@ -25,6 +25,7 @@ from worker.compat.policy import Policy
 from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, History, read_graph
 from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
+from worker.compat.xla import holds_xla
 from worker.model.artifact import Artifact, Graph, NodeKind
 from worker.model.consumer import Consumer, Loader
 
@@ -129,8 +130,20 @@ def _class_of(
         _revival_signature(artifact, consumer),
         _kernel_change_signature(graph, consumer, history),
         _output_shape_signature(graph, consumer, history),
+        _xla_signature(graph, consumer, history),
     )
     return found, by_release
+
+
+def _xla_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:
+    """What the consumer's release's XlaCallModule runs, as measured (`xla.*` findings
+    read the release, which the registry does not say: 2.16 and 2.19 share the OpDef
+    and read different StableHLO modules), for graphs that hold one."""
+    if graph is None or consumer.tensorflow is None:
+        return None
+    if not holds_xla(graph):
+        return None
+    return ("xla", history.xla_call_module(consumer.tensorflow))
 
 
 def _output_shape_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:

@@ -9,6 +9,10 @@ entries over as bytes: identical nodes and identical attr entries are found
 by comparing bytes in C and turned into Python objects once, so a graph of a
 million copies of one node costs about what protobuf's own parse costs.
 
+XlaCallModule's `module` (a whole StableHLO program, up to megabytes) is kept as its
+bytecode header, which names the StableHLO version it was written for: the rest
+never decides whether a release runs it (`worker.model.xla`).
+
 Internal attrs (names starting with "_", such as `_output_shapes`) are left
 out of the summary: TensorFlow's node validation skips them too. A graph import
 does read `_output_shapes`; what it needs of them is kept apart
@@ -17,6 +21,7 @@ does read `_output_shapes`; what it needs of them is kept apart
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -30,6 +35,7 @@ from worker.formats.output_shapes import shaped_nodes
 from worker.formats.skim import skim
 from worker.formats.source import Source
 from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, VersionDef
+from worker.model.xla import module_header
 from worker.proto import tensorflow_subset_pb2 as pb
 from worker.proto import views_pb2 as views
 from worker.proto.convert import attr_json, dtype_name, shape_json, version_def
@@ -181,7 +187,13 @@ class GraphBuilder:
         found = self._entries.get(raw)
         if found is None:
             entry = pb.NodeDef.AttrEntry.FromString(raw)
-            value = None if entry.key.startswith("_") else _summary_attr(entry.value)
+            if entry.key.startswith("_"):
+                value = None
+            elif entry.key == "module" and entry.value.WhichOneof("value") == "s":
+                # XlaCallModule's program: its header names what reading it needs
+                value = {"s": base64.b64encode(module_header(entry.value.s)).decode("ascii")}
+            else:
+                value = _summary_attr(entry.value)
             found = self._entries[raw] = (entry.key, value)
         return found
 

@@ -83,6 +83,11 @@ class Code(StrEnum):
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
+    # XlaCallModule (worker.compat.xla): checked by its kernel at the first run
+    XLA_MODULE_VERSION = "xla.module-version"  # a calling-convention version it does not run
+    XLA_PLATFORM = "xla.platform"  # lowered for platforms without the consumer's
+    XLA_STABLEHLO = "xla.stablehlo-version"  # a StableHLO module newer than it reads
+    XLA_UNMEASURED = "xla.unmeasured"  # no measurement of this release's XlaCallModule
     FUNCTION_DEFERRED = "function.checked-at-call"
     REGISTRY_UNAVAILABLE = "registry.unavailable"
     POLICY_BAD_CONSUMER = "policy.bad-consumer"
@@ -148,6 +153,9 @@ class FixKind(StrEnum):
     EXPORT_WITHOUT_OPTIMIZER = "export_without_optimizer"  # save the model, not its optimizer
     SHIP_ASSETS = "ship_assets"  # upload the SavedModel's assets/ with it
     STRIP_OUTPUT_SHAPES = "strip_output_shapes"  # op: remove `_output_shapes` from the graph
+    # XlaCallModule: attr (version, platforms, module) re-exported with `value` (a jax
+    # serialization version, a platform); release: the oldest measured one that runs it
+    REEXPORT_XLA = "reexport_xla"
 
 
 @dataclass(frozen=True)
@@ -162,11 +170,13 @@ class Fix:
     python: str | None = None  # a Python version family ("3.11+")
     name: str | None = None  # a Keras object's name ("my_loss", "Custom>MyLayer")
     shape: str | None = None  # a Keras input's batch shape, "(None, 4)"
+    value: str | None = None  # a value to export with (XLA: a serialization version, 'cpu')
 
     def to_json(self) -> dict[str, str]:
         data = {"kind": str(self.kind)}
         for key in (
             "release", "op", "attr", "loader", "runtime", "keras", "python", "name", "shape",
+            "value",
         ):  # fmt: skip
             value = getattr(self, key)
             if value is not None:

@@ -77,11 +77,37 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         return f"Move {who} off its banned release"
     if kind == "list_banned_releases":
         return "List the fleet's banned releases in the model's bad_consumers at export"
+    if kind == "reexport_xla":
+        return _xla_fix_text(fix, who, quote)
     return (
         _runs_fix_text(kind, who, item, quote)
         or _tflite_fix_text(kind, fix, who, item, quote)
         or _keras_fix_text(kind, fix, who, quote)
     )
+
+
+def _xla_fix_text(fix: Mapping[str, Any], who: str, quote: Quote) -> str:
+    """Re-export a jax model's XlaCallModule so the consumer's kernel runs it."""
+    attr, value, release = fix.get("attr"), fix.get("value"), fix.get("release")
+    upgrade = f", or upgrade {who} to TensorFlow >= {release}" if release else ""
+    if attr == "version":
+        if not value:
+            return f"Re-export with a jax whose serialization version {who} runs" + upgrade
+        flag = quote(f"--jax_export_calling_convention_version={value}")
+        return f"Re-export with jax's serialization version {value} ({flag}){upgrade}"
+    if attr == "platforms":
+        call = quote("native_serialization_platforms=('cpu', ...)")
+        return (
+            f"Re-export with {quote(str(value or 'cpu'))} among the platforms (jax2tf: {call}; "
+            f"{quote('jax.export')}: {quote('platforms=')}){upgrade}, or serve it from a GPU build"
+        )
+    if attr == "module":
+        return (
+            "Re-export with an older jax, whose StableHLO is "
+            + (str(value) if value else "older than this module's")
+            + upgrade
+        )
+    return ""
 
 
 def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
