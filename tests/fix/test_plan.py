@@ -75,6 +75,31 @@ def test_a_plan_drops_a_non_default_hint_measured_to_change_nothing() -> None:
     assert {d.rule for d in plan.drops if d.attr == "grad_a"} == {NO_EFFECT}
 
 
+def test_a_plan_never_drops_a_non_default_type_attr_measured_to_change_nothing() -> None:
+    # TensorListGetItem Tshape=int64 (2.21): measured to change no results, but it types
+    # the element_shape input; a copy without it failed the import in 1.14-2.20 ("Input 2 of
+    # node TensorListGetItem was passed int64 ... incompatible with expected int32")
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / "tf2.21/new_attr_nondefault"))
+    plan = plan_fix(artifact, [catalog.consumer("2.12")], catalog)
+    assert "TensorListGetItem.Tshape" not in {f"{d.op}.{d.attr}" for d in plan.drops}
+    (fix,) = plan.consumers
+    assert fix.state == "unfixable"
+    assert {f.code for f in fix.blockers} == {Code.EDGE_TYPE}
+
+
+def test_a_copy_whose_function_body_node_has_an_input_too_many_is_not_fixed() -> None:
+    # 1.13's TensorListGetItem takes 2 inputs; 2.21's body node has 3 (element_shape): the
+    # copy dropping Tshape at its default failed every request in 1.13 ("Expected
+    # input[2] == 'Const_2:output:0' to be a control input")
+    catalog = load_catalog()
+    (artifact,) = read_path(str(A / "tf2.21/function_attr_default_unstripped"))
+    plan = plan_fix(artifact, [catalog.consumer("1.13")], catalog)
+    (fix,) = plan.consumers
+    assert fix.state == "unfixable"
+    assert Code.INPUTS_MISMATCH in {f.code for f in fix.blockers}
+
+
 def test_one_copy_serves_several_consumers_and_loaders() -> None:
     catalog = load_catalog()
     (artifact,) = read_path(str(A / "tf2.21/savedmodel_v1"))

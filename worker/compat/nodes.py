@@ -343,11 +343,26 @@ def _missing_attrs(kind: NodeKind, op: OpDef) -> list[Finding]:
 
 
 def _input_count(kind: NodeKind, op: OpDef) -> list[Finding]:
-    if kind.function is not None:
-        return []  # function bodies count inputs when instantiated
     expected = arg_count(op.inputs, effective_attrs(op, kind.attrs))
     if expected is None or expected == kind.inputs:
         return []
+    if kind.function is not None:
+        # Instantiating the body (InstantiateNode, core/framework/function.cc) matches the
+        # inputs to the OpDef's args, then requires every input left over to be a control
+        # input. A body's input can stand for several tensors (a list-typed argument of the
+        # function), so only more inputs than the OpDef takes are certain to fail.
+        if kind.inputs < expected:
+            return []
+        return [
+            error(
+                Code.INPUTS_MISMATCH,
+                f"Expected input[{expected}] to be a control input ({where_of(kind)}): the node "
+                f"has {kind.inputs} inputs and this release's {op.name} takes {expected}; "
+                f"{signature(op)}",
+                op=op.name,
+                fix=Fix(FixKind.UPGRADE_TO, op=op.name),
+            )
+        ]
     return [
         error(
             Code.INPUTS_MISMATCH,
