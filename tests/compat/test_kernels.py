@@ -81,3 +81,25 @@ def test_measured_kernels_match_what_releases_ran(
     kind = _kind(op, T=dtype)
     devices = ("CPU", "XLA_CPU", "DEFAULT")
     assert has_kernel(kind, registry.ops.get(op), registry.kernels, devices) is has
+
+
+def test_a_consumer_without_a_kernel_table_is_told_its_kernels_were_not_checked() -> None:
+    # a manifest dumped before manifests recorded kernels: nothing is looked up, and the
+    # answer says so (information: no hazard is known)
+    from dataclasses import replace
+
+    from tests.truth import OWN
+    from worker.compat.check import check_artifact
+    from worker.formats.read import read_path
+    from worker.model.findings import Code, Severity
+
+    catalog = load_catalog()
+    (artifact,) = read_path(str(OWN / "artifacts" / "tf2.15" / "savedmodel_v1"))
+    measured = catalog.consumer("2.15")
+    assert measured.registry is not None and measured.registry.kernels is not None
+    bare = replace(measured, name="old-manifest", registry=replace(measured.registry, kernels=None))
+    codes = {f.code: f for f in check_artifact(artifact, bare, catalog).findings}
+    assert codes[Code.KERNEL_UNMEASURED].severity == Severity.INFO
+    assert Code.KERNEL_UNMEASURED not in {
+        f.code for f in check_artifact(artifact, measured, catalog).findings
+    }

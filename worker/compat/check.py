@@ -29,6 +29,7 @@ from packaging.version import Version
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.kernel_changes import kernel_change_findings
+from worker.compat.kernels import unmeasured_kernel_findings
 from worker.compat.memo import (
     Identity,
     ObjectTable,
@@ -418,6 +419,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "serving": check_serving,
     "xla": xla_findings,
     "kernel-changes": kernel_change_findings,
+    "kernels-unmeasured": unmeasured_kernel_findings,
     "runs": run_findings,
     "objects": object_findings,
     "keras": check_keras,

@@ -18,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from worker.compat.memo import Identity, identity, remembered
+from worker.compat.subject import Subject
 from worker.model.artifact import AttrJSON, NodeKind, OpDef
 from worker.model.consumer import KernelDefs
+from worker.model.findings import Code, Finding, Fix, FixKind, info
 
 # Ops an always-on graph pass rewrites before placement, so no kernel is looked up:
 # AccumulateNV2 (AccumulateNV2RemovePass, core/common_runtime/accumulate_n_optimizer.cc).
@@ -133,3 +135,21 @@ def _kernel_gap(
         + (" and more" if len(allowed) > 12 else ""),
         False,
     )
+
+
+def unmeasured_kernel_findings(s: Subject) -> list[Finding]:
+    """A consumer whose manifest records no kernel table (dumped before manifests had
+    one): its graph's kernels are not looked up, and the answer says so instead of
+    letting 'serves' read as checked."""
+    registry = s.consumer.registry
+    if s.graph is None or registry is None or registry.kernels is not None:
+        return []
+    return [
+        info(
+            Code.KERNEL_UNMEASURED,
+            "Kernels not checked: this consumer's manifest records no kernel table, so "
+            "whether its binary has a kernel for every op on the load and request paths "
+            "('No OpKernel was registered to support Op ...') is not verified.",
+            fix=Fix(FixKind.RECORD_MANIFEST),
+        )
+    ]

@@ -72,7 +72,9 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
             else "Re-export with a newer TensorFlow"
         )
     if kind == "record_manifest":
-        return f"Record {who}'s op registry with {quote('tfcompat fleet dump-manifest')}"
+        return (
+            f"Record {who}'s op registry and kernels with {quote('tfcompat fleet dump-manifest')}"
+        )
     if kind == "leave_banned_release":
         return f"Move {who} off its banned release"
     if kind == "list_banned_releases":
