@@ -223,3 +223,21 @@ def test_the_reader_keeps_a_real_module_as_its_stamp() -> None:
         assert len(raw) <= 64 and raw.endswith(b"\x00")
         module = xla_module(kind.attrs)
         assert (module.version, module.platforms, module.stamp) == (9, ("CUDA",), "1.10.6")
+
+
+def test_a_gpu_consumer_of_a_module_lowered_for_the_cpu_only_is_unknown() -> None:
+    # placed on the GPU, the kernel checks the module's platforms against CUDA; measured
+    # on CPU builds only, so neither 'serves' nor 'fails'
+    from dataclasses import replace
+
+    catalog = load_catalog()
+    gpu = replace(catalog.consumer("2.19", Loader.GRAPH_IMPORT), gpu=True)
+    v = check_artifact(xla_graph(version=9, platforms=("CPU",)), gpu, catalog)
+    (finding,) = [f for f in v.findings if f.code.startswith("xla.")]
+    assert finding.code == Code.XLA_UNMEASURED and "CUDA" in finding.message
+    assert (v.loads, v.serves) == (True, None)
+    assert "`cuda` among the platforms" in fix_text(finding.fix.to_json(), "the consumer")
+    both = check_artifact(xla_graph(version=9, platforms=("CPU", "CUDA")), gpu, catalog)
+    assert both.serves is True
+    lifted = xla_graph(version=9, platforms=("CPU",), disabled=("platform",))
+    assert check_artifact(lifted, gpu, catalog).serves is True

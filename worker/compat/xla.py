@@ -267,7 +267,39 @@ def xla_findings(s: Subject) -> list[Finding]:
             if key not in reported:
                 reported.add(key)
                 findings.append(_finding(problem, kind, module, support, upgrade))
+    if gpu:
+        findings += _gpu_platform_unverified(kinds, support)
     return findings
+
+
+GPU_PLATFORMS = ("CUDA", "ROCM")
+
+
+def _gpu_platform_unverified(kinds: list[NodeKind], support: XlaCallModuleSupport) -> list[Finding]:
+    """A consumer with a GPU places XlaCallModule there, where the platform check
+    compares the module's platforms with CUDA (or ROCM); what it does was measured on the
+    CPU only, so a module lowered for other platforms only is an unknown, never a 'serves'."""
+    for kind in kinds:
+        module = xla_module(kind.attrs)
+        if not module.platforms or any(p in GPU_PLATFORMS for p in module.platforms):
+            continue
+        lifted = DISABLED_CHECK_PLATFORM in module.disabled_checks
+        if lifted and support.disabled_checks_honoured and "disabled_checks" in support.attrs:
+            continue
+        return [
+            warning(
+                Code.XLA_UNMEASURED,
+                f"XlaCallModule ({kind.where}) was lowered for platforms "
+                f"[{', '.join(module.platforms)}], without CUDA or ROCM, and this consumer "
+                "runs on a GPU, where the kernel checks the module's platforms against the "
+                "GPU's ('The current platform CUDA is not among the platforms required by "
+                "the module'); that was not measured (the tables come from CPU builds): "
+                "whether it serves the model is unknown.",
+                op=XLA_CALL_MODULE,
+                fix=Fix(FixKind.REEXPORT_XLA, attr="platforms", value="cuda"),
+            )
+        ]
+    return []
 
 
 def xla_unknown(findings: list[Finding]) -> bool:

@@ -98,10 +98,12 @@ def _xla_fix_text(fix: Mapping[str, Any], who: str, quote: Quote) -> str:
         flag = quote(f"--jax_export_calling_convention_version={value}")
         return f"Re-export with jax's serialization version {value} ({flag}){upgrade}"
     if attr == "platforms":
-        call = quote("native_serialization_platforms=('cpu', ...)")
+        platform = str(value or "cpu")
+        call = quote(f"native_serialization_platforms=('{platform}', ...)")
+        other = ", or serve it from a GPU build" if platform == "cpu" else ""
         return (
-            f"Re-export with {quote(str(value or 'cpu'))} among the platforms (jax2tf: {call}; "
-            f"{quote('jax.export')}: {quote('platforms=')}){upgrade}, or serve it from a GPU build"
+            f"Re-export with {quote(platform)} among the platforms (jax2tf: {call}; "
+            f"{quote('jax.export')}: {quote('platforms=')}){upgrade}{other}"
         )
     if attr == "module":
         return (
