@@ -23,7 +23,10 @@ worker/compat/keras_objects.py was committed; see tests/fixtures/keras/README.md
 shape, made and loaded after worker/compat/keras_inputs.py was committed: 646 of 672 agreed
 first; a loaded model whose request failed must load and not serve, and an output unlike
 the producer's is what a keras.input-shape warning predicts), or `inputs-2` (other first
-layers, made and loaded after the first inputs family's tuning: 188 of 216 agreed first).
+layers, made and loaded after the first inputs family's tuning: 188 of 216 agreed first), or
+`tf-keras` (every committed file loaded, after tf-keras joined the object table, by tf-keras,
+the Keras 2 that TF 2.16+ run with TF_USE_LEGACY_KERAS=1: consumers "tf-keras-2.16" are
+tensorflow-cpu 2.16 with tf-keras 2.16, declared as `tf==2.16,keras==2.16`).
 Rows not yet explained are listed in KNOWN_MISSES with the reason;
 `tools/keras/agreement.py` prints the figures.
 """
@@ -89,7 +92,12 @@ INPUT_MODELS_2 = {
     "seq_dense_pool", "seq_rank3_last1", "seq_conv2d", "seq_masking", "seq_timedist",
     "seq_noise", "seq_dense_drop",
 }  # fmt: skip
-FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2")
+# tf-keras consumers (tools/keras/build_matrix.py "tf-keras-2.16"): the TensorFlow release
+# each environment installed, the newest patch of the minor.
+TF_KERAS = "tf-keras-"
+TF_KERAS_RELEASE = {"2.16": "2.16.2", "2.17": "2.17.1", "2.18": "2.18.1", "2.19": "2.19.1",
+                    "2.20": "2.20.0", "2.21": "2.21.0"}  # fmt: skip
+FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2", "tf-keras")
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
@@ -135,7 +143,9 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
 def error_class(consumer: str, error: str) -> Code | None:
     version = consumer.removeprefix("keras-")
     major = (
-        3
+        2
+        if consumer.startswith(TF_KERAS)
+        else 3
         if consumer.startswith("keras-") or tuple(int(p) for p in version.split(".")[:2]) >= (2, 16)
         else 2
     )
@@ -178,6 +188,8 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if row["consumer"].startswith(TF_KERAS):
+        return "tf-keras"
     if name.split(".")[0] in INPUT_MODELS:
         return "inputs"
     if name.split(".")[0] in INPUT_MODELS_2:
@@ -202,7 +214,11 @@ def artifact(model: str) -> Artifact:
 
 def consumer_of(name: str) -> Consumer:
     """The row's consumer: a catalog release on its measured Python, or a Keras 3 wheel
-    run outside TensorFlow ("keras-3.5.0": the newest release with that Keras pinned)."""
+    run outside TensorFlow ("keras-3.5.0": the newest release with that Keras pinned), or
+    tf-keras ("tf-keras-2.16": that release with `keras==2.16`, as a fleet declares it)."""
+    if name.startswith(TF_KERAS):
+        minor = name.removeprefix(TF_KERAS)
+        return replace(load_catalog().consumer(TF_KERAS_RELEASE[minor]), keras=minor, python="3.11")
     if name.startswith("keras-"):
         return replace(
             load_catalog().consumer("2.21.0"), keras=name.removeprefix("keras-"), python="3.11"

@@ -1,6 +1,7 @@
 """The built-in objects each Keras can deserialize by name, measured in each Keras itself.
 
     python3 tools/keras/build_objects.py dump  [--tf 2.4.4,2.15.1] [--keras 3.0.5=/path/site]
+                                               [--tf-keras 2.16,2.21]
     python3 tools/keras/build_objects.py pack  [--out worker/catalog/data/keras_objects.json.gz]
 
 dump: in each runtime, one fresh interpreter asks that Keras's own deserializers about
@@ -49,6 +50,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
+KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
 BUILD = os.path.join(REPO, "build", "keras", "objects")
 OUT = os.path.join(REPO, "worker", "catalog", "data", "keras_objects.json.gz")
 KINDS = (
@@ -89,6 +91,11 @@ def _keras():
         return keras, keras.__version__, "keras " + keras.__version__
     keras = tf.keras
     version = getattr(keras, "__version__", "")
+    if os.environ.get("TF_USE_LEGACY_KERAS") == "1" and _key(tf.__version__) >= (2, 16):
+        import tf_keras  # what tf.keras is now
+
+        runtime = "tensorflow %s, tf-keras %s (TF_USE_LEGACY_KERAS=1)"
+        return keras, tf_keras.__version__, runtime % (tf.__version__, tf_keras.__version__)
     try:
         import keras as package
 
@@ -377,6 +384,10 @@ def cmd_dump(args):
     jobs = [
         (release, [os.path.join(TFENVS, release, "bin", "python")], None) for release in args.tf
     ]
+    for minor in args.tf_keras:
+        env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+        jobs.append(("tf-keras " + minor,
+                     [os.path.join(KERASENVS, "tfk-" + minor, "bin", "python")], env))  # fmt: skip
     for spec in args.keras:
         version, site = spec.split("=", 1)
         env = dict(os.environ, PYTHONPATH=site, KERAS_BACKEND=args.backend)
@@ -402,18 +413,21 @@ def table_key(version, runtime):
     to 2.5 (their version strings repeat across releases whose tables differ: 1.13 to
     2.0 all say "2.2.4-tf"), else the Keras package's "major.minor"."""
     if runtime.startswith("tensorflow "):
-        release = runtime.split(" ", 1)[1]
+        release = runtime.split(" ", 1)[1].split(",")[0]
         if _key(release) < (2, 6):
             return "tf-" + ".".join(release.split(".")[:2])
     return ".".join(version.split(".")[:2])
 
 
 def cmd_pack(args):
+    versions = {}
+    if os.path.exists(args.out):
+        with gzip.open(args.out) as f:
+            versions = json.load(f)["versions"]
     dumps = []
     for path in sorted(glob.glob(os.path.join(BUILD, "*.json"))):
         with open(path) as f:
             dumps.append(json.load(f))
-    versions = {}
     for found in sorted(dumps, key=lambda d: (_key(d["keras"]), d["runtime"])):
         key = found.pop("key")
         found["measured_in"] = "%s, Python %s%s" % (
@@ -442,6 +456,8 @@ def main():
     p.add_argument("--tf", type=lambda s: [v for v in s.split(",") if v], default=[])
     p.add_argument("--keras", type=lambda s: [v for v in s.split(",") if v], default=[],
                    help="VERSION=SITE_DIR,...: Keras 3 wheels unpacked with pip --target")  # fmt: skip
+    p.add_argument("--tf-keras", type=lambda s: [v for v in s.split(",") if v], default=[],
+                   help="2.16,2.21: KERASENVS/tfk-<minor>, TF_USE_LEGACY_KERAS=1")  # fmt: skip
     p.add_argument("--python", default=sys.executable,
                    help="a Python with Keras 3's dependencies, for --keras")  # fmt: skip
     p.add_argument("--backend", default="jax")
