@@ -110,6 +110,11 @@ def test_tf_serving_reads_no_keras_file_and_an_unknown_keras_is_unknown() -> Non
     assert unknown.loads is None and unknown.findings[0].code == Code.KERAS_VERSION_UNKNOWN
 
 
+ENGINE215 = "keras.src.engine.functional"
+ENGINE212 = "keras.engine.functional"
+CLASS_UNKNOWN = Code.KERAS_CLASS_UNKNOWN
+
+
 # tf-keras: a TF 2.16+ consumer declared `keras==2.16`..`2.21` runs Keras 2 (tf_keras,
 # TF_USE_LEGACY_KERAS=1), whose versions follow TensorFlow's minors
 @pytest.mark.parametrize(
@@ -118,7 +123,11 @@ def test_tf_serving_reads_no_keras_file_and_an_unknown_keras_is_unknown() -> Non
         (model("2.15.0", INPUT2, LSTM2), None),  # time_major is Keras 2's own argument
         (model("2.15.0", INPUT2, LAMBDA311), None),  # H5: no safe_mode question in Keras 2
         (model("3.5.0", INPUT3, DENSE), Code.KERAS_NEWER_MAJOR),
-        (model("2.15.0", INPUT2, DENSE, container=ZIP), Code.KERAS_ARCHIVE_MINOR),
+        # archives: Keras 2.15's weights' paths and module are tf-keras's too; 2.12's are not
+        (model("2.15.0", INPUT2, DENSE, container=ZIP), None),
+        (model("2.12.0", INPUT2, DENSE, container=ZIP), Code.KERAS_ARCHIVE_MINOR),
+        (model("2.15.0", INPUT2, DENSE, container=ZIP, model_module=ENGINE215), None),
+        (model("2.12.0", INPUT2, DENSE, container=ZIP, model_module=ENGINE212), CLASS_UNKNOWN),
         (model("2.21.0", INPUT2, DENSE, container=ZIP), None),
     ],
 )
