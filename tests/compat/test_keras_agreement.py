@@ -30,7 +30,9 @@ tensorflow-cpu 2.16 with tf-keras 2.16, declared as `tf==2.16,keras==2.16`; 2.16
 loaded after the rule wiring was committed: 482 of 534 agreed first, the Keras 2.15 archives
 that load in tf-keras taught the rest but TF 1.13's rows below), or `tf-keras-minors` (the
 same files by tf-keras 2.17-2.20, loaded before that tuning was committed and not read to
-write it: 964 of 1068 agreed with the rules as first wired, 1060 with the tuned ones).
+write it: 964 of 1068 agreed with the rules as first wired, 1060 with the tuned ones), or
+`tf-keras-files` (files written by tf-keras 2.16 and 2.21, made and loaded after that tuning
+was committed, loaded by tf-keras, Keras 2.12 and 2.15 and Keras 3).
 Rows not yet explained are listed in KNOWN_MISSES with the reason;
 `tools/keras/agreement.py` prints the figures.
 """
@@ -104,9 +106,12 @@ TF_KERAS_RELEASE = {"2.16": "2.16.2", "2.17": "2.17.1", "2.18": "2.18.1", "2.19"
 # tf-keras consumers whose rows the tuning was written from; the other minors' rows are
 # `tf-keras-minors` (loaded before that tuning was committed, not read to write it).
 TF_KERAS_TUNED = {"2.16", "2.21"}
+# Files written by tf-keras (folders tfkeras<minor>), made and loaded after the tf-keras
+# tuning was committed: the `tf-keras-files` family, whoever loads them.
+TF_KERAS_FILES = "tfkeras"
 FAMILIES = (
     "tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2", "tf-keras",
-    "tf-keras-minors",
+    "tf-keras-minors", "tf-keras-files",
 )  # fmt: skip
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
@@ -198,6 +203,8 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if producer.startswith(TF_KERAS_FILES):
+        return "tf-keras-files"
     if row["consumer"].startswith(TF_KERAS):
         tuned = row["consumer"].removeprefix(TF_KERAS) in TF_KERAS_TUNED
         return "tf-keras" if tuned else "tf-keras-minors"
