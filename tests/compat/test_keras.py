@@ -110,6 +110,7 @@ def test_tf_serving_reads_no_keras_file_and_an_unknown_keras_is_unknown() -> Non
     assert unknown.loads is None and unknown.findings[0].code == Code.KERAS_VERSION_UNKNOWN
 
 
+INPUT3_K2 = KerasLayer("InputLayer", "in", ("batch_input_shape", "dtype", "name", "optional"))
 ENGINE215 = "keras.src.engine.functional"
 ENGINE212 = "keras.engine.functional"
 CLASS_UNKNOWN = Code.KERAS_CLASS_UNKNOWN
@@ -137,3 +138,15 @@ def test_a_tf_keras_consumer_runs_keras_2(artifact: Artifact, expected: Code | N
     errors = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
     assert (errors[0] if errors else None) == expected
     assert Code.KERAS_VERSION_UNKNOWN not in [f.code for f in verdict.findings]
+
+
+# tf-keras 2.21's InputLayer writes `optional`, which every older Keras 2 rejects
+@pytest.mark.parametrize(("keras", "expected"), [("2.15", True), ("2.20", True), ("2.21", False)])
+def test_tf_keras_2_21_input_layer_optional(keras: str, expected: bool) -> None:
+    written = model("2.21.0", INPUT3_K2, DENSE)
+    consumer = replace(load_catalog().consumer("2.21"), keras=keras, python="3.11")
+    if keras == "2.15":
+        consumer = replace(load_catalog().consumer("2.15"), python="3.11")
+    verdict = check_artifact(written, consumer, load_catalog())
+    codes = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
+    assert (codes[:1] == [Code.KERAS_ARGUMENT_UNKNOWN]) is expected

@@ -133,6 +133,8 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed
+    # a tf-keras archive's model class, by its module tf_keras.src.engine.functional
+    (3, "Could not locate class 'Functional'", Code.KERAS_CLASS_UNKNOWN),
     # objects named by name (the `objects` family)
     (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
     (2, "KeyError: 'sample_weight_mode'", Code.KERAS_COMPILE_ARGUMENT),
@@ -142,6 +144,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "got an unexpected keyword argument", Code.KERAS_ARGUMENT_REMOVED),
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (None, "Unknown ", Code.KERAS_UNKNOWN_OBJECT),
+    (2, "Cannot deserialize object of type", Code.KERAS_UNKNOWN_OBJECT),  # tf-keras archives
     (None, "Could not interpret", Code.KERAS_UNKNOWN_OBJECT),
     (None, "Could not locate", Code.KERAS_UNKNOWN_OBJECT),
     (3, "string indices must be integers", Code.KERAS_UNKNOWN_OBJECT),
@@ -183,6 +186,9 @@ def expected_codes(row: dict[str, Any]) -> set[Code]:
         found = error_class(row["consumer"], row["cause"])
         if found == Code.KERAS_ARGUMENT_REMOVED and row["model"].startswith("keras3"):
             # a Keras 3 file's argument an older Keras 3 lacks, not one Keras 3 dropped
+            found = Code.KERAS_ARGUMENT_UNKNOWN
+        if found == Code.KERAS_NEWER_MAJOR and row["model"].startswith(TF_KERAS_FILES):
+            # a newer Keras 2 file's argument an older Keras 2 lacks, not a Keras 3 file
             found = Code.KERAS_ARGUMENT_UNKNOWN
         return {found} if found else set()
     error = row["error"]

@@ -7,8 +7,9 @@
 dump: in each runtime (the `tf.keras` of TFENVS/<release>, or a Keras 3 wheel unpacked
       under KERAS_SITES/keras-<version> run by KERAS_PYTHON on the jax backend, as
       build_matrix.py runs them, or tf-keras: KERASENVS/tfk-<minor> with
-      TF_USE_LEGACY_KERAS=1, where `tf.keras` is tf_keras), one fresh interpreter writes a legacy H5 model the way
-      TF 2.0-2.2 write a Sequential (no InputLayer; the first layer carries
+      TF_USE_LEGACY_KERAS=1, where `tf.keras` is tf_keras), one fresh interpreter
+      writes a legacy H5 model the way TF 2.0-2.2 write a Sequential (no InputLayer;
+      the first layer carries
       `batch_input_shape: [null, 4]`), loads it with `load_model(path, compile=False)`,
       and records the input shape that Keras rebuilt it on and what a request of the
       declared shape, (1, 4), does; and whether Embedding's `from_config` (the H5 path's

@@ -12,9 +12,9 @@ the one a `.keras` config's module-qualified entry meets, `unknown_message_archi
 and says where it was measured (`measured_in`).
 
 A table is found by the Keras a consumer runs: its major.minor ("3.6.0" and "3.6"
-read the table of 3.6; "2.17" is tf-keras 2.17, the only Keras 2.16+), or for the Keras bundled in TensorFlow 1.13 to 2.5, the
-release's ("tf-2.1"). A Keras no table was measured for is None: whether it resolves
-a name is unknown, never "yes".
+read the table of 3.6; "2.17" is tf-keras 2.17, the only Keras 2.16+), or for the Keras
+bundled in TensorFlow 1.13 to 2.5, the release's ("tf-2.1"). A Keras no table was
+measured for is None: whether it resolves a name is unknown, never "yes".
 """
 
 from __future__ import annotations

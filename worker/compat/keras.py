@@ -57,6 +57,8 @@ tests/fixtures/keras/README.md):
   writes and Keras 3.0-3.1 reject (3.2 accepts it again): an error where the consumer runs
   only those, a warning where it may run them.
 
+- (from the held-out `tf-keras-files` rows, files written by tf-keras 2.16 and 2.21) tf-keras
+  2.21's InputLayer `optional`, which older Keras 2 reject (`keras.argument-unknown`);
 - (from the held-out `tf-keras` rows: the committed files loaded by tf-keras 2.16-2.21, the
   Keras 2 that TF 2.16+ run with TF_USE_LEGACY_KERAS=1, declared `keras==2.16`..`2.21`)
   tf-keras reads Keras 2.13-2.15 archives: their `keras.src.engine` module (tf-keras
@@ -108,6 +110,11 @@ ADDED_IN_KERAS2: dict[tuple[str, str], tuple[int, int]] = {
         "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
         "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
     )
+} | {
+    # tf-keras 2.21's InputLayer writes `optional` (measured: tf-keras 2.20.1's InputLayer
+    # lacks it; Keras 2.12 and 2.15 and tf-keras 2.16 fail the file: "Error when
+    # deserializing class 'InputLayer' ... Unrecognized keyword arguments: ['optional']")
+    ("InputLayer", "optional"): (2, 21),
 }  # fmt: skip
 # Keras 2 arguments a later Keras 3 accepts again: (class, key) -> the first Keras 3 that
 # does (hand-written from Keras's history, the commit beside each row).
@@ -262,7 +269,8 @@ def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Findin
                     Code.KERAS_ARGUMENT_UNKNOWN,
                     f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
                     f"Keras {first[0]}.{first[1]} added; Keras {'.'.join(map(str, runs))} "
-                    f"does not know it ('Keyword argument not understood: {key!r}').",
+                    f"does not know it ('Keyword argument not understood: {key!r}', or "
+                    f"'Unrecognized keyword arguments: [{key!r}]').",
                     fix=Fix(FixKind.UPGRADE_TO),
                 )
     return None
