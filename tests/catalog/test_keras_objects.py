@@ -11,9 +11,11 @@ VERSIONS = measured_versions()
 
 
 def test_every_keras_line_was_measured() -> None:
-    # the bundled tf.keras of the TF 1.x and early 2.x releases, the Keras 2 packages and
-    # Keras 3 from 3.0 to the newest wheel
-    assert {"tf-1.13", "tf-1.15", "tf-2.5", "2.6", "2.8", "3.0", "3.15"} <= set(VERSIONS)
+    # the bundled tf.keras of the TF 1.x and early 2.x releases, the Keras 2 packages,
+    # tf-keras (Keras 2 for TF 2.16+) and Keras 3 from 3.0 to the newest wheel
+    assert {"tf-1.13", "tf-1.15", "tf-2.5", "2.6", "2.8", "2.16", "2.21", "3.0", "3.15"} <= set(
+        VERSIONS
+    )
 
 
 @pytest.mark.parametrize("key", VERSIONS)
@@ -69,3 +71,6 @@ def test_lookups() -> None:
     assert may_run[0].startswith("3.2") and may_run[-1].startswith("3.15")
     (pinned_only,) = keras_tables("3.6", "2.17.1")
     assert pinned_only.keras.startswith("3.6")
+    # a TF 2.16+ release declared with keras==2.21 runs tf-keras 2.21, measured in itself
+    (tf_keras,) = keras_tables("2.21", "2.21.0")
+    assert tf_keras.keras.startswith("2.21") and "tf-keras 2.21" in tf_keras.measured_in

@@ -108,3 +108,45 @@ def test_tf_serving_reads_no_keras_file_and_an_unknown_keras_is_unknown() -> Non
     assert serving.loads is False and serving.findings[0].code == Code.KERAS_NOT_SERVABLE
     unknown = check_artifact(artifact, replace(consumer, keras=None), load_catalog())
     assert unknown.loads is None and unknown.findings[0].code == Code.KERAS_VERSION_UNKNOWN
+
+
+INPUT3_K2 = KerasLayer("InputLayer", "in", ("batch_input_shape", "dtype", "name", "optional"))
+ENGINE215 = "keras.src.engine.functional"
+ENGINE212 = "keras.engine.functional"
+CLASS_UNKNOWN = Code.KERAS_CLASS_UNKNOWN
+
+
+# tf-keras: a TF 2.16+ consumer declared `keras==2.16`..`2.21` runs Keras 2 (tf_keras,
+# TF_USE_LEGACY_KERAS=1), whose versions follow TensorFlow's minors
+@pytest.mark.parametrize(
+    ("artifact", "expected"),
+    [
+        (model("2.15.0", INPUT2, LSTM2), None),  # time_major is Keras 2's own argument
+        (model("2.15.0", INPUT2, LAMBDA311), None),  # H5: no safe_mode question in Keras 2
+        (model("3.5.0", INPUT3, DENSE), Code.KERAS_NEWER_MAJOR),
+        # archives: Keras 2.15's weights' paths and module are tf-keras's too; 2.12's are not
+        (model("2.15.0", INPUT2, DENSE, container=ZIP), None),
+        (model("2.12.0", INPUT2, DENSE, container=ZIP), Code.KERAS_ARCHIVE_MINOR),
+        (model("2.15.0", INPUT2, DENSE, container=ZIP, model_module=ENGINE215), None),
+        (model("2.12.0", INPUT2, DENSE, container=ZIP, model_module=ENGINE212), CLASS_UNKNOWN),
+        (model("2.21.0", INPUT2, DENSE, container=ZIP), None),
+    ],
+)
+def test_a_tf_keras_consumer_runs_keras_2(artifact: Artifact, expected: Code | None) -> None:
+    consumer = replace(load_catalog().consumer("2.21"), keras="2.21", python="3.11")
+    verdict = check_artifact(artifact, consumer, load_catalog())
+    errors = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
+    assert (errors[0] if errors else None) == expected
+    assert Code.KERAS_VERSION_UNKNOWN not in [f.code for f in verdict.findings]
+
+
+# tf-keras 2.21's InputLayer writes `optional`, which every older Keras 2 rejects
+@pytest.mark.parametrize(("keras", "expected"), [("2.15", True), ("2.20", True), ("2.21", False)])
+def test_tf_keras_2_21_input_layer_optional(keras: str, expected: bool) -> None:
+    written = model("2.21.0", INPUT3_K2, DENSE)
+    consumer = replace(load_catalog().consumer("2.21"), keras=keras, python="3.11")
+    if keras == "2.15":
+        consumer = replace(load_catalog().consumer("2.15"), python="3.11")
+    verdict = check_artifact(written, consumer, load_catalog())
+    codes = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
+    assert (codes[:1] == [Code.KERAS_ARGUMENT_UNKNOWN]) is expected

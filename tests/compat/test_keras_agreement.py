@@ -23,7 +23,16 @@ worker/compat/keras_objects.py was committed; see tests/fixtures/keras/README.md
 shape, made and loaded after worker/compat/keras_inputs.py was committed: 646 of 672 agreed
 first; a loaded model whose request failed must load and not serve, and an output unlike
 the producer's is what a keras.input-shape warning predicts), or `inputs-2` (other first
-layers, made and loaded after the first inputs family's tuning: 188 of 216 agreed first).
+layers, made and loaded after the first inputs family's tuning: 188 of 216 agreed first), or
+`tf-keras` (every committed file loaded, after tf-keras joined the object table, by tf-keras,
+the Keras 2 that TF 2.16+ run with TF_USE_LEGACY_KERAS=1: consumers "tf-keras-2.16" are
+tensorflow-cpu 2.16 with tf-keras 2.16, declared as `tf==2.16,keras==2.16`; 2.16 and 2.21
+loaded after the rule wiring was committed: 482 of 534 agreed first, the Keras 2.15 archives
+that load in tf-keras taught the rest but TF 1.13's rows below), or `tf-keras-minors` (the
+same files by tf-keras 2.17-2.20, loaded before that tuning was committed and not read to
+write it: 964 of 1068 agreed with the rules as first wired, 1060 with the tuned ones), or
+`tf-keras-files` (files written by tf-keras 2.16 and 2.21, made and loaded after that tuning
+was committed, loaded by tf-keras, Keras 2.12 and 2.15 and Keras 3).
 Rows not yet explained are listed in KNOWN_MISSES with the reason;
 `tools/keras/agreement.py` prints the figures.
 """
@@ -89,7 +98,21 @@ INPUT_MODELS_2 = {
     "seq_dense_pool", "seq_rank3_last1", "seq_conv2d", "seq_masking", "seq_timedist",
     "seq_noise", "seq_dense_drop",
 }  # fmt: skip
-FAMILIES = ("tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2")
+# tf-keras consumers (tools/keras/build_matrix.py "tf-keras-2.16"): the TensorFlow release
+# each environment installed, the newest patch of the minor.
+TF_KERAS = "tf-keras-"
+TF_KERAS_RELEASE = {"2.16": "2.16.2", "2.17": "2.17.1", "2.18": "2.18.1", "2.19": "2.19.1",
+                    "2.20": "2.20.0", "2.21": "2.21.0"}  # fmt: skip
+# tf-keras consumers whose rows the tuning was written from; the other minors' rows are
+# `tf-keras-minors` (loaded before that tuning was committed, not read to write it).
+TF_KERAS_TUNED = {"2.16", "2.21"}
+# Files written by tf-keras (folders tfkeras<minor>), made and loaded after the tf-keras
+# tuning was committed: the `tf-keras-files` family, whoever loads them.
+TF_KERAS_FILES = "tfkeras"
+FAMILIES = (
+    "tuned", "held-out", "held-out-2", "objects", "inputs", "inputs-2", "tf-keras",
+    "tf-keras-minors", "tf-keras-files",
+)  # fmt: skip
 
 # Keras's error text -> the finding code that names it; the first match wins, so the more
 # specific patterns come first. (consumer major, pattern, code)
@@ -110,6 +133,8 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed
+    # a tf-keras archive's model class, by its module tf_keras.src.engine.functional
+    (3, "Could not locate class 'Functional'", Code.KERAS_CLASS_UNKNOWN),
     # objects named by name (the `objects` family)
     (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
     (2, "KeyError: 'sample_weight_mode'", Code.KERAS_COMPILE_ARGUMENT),
@@ -119,6 +144,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "got an unexpected keyword argument", Code.KERAS_ARGUMENT_REMOVED),
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (None, "Unknown ", Code.KERAS_UNKNOWN_OBJECT),
+    (2, "Cannot deserialize object of type", Code.KERAS_UNKNOWN_OBJECT),  # tf-keras archives
     (None, "Could not interpret", Code.KERAS_UNKNOWN_OBJECT),
     (None, "Could not locate", Code.KERAS_UNKNOWN_OBJECT),
     (3, "string indices must be integers", Code.KERAS_UNKNOWN_OBJECT),
@@ -135,7 +161,9 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
 def error_class(consumer: str, error: str) -> Code | None:
     version = consumer.removeprefix("keras-")
     major = (
-        3
+        2
+        if consumer.startswith(TF_KERAS)
+        else 3
         if consumer.startswith("keras-") or tuple(int(p) for p in version.split(".")[:2]) >= (2, 16)
         else 2
     )
@@ -159,6 +187,9 @@ def expected_codes(row: dict[str, Any]) -> set[Code]:
         if found == Code.KERAS_ARGUMENT_REMOVED and row["model"].startswith("keras3"):
             # a Keras 3 file's argument an older Keras 3 lacks, not one Keras 3 dropped
             found = Code.KERAS_ARGUMENT_UNKNOWN
+        if found == Code.KERAS_NEWER_MAJOR and row["model"].startswith(TF_KERAS_FILES):
+            # a newer Keras 2 file's argument an older Keras 2 lacks, not a Keras 3 file
+            found = Code.KERAS_ARGUMENT_UNKNOWN
         return {found} if found else set()
     error = row["error"]
     if family(row) == "objects" and any(w in error for w in KERAS3_WRAPPERS):
@@ -178,6 +209,11 @@ def rows() -> list[dict[str, Any]]:
 
 def family(row: dict[str, Any]) -> str:
     producer, name = row["model"].split("/")
+    if producer.startswith(TF_KERAS_FILES):
+        return "tf-keras-files"
+    if row["consumer"].startswith(TF_KERAS):
+        tuned = row["consumer"].removeprefix(TF_KERAS) in TF_KERAS_TUNED
+        return "tf-keras" if tuned else "tf-keras-minors"
     if name.split(".")[0] in INPUT_MODELS:
         return "inputs"
     if name.split(".")[0] in INPUT_MODELS_2:
@@ -202,7 +238,11 @@ def artifact(model: str) -> Artifact:
 
 def consumer_of(name: str) -> Consumer:
     """The row's consumer: a catalog release on its measured Python, or a Keras 3 wheel
-    run outside TensorFlow ("keras-3.5.0": the newest release with that Keras pinned)."""
+    run outside TensorFlow ("keras-3.5.0": the newest release with that Keras pinned), or
+    tf-keras ("tf-keras-2.16": that release with `keras==2.16`, as a fleet declares it)."""
+    if name.startswith(TF_KERAS):
+        minor = name.removeprefix(TF_KERAS)
+        return replace(load_catalog().consumer(TF_KERAS_RELEASE[minor]), keras=minor, python="3.11")
     if name.startswith("keras-"):
         return replace(
             load_catalog().consumer("2.21.0"), keras=name.removeprefix("keras-"), python="3.11"
@@ -283,7 +323,7 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("keras-3.15.1", "tf2.8/sgd.h5"): REDUCTION,
     **{
         (consumer, f"tf1.13/{name}.h5"): TF113
-        for consumer in ("1.15.5", "2.8.4")
+        for consumer in ("1.15.5", "2.8.4", *(f"{TF_KERAS}{minor}" for minor in TF_KERAS_RELEASE))
         for name in ("adam", "loss_fn")
     },
 }  # fmt: skip

@@ -30,6 +30,9 @@ ADAM_LR = KerasObjectRef(
 ADAM_OK = KerasObjectRef(
     "optimizers", "Adam", "class", "compile", config_keys=("decay", "learning_rate", "name")
 )
+CUSTOM_ADAM = KerasObjectRef(
+    "optimizers", "Custom>Adam", "class", "compile", config_keys=("learning_rate", "name")
+)
 TF1_KEYS = ("loss", "metrics", "optimizer_config", "sample_weight_mode")
 
 
@@ -80,6 +83,9 @@ CASES = [
     # Keras 2's `lr` in Keras 3; `decay` alone is ignored there
     (model("2.2.4-tf", ADAM_LR, compiled=True), "2.21", [Code.KERAS_COMPILE_ARGUMENT]),
     (model("2.2.4-tf", ADAM_LR, compiled=True, keys=TF1_KEYS), "1.15", []),
+    # Keras 2.9+ register their new optimizers as "Custom>Adam", the name their H5 files write
+    (model("2.16.0", CUSTOM_ADAM, compiled=True), "2.15", []),
+    (model("2.16.0", CUSTOM_ADAM, compiled=True), "2.8", [Code.KERAS_UNKNOWN_OBJECT]),
     # TF 1.13-2.2 read training_config's sample_weight_mode, which Keras 2.3+ do not write
     (model("2.4.0", ADAM_OK, compiled=True), "1.15", [Code.KERAS_COMPILE_ARGUMENT]),
     (model("2.4.0", ADAM_OK, compiled=True), "2.3", []),

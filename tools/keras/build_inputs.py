@@ -1,20 +1,24 @@
 """The input each Keras rebuilds a Keras 2 model on, measured in each Keras itself.
 
     python3 tools/keras/build_inputs.py dump  [--tf 2.8.4,2.15.1] [--keras 3.0.5,3.15.1]
+                                              [--tf-keras 2.16,2.21]
     python3 tools/keras/build_inputs.py pack  [--out tests/fixtures/keras/keras_inputs.json]
 
 dump: in each runtime (the `tf.keras` of TFENVS/<release>, or a Keras 3 wheel unpacked
       under KERAS_SITES/keras-<version> run by KERAS_PYTHON on the jax backend, as
-      build_matrix.py runs them), one fresh interpreter writes a legacy H5 model the way
-      TF 2.0-2.2 write a Sequential (no InputLayer; the first layer carries
+      build_matrix.py runs them, or tf-keras: KERASENVS/tfk-<minor> with
+      TF_USE_LEGACY_KERAS=1, where `tf.keras` is tf_keras), one fresh interpreter
+      writes a legacy H5 model the way TF 2.0-2.2 write a Sequential (no InputLayer;
+      the first layer carries
       `batch_input_shape: [null, 4]`), loads it with `load_model(path, compile=False)`,
       and records the input shape that Keras rebuilt it on and what a request of the
       declared shape, (1, 4), does; and whether Embedding's `from_config` (the H5 path's
       constructor call) takes the `input_length` every Keras 2 writes. One JSON document
       per runtime goes to build/keras/inputs/<keras version>.json.
-pack: merges them into tests/fixtures/keras/keras_inputs.json, keyed by Keras version,
-      with the runtimes each was measured in (which must agree; errors are compared after
-      the backend's own wording, so only the facts, not the text, are kept per version).
+pack: merges them into tests/fixtures/keras/keras_inputs.json (the versions already
+      there are kept), keyed by Keras version, with the runtimes each was measured in
+      (which must agree; errors are compared after the backend's own wording, so only
+      the facts, not the text, are kept per version).
 
 worker/compat/keras_inputs.py and worker/compat/keras.py (READDED_IN_KERAS3) were written
 from Keras's code; tests/compat/test_keras_inputs.py checks them against this table.
@@ -37,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
+KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
 KERAS_PYTHON = os.environ.get("KERAS_PYTHON", "/work/build-keras/base311/bin/python")
 KERAS_SITES = os.environ.get("KERAS_SITES", "/work/build-keras")
 BUILD = os.path.join(REPO, "build", "keras", "inputs")
@@ -75,11 +80,25 @@ def runtime_keras():
         import keras
 
         return keras, "keras " + keras.__version__
+    if legacy_keras():
+        import tf_keras
+
+        runtime = "tensorflow %s, tf-keras %s (TF_USE_LEGACY_KERAS=1)"
+        return tf.keras, runtime % (tf.__version__, tf_keras.__version__)
     return tf.keras, "tensorflow " + tf.__version__
+
+
+def legacy_keras():
+    """tf-keras: TF 2.16+ with TF_USE_LEGACY_KERAS=1, whose tf.keras is tf_keras."""
+    return os.environ.get("TF_USE_LEGACY_KERAS") == "1"
 
 
 def keras_version(keras):
     version = getattr(keras, "__version__", "")
+    if legacy_keras():
+        import tf_keras
+
+        return tf_keras.__version__
     try:
         import keras as package
 
@@ -154,6 +173,9 @@ def cmd_dump(args):
     if not os.path.isdir(BUILD):
         os.makedirs(BUILD)
     runtimes = [(os.path.join(TFENVS, tf, "bin", "python"), None) for tf in args.tf]
+    for minor in args.tf_keras:
+        env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+        runtimes.append((os.path.join(KERASENVS, "tfk-" + minor, "bin", "python"), env))
     for version in args.keras:
         site = os.path.join(KERAS_SITES, "keras-" + version)
         env = dict(os.environ, PYTHONPATH=site, KERAS_BACKEND="jax")
@@ -184,6 +206,9 @@ def _facts(document):
 
 def cmd_pack(args):
     table = {}
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            table = json.load(f)["keras"]
     for path in sorted(glob.glob(os.path.join(BUILD, "*.json"))):
         with open(path) as f:
             facts = json.load(f)
@@ -191,7 +216,8 @@ def cmd_pack(args):
         known = table.setdefault(version, dict(facts, measured_in=[]))
         if _facts(known) != _facts(facts):
             raise SystemExit("Keras %s: runtimes disagree (%s)" % (version, runtime))
-        known["measured_in"].append(runtime)
+        if runtime not in known["measured_in"]:
+            known["measured_in"].append(runtime)
     ordered = {k: table[k] for k in sorted(table, key=version_key)}
     with open(args.out, "w") as f:
         json.dump({"source": "tools/keras/build_inputs.py", "keras": ordered}, f, indent=1)
@@ -205,6 +231,7 @@ def main():
     p = sub.add_parser("dump")
     p.add_argument("--tf", type=lambda s: s.split(","), default=[])
     p.add_argument("--keras", type=lambda s: s.split(","), default=[])
+    p.add_argument("--tf-keras", type=lambda s: s.split(","), default=[])
     p = sub.add_parser("pack")
     p.add_argument("--out", default=OUT)
     sub.add_parser("_probe")

@@ -7,7 +7,10 @@
 
 A release is a TensorFlow virtualenv ("2.15.1") or a Keras 3 wheel run outside
 TensorFlow ("keras-3.5.0": KERAS_PYTHON with KERAS_SITES/keras-3.5.0 on its path, the
-jax backend), whose files go to keras<minor>/ and whose rows name it as the consumer.
+jax backend), whose files go to keras<minor>/ and whose rows name it as the consumer,
+or tf-keras, the Keras 2 a TF 2.16+ process runs with TF_USE_LEGACY_KERAS=1
+("tf-keras-2.16": KERASENVS/tfk-2.16, tensorflow-cpu==2.16.* and tf-keras==2.16.*;
+files to tfkeras<minor>/).
 The OBJECT_MODELS (objects named by name, compiled models) are loaded the way a
 consumer calls load_model, compiling: `ok` is that, and `compile_false_ok` whether
 compile=False loaded what compiling did not.
@@ -113,6 +116,8 @@ MODELS = MODELS + OBJECT_MODELS + INPUT_MODELS
 # unpacked under KERAS_SITES/keras-3.5.0 (pip install --no-deps --target) on the jax backend.
 KERAS_PYTHON = os.environ.get("KERAS_PYTHON", "/work/build-keras/base311/bin/python")
 KERAS_SITES = os.environ.get("KERAS_SITES", "/work/build-keras")
+KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
+TF_KERAS = "tf-keras-"
 TIMEOUT = 600
 ERROR_CHARS = 400
 
@@ -197,20 +202,28 @@ def version_key(version):
 def python_of(release):
     if release.startswith("keras-"):
         return KERAS_PYTHON
+    if release.startswith(TF_KERAS):
+        return os.path.join(KERASENVS, "tfk-" + release[len(TF_KERAS) :], "bin", "python")
     return os.path.join(TFENVS, release, "bin", "python")
 
 
 def env_of(release):
-    """A Keras 3 runtime outside TensorFlow: its wheel on PYTHONPATH, the jax backend."""
+    """A Keras 3 runtime outside TensorFlow: its wheel on PYTHONPATH, the jax backend;
+    tf-keras: TF_USE_LEGACY_KERAS=1, so that tf.keras is tf_keras."""
+    if release.startswith(TF_KERAS):
+        return dict(os.environ, TF_USE_LEGACY_KERAS="1")
     if not release.startswith("keras-"):
         return None
     return dict(os.environ, PYTHONPATH=os.path.join(KERAS_SITES, release), KERAS_BACKEND="jax")
 
 
 def folder_of(release):
-    """build/keras/models/<folder>: tf<minor>, or keras<minor> for a Keras 3 runtime."""
+    """build/keras/models/<folder>: tf<minor>, keras<minor> for a Keras 3 runtime,
+    tfkeras<minor> for tf-keras."""
     if release.startswith("keras-"):
         return "keras" + minor(release[len("keras-") :])
+    if release.startswith(TF_KERAS):
+        return "tfkeras" + minor(release[len(TF_KERAS) :])
     return "tf" + minor(release)
 
 
@@ -564,6 +577,10 @@ def keras_version():
         return keras.__version__
     import tensorflow as tf
 
+    if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+        import tf_keras
+
+        return tf_keras.__version__
     try:
         import keras
 
@@ -837,6 +854,13 @@ def write_row(consumer, key, entry, result, path):
     row.update(result)
     if row["ok"]:
         row["matches_producer"] = close(row["output"], entry["expected"])
+    elif is_safe_mode_refusal(row.get("error", "")):  # as `load` without --batch does
+        unsafe = run_child(consumer, load_argv(key, entry) + ["--unsafe"])
+        row["unsafe_load_ok"] = unsafe["ok"]
+        if unsafe["ok"]:
+            row["unsafe_output"] = unsafe["output"]
+        else:
+            row["unsafe_error"] = unsafe.get("error")
     with open(path, "a") as f:
         f.write(json.dumps(row, sort_keys=True) + "\n")
     print(consumer, key, "ok" if row["ok"] else "FAILS")

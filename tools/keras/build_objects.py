@@ -1,6 +1,7 @@
 """The built-in objects each Keras can deserialize by name, measured in each Keras itself.
 
     python3 tools/keras/build_objects.py dump  [--tf 2.4.4,2.15.1] [--keras 3.0.5=/path/site]
+                                               [--tf-keras 2.16,2.21]
     python3 tools/keras/build_objects.py pack  [--out worker/catalog/data/keras_objects.json.gz]
 
 dump: in each runtime, one fresh interpreter asks that Keras's own deserializers about
@@ -11,15 +12,20 @@ dump: in each runtime, one fresh interpreter asks that Keras's own deserializers
       wheel unpacked with `pip install --no-deps --target DIR keras==3.X` run by a Python
       that has Keras 3's dependencies (--python; KERAS_BACKEND=jax: the numpy backend of
       Keras 3.0 imports torch).
-pack: merges the dumps into one table, one entry per Keras minor (the newest patch
-      measured), or per TensorFlow minor for the Keras bundled in TF 1.13 to 2.5
-      ("tf-2.1"), with the runtime each was measured in.
+      tf-keras, the Keras 2 that TF 2.16+ run with TF_USE_LEGACY_KERAS=1 (--tf-keras
+      2.16: KERASENVS/tfk-2.16, a virtualenv with tensorflow-cpu==2.16.* and
+      tf-keras==2.16.*; `tf.keras` is then tf_keras, filed under its version, "2.16").
+pack: merges the dumps into the table already at --out, one entry per Keras minor
+      (the newest patch measured), or per TensorFlow minor for the Keras bundled in TF
+      1.13 to 2.5 ("tf-2.1"), with the runtime each was measured in; a dump that says
+      something else replaces the entry of its key, every other entry is kept as it is.
 
 How a name is judged (the child, `_dump`): candidates are the names the kind's own
 module and lookup dicts hold (`keras.activations`, the implementation module's globals
 that Keras 2's `deserialize` reads, Keras 3's `ALL_OBJECTS_DICT`, the layers
-`keras.layers` exports), and each is passed to the kind's own entry point the way a
-saved config names it: `activations.get("relu")` for functions named by a string,
+`keras.layers` exports, and in Keras 2 the registered names of the kind's own objects,
+such as Keras 2.11+'s "Custom>Adam"), and each is passed to the kind's own entry point
+the way a saved config names it: `activations.get("relu")` for functions named by a string,
 `initializers.get({"class_name": ..., "config": {}})` for classes (Keras 3: first as
 a `.keras` entry, `{"module": "keras.initializers", ...}`, which reaches the public
 API's aliases), and for layers
@@ -49,6 +55,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
+KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
 BUILD = os.path.join(REPO, "build", "keras", "objects")
 OUT = os.path.join(REPO, "worker", "catalog", "data", "keras_objects.json.gz")
 KINDS = (
@@ -89,6 +96,11 @@ def _keras():
         return keras, keras.__version__, "keras " + keras.__version__
     keras = tf.keras
     version = getattr(keras, "__version__", "")
+    if os.environ.get("TF_USE_LEGACY_KERAS") == "1" and _key(tf.__version__) >= (2, 16):
+        import tf_keras  # what tf.keras is now
+
+        runtime = "tensorflow %s, tf-keras %s (TF_USE_LEGACY_KERAS=1)"
+        return keras, tf_keras.__version__, runtime % (tf.__version__, tf_keras.__version__)
     try:
         import keras as package
 
@@ -150,6 +162,25 @@ def _candidates(module, kind):
                     continue
                 names[name] = value
     return names
+
+
+def _registered(keras, kind):
+    """{name: object} registered in Keras's global custom objects whose object lives in the
+    kind's package: Keras 2.11+ register their optimizers ("Custom>Adam"), which is the
+    name an H5 file's training_config gives them."""
+    found = {}
+    get = getattr(getattr(keras, "utils", None), "get_custom_objects", None)
+    if get is None:
+        return found
+    try:
+        registry = get()
+    except Exception:
+        return found
+    for name, value in list(registry.items()):
+        module = getattr(value, "__module__", "") or ""
+        if isinstance(name, str) and "." + kind + "." in module + ".":
+            found[name] = value
+    return found
 
 
 def _arguments(value):
@@ -329,7 +360,11 @@ def child_dump(args):
             _probe(keras, kind, CANARY, major) or ""
         )
         objects = {}
-        for name, value in sorted(_candidates(module, kind).items()):
+        candidates = _candidates(module, kind)
+        if major < 3:
+            for name, value in _registered(keras, kind).items():
+                candidates.setdefault(name, value)
+        for name, value in sorted(candidates.items()):
             if kind == "layers" and not inspect.isclass(value):
                 continue
             if _probe(keras, kind, name, major) is not None:
@@ -377,6 +412,10 @@ def cmd_dump(args):
     jobs = [
         (release, [os.path.join(TFENVS, release, "bin", "python")], None) for release in args.tf
     ]
+    for minor in args.tf_keras:
+        env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+        jobs.append(("tf-keras " + minor,
+                     [os.path.join(KERASENVS, "tfk-" + minor, "bin", "python")], env))  # fmt: skip
     for spec in args.keras:
         version, site = spec.split("=", 1)
         env = dict(os.environ, PYTHONPATH=site, KERAS_BACKEND=args.backend)
@@ -402,18 +441,41 @@ def table_key(version, runtime):
     to 2.5 (their version strings repeat across releases whose tables differ: 1.13 to
     2.0 all say "2.2.4-tf"), else the Keras package's "major.minor"."""
     if runtime.startswith("tensorflow "):
-        release = runtime.split(" ", 1)[1]
+        release = runtime.split(" ", 1)[1].split(",")[0]
         if _key(release) < (2, 6):
             return "tf-" + ".".join(release.split(".")[:2])
     return ".".join(version.split(".")[:2])
 
 
+def _same_facts(old, new):
+    """Whether a re-measured entry says what the table's entry says, ignoring what the
+    older tool did not record (chain_args) and where it was measured."""
+
+    def facts(entry, recorded):
+        kinds = {}
+        for kind, table in entry["kinds"].items():
+            objects = {}
+            for name, value in table["objects"].items():
+                objects[name] = {k: v for k, v in value.items() if k in recorded}
+            kinds[kind] = dict(table, objects=objects)
+        return dict(entry, kinds=kinds, measured_in=None)
+
+    recorded = {"args", "kwargs"}
+    if any("chain_args" in value for table in old["kinds"].values()
+           for value in table["objects"].values()):  # fmt: skip
+        recorded.add("chain_args")
+    return facts(old, recorded) == facts(new, recorded)
+
+
 def cmd_pack(args):
+    versions = {}
+    if os.path.exists(args.out):
+        with gzip.open(args.out) as f:
+            versions = json.load(f)["versions"]
     dumps = []
     for path in sorted(glob.glob(os.path.join(BUILD, "*.json"))):
         with open(path) as f:
             dumps.append(json.load(f))
-    versions = {}
     for found in sorted(dumps, key=lambda d: (_key(d["keras"]), d["runtime"])):
         key = found.pop("key")
         found["measured_in"] = "%s, Python %s%s" % (
@@ -422,6 +484,8 @@ def cmd_pack(args):
             ", KERAS_BACKEND=" + found["backend"] if found.get("backend") else "",
         )
         found.pop("backend", None)
+        if key in versions and _same_facts(versions[key], found):
+            continue  # re-measured alike: the entry stays as it was written
         versions[key] = found  # the newest patch of a minor wins
     table = {
         "source": "tools/keras/build_objects.py: each Keras's own deserializers, asked per name",
@@ -442,6 +506,8 @@ def main():
     p.add_argument("--tf", type=lambda s: [v for v in s.split(",") if v], default=[])
     p.add_argument("--keras", type=lambda s: [v for v in s.split(",") if v], default=[],
                    help="VERSION=SITE_DIR,...: Keras 3 wheels unpacked with pip --target")  # fmt: skip
+    p.add_argument("--tf-keras", type=lambda s: [v for v in s.split(",") if v], default=[],
+                   help="2.16,2.21: KERASENVS/tfk-<minor>, TF_USE_LEGACY_KERAS=1")  # fmt: skip
     p.add_argument("--python", default=sys.executable,
                    help="a Python with Keras 3's dependencies, for --keras")  # fmt: skip
     p.add_argument("--backend", default="jax")

@@ -10,7 +10,9 @@
   names (`keras>=3.2.0` in 2.17.1, `>=3.5.0` in 2.18.1, `>=3.12.0` in 2.21.0, read
   from the installed METADATA; 2.16 `>=3.0.0`, 2.19 `>=3.5.0`, 2.20 `>=3.10.0` from
   the release notes). pip installs the newest Keras 3 that fits, so the Keras a
-  consumer runs is at least this; a fleet entry's `keras:` says exactly.
+  consumer runs is at least this; a fleet entry's `keras:` says exactly. A TF 2.16+
+  process with TF_USE_LEGACY_KERAS=1 runs tf-keras instead, Keras 2 versioned as
+  TensorFlow's minors: declared `keras: "2.17"`.
 
 The Python versions are those with a Linux x86_64 wheel of the minor on PyPI
 (`pip index versions tensorflow --python-version X.Y`): marshalled Python code (a

@@ -1,8 +1,9 @@
 """The objects each Keras version deserializes by name (data measured in each Keras).
 
 `data/keras_objects.json.gz` is built by `tools/keras/build_objects.py` (dump, then
-pack): in each Keras runtime (the `tf.keras` of TensorFlow 1.13 to 2.15, Keras 3.0 to
-the newest Keras 3 from its wheel) every candidate name of each kind (layers,
+pack): in each Keras runtime (the `tf.keras` of TensorFlow 1.13 to 2.15, tf-keras 2.16 to
+2.21 in the TensorFlow of its minor with TF_USE_LEGACY_KERAS=1, Keras 3.0 to the newest
+Keras 3 from its wheel) every candidate name of each kind (layers,
 activations, initializers, regularizers, constraints, losses, metrics, optimizers) was
 passed to that Keras's own lookup, and kept when it resolved; a class keeps its
 constructor's parameters. Each version also keeps the error its Keras raised for a
@@ -11,9 +12,9 @@ the one a `.keras` config's module-qualified entry meets, `unknown_message_archi
 and says where it was measured (`measured_in`).
 
 A table is found by the Keras a consumer runs: its major.minor ("3.6.0" and "3.6"
-read the table of 3.6), or for the Keras bundled in TensorFlow 1.13 to 2.5, the
-release's ("tf-2.1"). A Keras no table was measured for is None: whether it resolves
-a name is unknown, never "yes".
+read the table of 3.6; "2.17" is tf-keras 2.17, the only Keras 2.16+), or for the Keras
+bundled in TensorFlow 1.13 to 2.5, the release's ("tf-2.1"). A Keras no table was
+measured for is None: whether it resolves a name is unknown, never "yes".
 """
 
 from __future__ import annotations

@@ -57,6 +57,13 @@ tests/fixtures/keras/README.md):
   writes and Keras 3.0-3.1 reject (3.2 accepts it again): an error where the consumer runs
   only those, a warning where it may run them.
 
+- (from the held-out `tf-keras-files` rows, files written by tf-keras 2.16 and 2.21) tf-keras
+  2.21's InputLayer `optional`, which older Keras 2 reject (`keras.argument-unknown`);
+- (from the held-out `tf-keras` rows: the committed files loaded by tf-keras 2.16-2.21, the
+  Keras 2 that TF 2.16+ run with TF_USE_LEGACY_KERAS=1, declared `keras==2.16`..`2.21`)
+  tf-keras reads Keras 2.13-2.15 archives: their `keras.src.engine` module (tf-keras
+  imports `keras.*` as `tf_keras.*`) and their weights' paths (it forks Keras 2.15).
+
 Written from Keras's code before any fixture tested it (`worker/compat/keras_inputs.py`):
 a Keras 2 Sequential whose first entry is a layer carrying `batch_input_shape` (TF 1.x and
 2.0-2.2 write no InputLayer) is rebuilt by Keras 3 on an input of one axis more; the
@@ -103,6 +110,11 @@ ADDED_IN_KERAS2: dict[tuple[str, str], tuple[int, int]] = {
         "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
         "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
     )
+} | {
+    # tf-keras 2.21's InputLayer writes `optional` (measured: tf-keras 2.20.1's InputLayer
+    # lacks it; Keras 2.12 and 2.15 and tf-keras 2.16 fail the file: "Error when
+    # deserializing class 'InputLayer' ... Unrecognized keyword arguments: ['optional']")
+    ("InputLayer", "optional"): (2, 21),
 }  # fmt: skip
 # Keras 2 arguments a later Keras 3 accepts again: (class, key) -> the first Keras 3 that
 # does (hand-written from Keras's history, the commit beside each row).
@@ -112,12 +124,24 @@ READDED_IN_KERAS3: dict[tuple[str, str], tuple[int, int]] = {
     ("Embedding", "input_length"): (3, 2),
 }
 FUNCTIONAL_FROM = (2, 4)  # Keras 2.4 (TF 2.4) names functional models "Functional"
-# Keras-internal modules a `.keras` may name, and the Keras 2 minors that have them.
-ENGINE_MODULES: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = (
-    ("keras.src.engine", (2, 13), (2, 15)),
-    ("keras.engine", (2, 6), (2, 12)),
-    ("keras.src.models", (3, 0), (99, 0)),  # Keras 3's own
+# Keras-internal modules a `.keras` may name, the Keras versions that import them, and how
+# a message names those. tf-keras (Keras 2 for TF 2.16+, versioned as TensorFlow's minors)
+# imports a `keras.*` module as `tf_keras.*` (tf_keras/src/saving/serialization_lib.py,
+# `_retrieve_class_or_fn`), so it reads Keras 2.13-2.15's `keras.src.engine` (measured: their
+# archives load in tf-keras 2.16-2.21) but not Keras 2.12's `keras.engine`; its own archives
+# name `tf_keras.src.engine` (the class's `__module__`), which only tf-keras imports.
+TF_KERAS_FROM = (2, 16)
+LAST_KERAS2 = (2, 99)
+ENGINE_MODULES: tuple[tuple[str, tuple[int, int], tuple[int, int], str], ...] = (
+    ("keras.src.engine", (2, 13), LAST_KERAS2, "Keras 2.13-2.15 and tf-keras 2.16+"),
+    ("keras.engine", (2, 6), (2, 12), "Keras 2.6-2.12"),
+    ("tf_keras.src.engine", TF_KERAS_FROM, LAST_KERAS2, "tf-keras 2.16+"),
+    ("keras.src.models", (3, 0), (99, 0), "Keras 3"),  # Keras 3's own
 )
+# Keras 2 minors from 2.15 on write and read an archive's weights at the same paths:
+# tf-keras forks Keras 2.15's saving code (measured: Keras 2.15 archives load in tf-keras
+# 2.16-2.21, Keras 2.12's fail there as in 2.15).
+SHARED_ARCHIVE_LAYOUT_FROM = (2, 15)
 # What Keras 3 writes on an InputLayer that no Keras 2 accepts.
 KERAS3_INPUT_KEYS = ("batch_shape", "optional")
 FIRST_ZIP_KERAS = (2, 12)
@@ -193,8 +217,9 @@ def _removed_argument(model: KerasModel, layer: KerasLayer) -> str | None:
     return None
 
 
-def _span(first: tuple[int, int], last: tuple[int, int]) -> str:
-    return f"{first[0]}.{first[1]}" + ("+" if last[0] >= 99 else f"-{last[0]}.{last[1]}")
+def _archive_layout(version: tuple[int, int]) -> tuple[int, int]:
+    """The Keras 2 minor whose weight paths an archive of this Keras 2 version uses."""
+    return SHARED_ARCHIVE_LAYOUT_FROM if version >= SHARED_ARCHIVE_LAYOUT_FROM else version
 
 
 def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
@@ -219,14 +244,14 @@ def _unknown_class(model: KerasModel, runs: tuple[int, int]) -> Finding | None:
                 )
     if model.container != "keras-zip":
         return None
-    for prefix, first, last in ENGINE_MODULES:
+    for prefix, first, last, shown in ENGINE_MODULES:
         if model.model_module.startswith(prefix) and not first <= runs <= last:
             return error(
                 Code.KERAS_CLASS_UNKNOWN,
                 f"The archive names its model's class by the Keras-internal module "
-                f"'{model.model_module}', which exists only in Keras "
-                f"{_span(first, last)} ('Could not deserialize class "
-                f"'{model.model_class}' because its parent module ... cannot be imported').",
+                f"'{model.model_module}', which exists only in {shown} ('Could not deserialize "
+                f"class '{model.model_class}' because its parent module ... cannot be "
+                "imported').",
                 fix=Fix(FixKind.UPGRADE_TO)
                 if first[0] >= 3
                 else Fix(FixKind.RESAVE_AS_H5, keras=model.keras_version or None),
@@ -244,7 +269,8 @@ def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Findin
                     Code.KERAS_ARGUMENT_UNKNOWN,
                     f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
                     f"Keras {first[0]}.{first[1]} added; Keras {'.'.join(map(str, runs))} "
-                    f"does not know it ('Keyword argument not understood: {key!r}').",
+                    f"does not know it ('Keyword argument not understood: {key!r}', or "
+                    f"'Unrecognized keyword arguments: [{key!r}]').",
                     fix=Fix(FixKind.UPGRADE_TO),
                 )
     return None
@@ -439,7 +465,7 @@ def keras_findings(s: Subject) -> list[Finding]:
         )
     if model.container == "keras-zip" and major == 2 and runs[0] == 2:
         wrote = keras_version_tuple(written)
-        if wrote is not None and wrote != runs:
+        if wrote is not None and _archive_layout(wrote) != _archive_layout(runs):
             findings.append(
                 error(
                     Code.KERAS_ARCHIVE_MINOR,
