@@ -129,39 +129,25 @@ def _finding(
         target = max(support.versions) if too_new and support.versions else None
         if not too_new and support.versions:
             target = min(support.versions)
-        return error(
+        return _refused(
             Code.XLA_MODULE_VERSION,
             f"XlaCallModule ({where}) has serialization version {module.version}; TensorFlow "
             f"{release} runs versions {_span(support.versions)}: the model loads and every "
             f"request that runs it fails ({_said(said, module.version)}).",
-            op=XLA_CALL_MODULE,
-            attr="version",
-            fix=Fix(
-                FixKind.REEXPORT_XLA,
-                op=XLA_CALL_MODULE,
-                attr="version",
-                value=str(target) if target is not None else None,
-                release=upgrade,
-            ),
-            stage=Stage.REQUEST,
+            "version",
+            str(target) if target is not None else None,
+            upgrade,
         )
     if problem == "empty-platforms":
-        return error(
+        return _refused(
             Code.XLA_PLATFORM,
             f"XlaCallModule ({where}) has serialization version {module.version} and no "
             f"platforms; TensorFlow {release} requires them from version "
             f"{FIRST_VERSION_WITH_DISABLED_CHECKS}: every request that runs it fails "
             f"('XlaCallModuleOp with version {module.version} must have non-empty platforms').",
-            op=XLA_CALL_MODULE,
-            attr="platforms",
-            fix=Fix(
-                FixKind.REEXPORT_XLA,
-                op=XLA_CALL_MODULE,
-                attr="platforms",
-                value="cpu",
-                release=upgrade,
-            ),
-            stage=Stage.REQUEST,
+            "platforms",
+            "cpu",
+            upgrade,
         )
     if problem == "stablehlo":
         refused = support.refused_from()
@@ -177,39 +163,34 @@ def _finding(
             read = (
                 f"reads modules stamped up to {newest} (refused from {support.stablehlo_refused})"
             )
-        return error(
+        return _refused(
             Code.XLA_STABLEHLO,
             f"XlaCallModule ({where}) holds a StableHLO module written for StableHLO "
             f"{module.stamp}; TensorFlow {release} {read}: every request that runs it fails "
             f"('{support.stablehlo_error or 'Cannot deserialize computation'}').",
-            op=XLA_CALL_MODULE,
-            attr="module",
-            fix=Fix(
-                FixKind.REEXPORT_XLA,
-                op=XLA_CALL_MODULE,
-                attr="module",
-                value=_older(refused[0]) if refused is not None and newest else None,
-                release=upgrade,
-            ),
-            stage=Stage.REQUEST,
+            "module",
+            _older(refused[0]) if refused is not None and newest else None,
+            upgrade,
         )
     shown = ", ".join(module.platforms)
-    return error(
+    return _refused(
         Code.XLA_PLATFORM,
         f"XlaCallModule ({where}) was lowered for platforms [{shown}], without CPU, where "
         f"TensorFlow {release} runs it: every request that runs it fails "
         f"('{support.platform_error}').",
-        op=XLA_CALL_MODULE,
-        attr="platforms",
-        fix=Fix(
-            FixKind.REEXPORT_XLA,
-            op=XLA_CALL_MODULE,
-            attr="platforms",
-            value="cpu",
-            release=None,
-        ),
-        stage=Stage.REQUEST,
+        "platforms",
+        "cpu",
+        None,
     )
+
+
+def _refused(
+    code: Code, message: str, attr: str, value: str | None, release: str | None
+) -> Finding:
+    """An error at the first request, fixed by re-exporting with `attr` at `value` (or by
+    upgrading to `release`, the first that runs the module as it is)."""
+    fix = Fix(FixKind.REEXPORT_XLA, op=XLA_CALL_MODULE, attr=attr, value=value, release=release)
+    return error(code, message, op=XLA_CALL_MODULE, attr=attr, fix=fix, stage=Stage.REQUEST)
 
 
 def _older(stamp: str) -> str:
