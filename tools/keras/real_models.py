@@ -130,8 +130,10 @@ SOURCES = [
         },
     },
 ]
-# Files whose rows a rule was changed from (none yet): every other file is held out.
-TUNED: set[str] = set()
+# Files whose rows a rule was changed from (at most two thirds of them; the first rows of
+# every file were measured against the rules as committed in HELD_OUT_AFTER): the others
+# are held out. nc_voter_name_race_lstm_oversample taught Conv1D's `groups` (Keras 2.4+).
+TUNED = {"ethnicolr-0.9.6/nc_voter_name_race_lstm_oversample"}
 
 
 def model_id(source: dict, member: str) -> str:
