@@ -23,6 +23,7 @@ LSTM2 = KerasLayer("LSTM", "l", ("name", "time_major", "units"))
 LAMBDA37 = KerasLayer("Lambda", "f", ("function",), code=PythonCode("3.0-3.7", 110))
 LAMBDA311 = KerasLayer("Lambda", "f", ("function",), code=PythonCode("3.11+", 170))
 POOL = KerasLayer("GlobalAveragePooling1D", "p", ("keepdims", "name"))
+CONV_GROUPS = KerasLayer("Conv1D", "c", ("filters", "groups", "kernel_size", "name"))
 
 
 def model(version: str, *layers: KerasLayer, container: str = "hdf5", **extra: str) -> Artifact:
@@ -56,6 +57,9 @@ CASES = [
     # keepdims came with Keras 2.6
     (model("2.10.0", INPUT2, POOL), "2.5", None, Code.KERAS_ARGUMENT_UNKNOWN),
     (model("2.10.0", INPUT2, POOL), "2.6", None, None),
+    # grouped convolutions: Conv1D-3D take `groups` from Keras 2.4 (TF 2.3)
+    (model("2.5.0", INPUT2, CONV_GROUPS), "2.2", None, Code.KERAS_ARGUMENT_UNKNOWN),
+    (model("2.5.0", INPUT2, CONV_GROUPS), "2.3", None, None),
     # marshalled Lambdas: Keras 3 asks for safe_mode; Keras 2 H5 loads where Python agrees
     (model("2.15.0", INPUT2, LAMBDA311), "2.18", "3.11", Code.KERAS_LAMBDA_SAFE_MODE),
     (model("2.15.0", INPUT2, LAMBDA311), "2.15", "3.11", None),

@@ -3,7 +3,9 @@
     .venv/bin/python tools/keras/agreement.py [-v]
 
 Uses the same comparison as tests/compat/test_keras_agreement.py (`disagreement`);
--v lists every row that disagrees and why.
+-v lists every row that disagrees and why. The real files PyPI packages ship
+(tests/fixtures/keras-real, tests/compat/test_keras_real_agreement.py) are printed
+apart, held-out and tuned files apart again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.compat.test_keras_agreement import FAMILIES, disagreement, family, rows
+from tests.compat.test_keras_real_agreement import held_out, real_disagreement
+from tests.compat.test_keras_real_agreement import rows as real_rows
 
 
 def main() -> None:
@@ -22,6 +26,13 @@ def main() -> None:
         picked = [r for r in rows() if family(r) == name]
         wrong = [(r, why) for r in picked if (why := disagreement(r)) is not None]
         print(f"{name:>10}: {len(picked) - len(wrong)}/{len(picked)} rows agree")
+        if verbose:
+            for row, why in wrong:
+                print(f"          {row['consumer']} {row['model']}: {why}")
+    for name, held in (("real", False), ("real held-out", True)):
+        picked = [r for r in real_rows() if held_out(r) is held]
+        wrong = [(r, why) for r in picked if (why := real_disagreement(r)) is not None]
+        print(f"{name:>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree (real files)")
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")

@@ -115,6 +115,12 @@ ADDED_IN_KERAS2: dict[tuple[str, str], tuple[int, int]] = {
     # lacks it; Keras 2.12 and 2.15 and tf-keras 2.16 fail the file: "Error when
     # deserializing class 'InputLayer' ... Unrecognized keyword arguments: ['optional']")
     ("InputLayer", "optional"): (2, 21),
+} | {
+    # grouped convolutions (measured: TF 2.3.4's Keras 2.4.0 takes `groups` in Conv1D, Conv2D
+    # and Conv3D, TF 2.2.3's Keras 2.3.0-tf in none; TF 1.15.5 fails ethnicolr 0.9.6's Conv1D
+    # file: "Keyword argument not understood: 'groups'")
+    (cls, "groups"): (2, 4)
+    for cls in ("Conv1D", "Conv2D", "Conv3D")
 }  # fmt: skip
 # Keras 2 arguments a later Keras 3 accepts again: (class, key) -> the first Keras 3 that
 # does (hand-written from Keras's history, the commit beside each row).
@@ -407,9 +413,11 @@ def keras_findings(s: Subject) -> list[Finding]:
         older = _older_keras2(model, runs)
         if older is not None:
             at = next(i for i, layer in enumerate(model.layers) if layer.name == older[0])
-            # an object Keras fails to resolve in an earlier layer is met first
-            findings.extend(f for i, f in layer_objects if i < at)
-            layer_objects = [(i, f) for i, f in layer_objects if i >= at]
+            # an object Keras fails to resolve in an earlier layer is met first, in the same
+            # layer too (measured: TF 1.15.5 fails TF 2.8's Conv1D with a lambda activation
+            # and `groups` on "Unknown activation function:<lambda>")
+            findings.extend(f for i, f in layer_objects if i <= at)
+            layer_objects = [(i, f) for i, f in layer_objects if i > at]
             findings.append(older[1])
     if major == 2 and runs[0] >= 3:
         may_run = [v for t in tables if (v := keras_version_tuple(t.keras)) is not None]
