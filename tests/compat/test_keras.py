@@ -154,3 +154,43 @@ def test_tf_keras_2_21_input_layer_optional(keras: str, expected: bool) -> None:
     verdict = check_artifact(written, consumer, load_catalog())
     codes = [f.code for f in verdict.findings if f.severity == Severity.ERROR]
     assert (codes[:1] == [Code.KERAS_ARGUMENT_UNKNOWN]) is expected
+
+
+def _embedding(initializer: str) -> KerasLayer:
+    return KerasLayer(
+        "Embedding",
+        "e",
+        ("batch_input_shape", "dtype", "embeddings_initializer", "input_dim", "name"),
+        batch_input_shape=(None, 20),
+        integer_dtype="int32",
+        drawing_initializers=(f"embeddings_initializer:{initializer}",) if initializer else (),
+    )
+
+
+@pytest.mark.parametrize(
+    ("initializer", "release", "expected"),
+    [
+        # Keras 2.0 wrote the input's dtype on the first layer; tf.keras builds the weights
+        # in it, and a drawing initializer fails (real ethnicolr 0.4.0 files)
+        ("RandomUniform", "1.15", Code.KERAS_LAYER_DTYPE),
+        ("RandomUniform", "2.15", Code.KERAS_LAYER_DTYPE),
+        ("", "2.15", None),  # zeros and ones fit an integer variable
+    ],
+)
+def test_an_integer_layer_dtype_fails_where_its_initializer_draws(
+    initializer: str, release: str, expected: Code | None
+) -> None:
+    artifact = model("2.0.2", _embedding(initializer), DENSE)
+    assert first_error(artifact, release) == expected
+
+
+def test_the_reader_keeps_an_integer_layer_dtype_and_its_drawing_initializers() -> None:
+    from worker.formats.keras import _integer_dtype
+
+    config = {
+        "dtype": "int32",
+        "embeddings_initializer": {"class_name": "RandomUniform", "config": {}},
+        "bias_initializer": {"class_name": "Zeros", "config": {}},
+    }
+    assert _integer_dtype(config) == ("int32", ("embeddings_initializer:RandomUniform",))
+    assert _integer_dtype({**config, "dtype": "float32"}) == ("", ())

@@ -149,6 +149,9 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "Could not locate", Code.KERAS_UNKNOWN_OBJECT),
     (3, "string indices must be integers", Code.KERAS_UNKNOWN_OBJECT),
     (2, "Keyword argument not understood", Code.KERAS_ARGUMENT_UNKNOWN),
+    # an integer layer dtype the layer's float initializer fills (real files, Keras 2.0)
+    (2, "to EagerTensor of dtype int", Code.KERAS_LAYER_DTYPE),
+    (2, "Expected int32, got", Code.KERAS_LAYER_DTYPE),
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (3, "could not be deserialized properly", Code.KERAS_ARGUMENT_REMOVED),
     (3, "Error when deserializing class", Code.KERAS_ARGUMENT_REMOVED),

@@ -133,7 +133,13 @@ SOURCES = [
 # Files whose rows a rule was changed from (at most two thirds of them; the first rows of
 # every file were measured against the rules as committed in HELD_OUT_AFTER): the others
 # are held out. nc_voter_name_race_lstm_oversample taught Conv1D's `groups` (Keras 2.4+).
-TUNED = {"ethnicolr-0.9.6/nc_voter_name_race_lstm_oversample"}
+# files a rule was tuned on after the first measurement (no longer held out): Conv's
+# `groups` (0.9.6), an integer layer dtype under a drawing initializer (the two 0.4.0 files)
+TUNED = {
+    "ethnicolr-0.9.6/nc_voter_name_race_lstm_oversample",
+    "ethnicolr-0.4.0/census2000_ln_lstm_old",
+    "ethnicolr-0.4.0/fl_all_name_lstm_old",
+}
 
 
 def model_id(source: dict, member: str) -> str:

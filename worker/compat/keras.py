@@ -458,6 +458,8 @@ def keras_findings(s: Subject) -> list[Finding]:
                 )
                 break
     findings.extend(f for _, f in layer_objects)
+    if major == 2 and runs[0] == 2:
+        findings.extend(_integer_weights(model, written))
     # the input Keras 3 builds the model on (the layers' arguments are met first)
     findings.extend(input_findings(model, runs))
     if model.lambdas and (runs[0] >= 3 or model.container == "keras-zip"):
@@ -495,6 +497,31 @@ def keras_findings(s: Subject) -> list[Finding]:
             )
         )
     return findings
+
+
+def _integer_weights(model: KerasModel, written: str) -> list[Finding]:
+    """A layer whose config names an integer `dtype` and draws its weights from a random
+    or constant initializer. Keras 2.0 wrote the model input's dtype on the first layer
+    (an Embedding fed int32 ids: `dtype: 'int32'`); tf.keras makes a layer's `dtype` the
+    dtype of its weights (base_layer `add_weight`), so building the layer fails: "Cannot
+    convert -0.05 to EagerTensor of dtype int32" (TF 1.15: "Expected int32, got -0.05 of
+    type 'float'"), measured in tf.keras of 1.15.5, 2.8.4, 2.15.1 and tf-keras 2.16, 2.21
+    on ethnicolr 0.4.0's files."""
+    for layer in model.layers:
+        if layer.integer_dtype and layer.drawing_initializers:
+            drawn = ", ".join(layer.drawing_initializers)
+            return [
+                error(
+                    Code.KERAS_LAYER_DTYPE,
+                    f"Layer '{layer.name}' ({layer.class_name}) has dtype "
+                    f"{layer.integer_dtype}, which Keras {written or '2.0'} read as its "
+                    "input's; this Keras creates the layer's weights in that dtype, and its "
+                    f"initializer ({drawn}) draws values an integer cannot hold: the load "
+                    f"fails ('Cannot convert ... to EagerTensor of dtype {layer.integer_dtype}').",
+                    fix=Fix(FixKind.FLOAT_LAYER_DTYPE, name=layer.name),
+                )
+            ]
+    return []
 
 
 def _objects(

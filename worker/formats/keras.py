@@ -86,6 +86,29 @@ def _batch_shape(config: dict[str, Any]) -> tuple[int | None, ...] | None:
     return tuple(value)
 
 
+INTEGER_DTYPES = frozenset(
+    {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"}
+)
+# initializers whose values an integer variable holds exactly
+EXACT_INITIALIZERS = frozenset({"Zeros", "Ones", "zeros", "ones"})
+
+
+def _integer_dtype(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The config's integer `dtype` and the initializers that draw other values; ('', ())
+    when the dtype is not an integer type."""
+    dtype = config.get("dtype")
+    if not isinstance(dtype, str) or dtype not in INTEGER_DTYPES:
+        return "", ()
+    drawing = []
+    for key, value in config.items():
+        if not key.endswith("_initializer"):
+            continue
+        name = value.get("class_name") if isinstance(value, dict) else value
+        if isinstance(name, str) and name not in EXACT_INITIALIZERS:
+            drawing.append(f"{key}:{name}")
+    return dtype, tuple(sorted(drawing))
+
+
 def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
     """Nested objects (initializers, regularizers, constraints) whose config has `dtype`."""
     found = []
@@ -123,8 +146,11 @@ class _Walker:
         typed: tuple[str, ...] = ()
         listed: tuple[str, ...] = ()
         shape = None
+        integer_dtype = ""
+        drawing: tuple[str, ...] = ()
         if isinstance(config, dict):
             shape = _batch_shape(config)
+            integer_dtype, drawing = _integer_dtype(config)
             keys = tuple(sorted(str(k) for k in config))
             listed = tuple(sorted(str(k) for k, v in config.items() if isinstance(v, list)))
             typed = _typed_objects(config)
@@ -145,6 +171,8 @@ class _Walker:
                 wrapped=wrapped,
                 depth=depth,
                 batch_input_shape=shape,
+                integer_dtype=integer_dtype,
+                drawing_initializers=drawing,
             )
         )
         where = self.layers[-1].name or entry["class_name"]

@@ -81,6 +81,7 @@ class Code(StrEnum):
     KERAS_COMPILE_ARGUMENT = "keras.compile-argument"  # an optimizer argument it rejects
     KERAS_COMPILE_ONLY = "keras.compile-only"  # only compiling fails: compile=False loads it
     KERAS_INPUT_SHAPE = "keras.input-shape"  # the consumer's Keras reads the input otherwise
+    KERAS_LAYER_DTYPE = "keras.layer-dtype"  # an integer layer dtype a drawn initializer fills
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
@@ -127,6 +128,9 @@ class FixKind(StrEnum):
     # keras, shape: re-save from that Keras 2 or a later one (an InputLayer first), or rebuild it
     # on keras.Input(batch_shape=shape); or serve it with Keras 2
     DECLARE_INPUT = "declare_input"
+    # name: the layer; rebuild the model with that layer in float32 (the input keeps the
+    # integer dtype) in the consumer's Keras, load the weights, save it again
+    FLOAT_LAYER_DTYPE = "float_layer_dtype"
     # name: pass it in load_model(custom_objects=...), or re-save it registered
     REGISTER_CUSTOM_OBJECT = "register_custom_object"
     LOAD_WITHOUT_COMPILE = "load_without_compile"  # name: load_model(path, compile=False)

@@ -63,6 +63,11 @@ class KerasLayer:
     # the input batch shape the entry declares, as Keras 2 reads it: `batch_input_shape`
     # (Keras 2, any layer) or an InputLayer's `batch_shape` (Keras 3); None for an unknown dim
     batch_input_shape: tuple[int | None, ...] | None = None
+    # the config's `dtype` when it names an integer type ("int32"; Keras 2.0 wrote the
+    # input's dtype on the first layer), and then the layer's initializers that draw
+    # other values than zeros and ones ("embeddings_initializer:RandomUniform")
+    integer_dtype: str = ""
+    drawing_initializers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,8 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 wrapped=layer.get("wrapped", False),
                 depth=layer.get("depth", 1),
                 batch_input_shape=_shape(layer.get("batch_input_shape")),
+                integer_dtype=layer.get("integer_dtype", ""),
+                drawing_initializers=tuple(layer.get("drawing_initializers", ())),
             )
         )
     objects = tuple(

@@ -168,6 +168,14 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
             f"Export a SavedModel with {quote('model.export(DIR)')} in the Keras that wrote "
             f"it, and serve that to {who}"
         )
+    if kind == "float_layer_dtype":
+        layer = fix.get("name") or "the layer"
+        example = quote("keras.Input(..., dtype='int32')")
+        return (
+            f"Rebuild the model in {who}'s Keras with {quote(str(layer))} in float32 (its input "
+            f"keeps the integer dtype, e.g. {example}), "
+            f"load the weights with {quote('model.load_weights(path)')} and save it again"
+        )
     if kind == "resave_as_h5":
         save = quote('model.save("model.h5")')
         return f"Load it with {with_keras} and save it as {save}"
