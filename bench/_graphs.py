@@ -9,6 +9,9 @@ graph never sits in this process's memory.
   ~320 nodes, ~100 MB of float32 weights in `tensor_content`). `width`
   scales every channel count, so width 3.2 gives the same ~320 nodes around
   ~1 GB of weights: the metadata stays, the tensor bytes grow.
+- `write_many_nodes`: a chain of 400 convolution layers (Const kernel, Conv2D, Const
+  bias, BiasAdd, Relu: 2,000 nodes) of 80 channels, ~92 MB of weights: the same bytes
+  as ResNet50 spread over six times the nodes.
 - `write_empty_nodes`: N empty NodeDefs, two bytes each (the hostile case
   where per-node cost, not bytes, dominates).
 """
@@ -147,6 +150,23 @@ def write_resnet50(path: Path, width: float = 1.0) -> int:
         return _write_nodes(out, resnet50_nodes(width))
 
 
+def many_nodes(layers: int = 400, channels: int = 80) -> Iterator[pb.NodeDef]:
+    image = pb.NodeDef(name="input", op="Placeholder")
+    _float_attr(image, "dtype")
+    yield image
+    source = "input"
+    for layer in range(layers):
+        cin = 3 if layer == 0 else channels
+        yield from _conv_layer(f"conv{layer}", source, 3, cin, channels, 1)
+        yield (relu := _relu(f"conv{layer}/Relu", f"conv{layer}/BiasAdd"))
+        source = relu.name
+
+
+def write_many_nodes(path: Path) -> int:
+    with path.open("wb") as out:
+        return _write_nodes(out, many_nodes())
+
+
 def write_empty_nodes(path: Path, count: int) -> int:
     with path.open("wb") as out:
         out.write(b"\x0a\x00" * count)
@@ -157,6 +177,7 @@ def write_empty_nodes(path: Path, count: int) -> int:
 WRITERS = {
     "resnet50": write_resnet50,
     "1gb": lambda path: write_resnet50(path, width=3.2),
+    "many-nodes": write_many_nodes,
     "empty-nodes": lambda path: write_empty_nodes(path, 1_500_000),
 }
 
