@@ -70,9 +70,10 @@ demo-stop:
 
 # Timings, not tests: each bench/*.py script with a __main__ block, one after the
 # other, then their result rows as one table with the machine's load noted.
-# BENCH=name1,name2 runs only those.
+# BENCH=name1,name2 runs only those; RESULTS=FILE also writes the run as JSON, which
+# tools/bench_doc.py renders into docs/benchmarks.md.
 bench: venv services
-	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH)))
+	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH))) $(if $(RESULTS),--results $(RESULTS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
