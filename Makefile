@@ -4,6 +4,7 @@
 #   make test-fast   the suite without process-level tests (marked services or slow)
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
 #   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
+#   make docs   the manual (docs/, MkDocs) built with --strict: broken links fail
 # They create .venv; the tests use Redis on 6379 (started when none answers),
 # RabbitMQ for the broker tests and Debian's Chromium for the fleet page's (installed
 # with apt-get when missing), the
@@ -15,7 +16,7 @@ BIN    := $(VENV)/bin
 comma  := ,
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test test-fast demo demo-stop bench lint lint-infra typecheck services venv clean
+.PHONY: test test-fast demo demo-stop bench docs lint lint-infra typecheck services venv clean
 
 venv: $(STAMP)
 
@@ -44,8 +45,13 @@ lint-infra: venv
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/cfn-lint infra/aws/*.yaml
 
-test: venv services lint lint-infra typecheck
+test: venv services lint lint-infra typecheck docs
 	$(BIN)/python -m pytest -q
+
+# The manual, built offline with --strict (mkdocs.yml): a link to a missing page or
+# anchor, or a page left out of the nav, fails it. The site goes to .cache/site.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The edit-test loop: everything but real worker processes, broker restarts, the demo,
 # browsers and pre-commit runs (pytest markers `services` and `slow`). CI runs `make test`.
@@ -64,9 +70,10 @@ demo-stop:
 
 # Timings, not tests: each bench/*.py script with a __main__ block, one after the
 # other, then their result rows as one table with the machine's load noted.
-# BENCH=name1,name2 runs only those.
+# BENCH=name1,name2 runs only those; RESULTS=FILE also writes the run as JSON, which
+# tools/bench_doc.py renders into docs/benchmarks.md.
 bench: venv services
-	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH)))
+	$(BIN)/python tools/run_bench.py $(if $(BENCH),--only $(subst $(comma), ,$(BENCH))) $(if $(RESULTS),--results $(RESULTS))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -100,10 +100,10 @@ def _builtin(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _readme_block(marker: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def _docs_block(marker: str) -> str:
+    text = (ROOT / "docs" / "ci.md").read_text()
     found = re.search(rf"<!-- ci: {marker} -->\n```yaml\n(.*?)```", text, re.S)
-    assert found, f"README has no `{marker}` snippet"
+    assert found, f"docs/ci.md has no `{marker}` snippet"
     return found.group(1)
 
 
@@ -115,12 +115,12 @@ def _readme_block(marker: str) -> str:
         ("vendor.gitlab-ci", "gitlab-ci"),
     ],
 )
-def test_the_action_and_the_readme_pipelines_follow_their_hosts_schemas(
+def test_the_action_and_the_docs_pipelines_follow_their_hosts_schemas(
     schema: str, source: str, tmp_path: Path
 ) -> None:
     path = ROOT / source if source.endswith(".yml") else tmp_path / f"{source}.yml"
     if not source.endswith(".yml"):
-        path.write_text(_readme_block(source))
+        path.write_text(_docs_block(source))
     done = _builtin(schema, path)
     assert done.returncode == 0, done.stdout + done.stderr
 

@@ -1,5 +1,6 @@
-"""Every path of the repository that the README names exists (a renamed file must take
-its README line along), and so does every fixture path it cites beside the repository."""
+"""Every path of the repository that the README or a docs page names exists (a renamed file
+must take its line along), and so does every fixture path they cite beside the repository.
+Links between docs pages are checked by `mkdocs build --strict` (make docs)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-TOP_LEVEL = ("worker", "tests", "tools", "config", "infra", "bench", "\\.ci", "\\.\\./shared")
+PAGES = (README, *sorted((ROOT / "docs").rglob("*.md")))
+TOP_LEVEL = (
+    "worker",
+    "tests",
+    "tools",
+    "config",
+    "infra",
+    "bench",
+    "docs",
+    "\\.ci",
+    "\\.\\./shared",
+)
 FILES = ("Dockerfile", "Makefile", "pyproject\\.toml", "README\\.md")
 # A path starts at a top-level folder (not inside a URL or another path) or is a
 # backquoted top-level file; it ends where path characters end.
@@ -27,19 +39,26 @@ def exists(path: str) -> bool:
     return (ROOT / path).exists()
 
 
+def documented_paths() -> set[str]:
+    return set().union(*(named_paths(page.read_text()) for page in PAGES))
+
+
 def test_readme_paths_are_found_in_it() -> None:
     paths = named_paths(README.read_text())
+    assert {"docs/getting-started.md", "docs/reference/cli.md"} <= paths
+
+
+def test_docs_paths_are_found_in_them() -> None:
+    paths = documented_paths()
     assert {"tests/fixtures/tf-real/matrix.jsonl.gz", "worker/formats/sniff.py"} <= paths
     assert "Dockerfile" in paths and "infra/aws/tfcompat.yaml" in paths
     assert len(paths) > 40
 
 
-def test_every_path_the_readme_names_exists() -> None:
+def test_every_path_the_readme_and_docs_name_exists() -> None:
     shared = (ROOT.parent / "shared").is_dir()  # beside the clone on developer machines and CI
     missing = sorted(
-        p
-        for p in named_paths(README.read_text())
-        if (shared or "shared/" not in p) and not exists(p)
+        p for p in documented_paths() if (shared or "shared/" not in p) and not exists(p)
     )
     assert missing == []
 

@@ -1,5 +1,5 @@
-"""README's configuration reference is generated from the Settings class: it lists every
-setting, and a test fails as soon as the README's copy is stale."""
+"""The configuration page (docs/operating/configuration.md) is generated from the Settings
+class: it lists every setting, and a test fails as soon as the page's copy is stale."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pydantic import Field
 from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "operating" / "configuration.md"
 
 
 def settings_doc() -> ModuleType:
@@ -24,10 +25,10 @@ def settings_doc() -> ModuleType:
     return module
 
 
-def test_readme_settings_table_is_current() -> None:
+def test_configuration_page_settings_table_is_current() -> None:
     doc = settings_doc()
-    readme = (ROOT / "README.md").read_text()
-    assert doc.updated(readme) == readme, "stale: run python tools/settings_doc.py --write"
+    page = PAGE.read_text()
+    assert doc.updated(page) == page, "stale: run python tools/settings_doc.py --write"
 
 
 def test_table_has_every_setting_with_its_default_once() -> None:
@@ -40,12 +41,12 @@ def test_table_has_every_setting_with_its_default_once() -> None:
     assert "| `TFCOMPAT_EVENTS_TOKEN` | (unset) |" in table and "(secret) |" in table
 
 
-def test_a_new_setting_makes_the_readme_stale() -> None:
+def test_a_new_setting_makes_the_page_stale() -> None:
     doc = settings_doc()
 
     class Grown(Settings):
         new_knob: int = Field(3, description="A knob added later")
 
-    readme = (ROOT / "README.md").read_text()
-    assert "| `TFCOMPAT_NEW_KNOB` | `3` | A knob added later |" in doc.updated(readme, Grown)
-    assert doc.updated(readme, Grown) != readme
+    page = PAGE.read_text()
+    assert "| `TFCOMPAT_NEW_KNOB` | `3` | A knob added later |" in doc.updated(page, Grown)
+    assert doc.updated(page, Grown) != page

@@ -14,14 +14,20 @@ The machine's load (`/proc/loadavg`) is printed before and after: the table's
 figures are ratios against references measured in the same run, but on a
 shared machine they still move with the load.
 
-Usage: python tools/run_bench.py [--only NAME ...] [--timeout S] [--python PY]
+With --results FILE it also writes the run as JSON (date, machine, load, each script's
+rows and how it ended), which `tools/bench_doc.py` renders into docs/benchmarks.md.
+
+Usage: python tools/run_bench.py [--only NAME ...] [--timeout S] [--python PY] [--results F]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import json
+import os
+import platform
 import subprocess
 import sys
 import threading
@@ -51,6 +57,22 @@ def load() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "unknown"
+
+
+def machine() -> dict[str, object]:
+    """What the figures were measured on: they are only comparable on the same machine."""
+    cpu = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+    }
 
 
 def run(path: Path, python: str, timeout: float) -> tuple[list[dict[str, object]], str]:
@@ -98,12 +120,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="script names (stem) to run")
     parser.add_argument("--timeout", type=float, default=1800.0, help="per script, seconds")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the scripts")
+    parser.add_argument(
+        "--results", type=Path, help="also write the run as JSON here (tools/bench_doc.py)"
+    )
     args = parser.parse_args(argv)
+    started = datetime.datetime.now(datetime.UTC)
     before = load()
+    runs: list[dict[str, object]] = []
     out = [["script", "work", "figure", "reference (same run)", "goal", "met"]]
     failed = False
     for path in scripts(args.only):
         rows, ended = run(path, args.python, args.timeout)
+        runs.append({"script": path.name, "ended": ended, "rows": rows})
         if not ended.startswith("exit 0"):
             failed = True
         if not rows:
@@ -115,8 +143,20 @@ def main(argv: list[str] | None = None) -> int:
             out.append([path.name, *cells, mark])
         if rows and not ended.startswith("exit 0"):
             out.append([path.name, "(ended)", ended, "", "", ""])
-    print(f"\n=== bench table (load average before {before}, after {load()}; 2 cores)")
+    after = load()
+    print(f"\n=== bench table (load average before {before}, after {after}; 2 cores)")
     print(table(out))
+    if args.results:
+        document = {
+            "format": "tfcompat-bench/1",
+            "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(),
+            "load_before": before,
+            "load_after": after,
+            "only": args.only,
+            "scripts": runs,
+        }
+        args.results.write_text(json.dumps(document, indent=1) + "\n")
     return 1 if failed else 0
 
 

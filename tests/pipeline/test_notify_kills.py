@@ -9,7 +9,7 @@ the pool process whose request it is holding:
   channel, the redelivered task finds the message's delivery id in the channel's history
   and sends nothing more: exactly once. An incoming webhook cannot be asked: the one
   window it leaves, so the redelivered task sends again: never lost, one extra message
-  per such kill (README "What is kept").
+  per such kill (docs/operating/what-is-kept.md).
 """
 
 from __future__ import annotations

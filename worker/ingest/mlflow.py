@@ -53,8 +53,8 @@ Clock = Callable[[], float]
 def not_configured(missing: str) -> Response:
     log.error(
         "mlflow.refused",
-        reason=f"{missing} is not set: MLflow webhooks are refused; set it (see README, "
-        '"Point a model registry at the worker")',
+        reason=f"{missing} is not set: MLflow webhooks are refused; set it "
+        "(see docs/registries.md)",
     )
     metrics.EVENTS_REJECTED.labels(SOURCE, "not-configured").inc()
     return JSONResponse({"error": "MLflow webhooks are not configured"}, status_code=503)
