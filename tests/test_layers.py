@@ -1,4 +1,4 @@
-"""The house rules of DESIGN.md "Layout" that import-linter's contracts do not cover.
+"""The house rules of worker/'s layers that import-linter's contracts do not cover.
 
 `make lint` runs `lint-imports` (the layers and purity contracts in pyproject.toml);
 this test adds what a layers contract cannot see: no two modules of ours import

@@ -1,5 +1,5 @@
 """Every path of the repository that the README names exists (a renamed file must take
-its README line along), and so does every fixture path it cites beside the repository."""
+its README line along)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-TOP_LEVEL = ("worker", "tests", "tools", "config", "infra", "bench", "\\.ci", "\\.\\./shared")
+TOP_LEVEL = ("worker", "tests", "tools", "config", "infra", "bench", "\\.ci")
 FILES = ("Dockerfile", "Makefile", "pyproject\\.toml", "README\\.md")
 # A path starts at a top-level folder (not inside a URL or another path) or is a
 # backquoted top-level file; it ends where path characters end.
@@ -35,12 +35,7 @@ def test_readme_paths_are_found_in_it() -> None:
 
 
 def test_every_path_the_readme_names_exists() -> None:
-    shared = (ROOT.parent / "shared").is_dir()  # beside the clone on developer machines and CI
-    missing = sorted(
-        p
-        for p in named_paths(README.read_text())
-        if (shared or "shared/" not in p) and not exists(p)
-    )
+    missing = sorted(p for p in named_paths(README.read_text()) if not exists(p))
     assert missing == []
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tf-real"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "tf-base"
 NEW_OP = SHARED / "artifacts" / "tf2.21" / "new_op"  # DecodeWebP: 2.20 and later only
 BASE = SHARED / "artifacts" / "tf2.12" / "savedmodel_v1"
 

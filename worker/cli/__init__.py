@@ -1,6 +1,6 @@
 """The `tfcompat` command: a thin layer over the readers, rules, catalog and fleet.
 
-Exit statuses (DESIGN.md): 0 every consumer loads every artifact, 1 some
+Exit statuses (the CLI contract): 0 every consumer loads every artifact, 1 some
 consumer cannot, 2 invalid input or usage. Errors are one line on stderr.
 """
 

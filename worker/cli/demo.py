@@ -71,13 +71,13 @@ def say(text: str) -> None:
 
 
 FIXTURE_ROOTS = (
-    ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
+    ROOT / "tests" / "fixtures" / "tf-base" / "artifacts",
     ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
 )
 
 
 def fixture_path(fixture: str) -> Path:
-    """A fixture model, from the shared set when it has it, else from ours."""
+    """A fixture model, from the base set when it has it, else from the larger one."""
     for root in FIXTURE_ROOTS:
         if (root / fixture).is_dir():
             return root / fixture
@@ -293,7 +293,7 @@ def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
     say(
         f"4/5 uploading {len(MODELS) + len(FILES) + 1} models written by real TensorFlow "
-        "(shared/ and tests/fixtures) plus a broken one"
+        "(tests/fixtures) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
         source = fixture_path(fixture)

@@ -1,6 +1,6 @@
 """The per-artifact result document (`check --json`, the stored report).
 
-Shape fixed by DESIGN.md "Contracts":
+Shape fixed by the `check --json` contract:
 {"path", "format", "status", "error", "consumers": [...], "compatible_releases",
  "min_release", "range_notes"}
 
