@@ -5,6 +5,11 @@ compressed copy of each for fast fleet re-evaluation. When Redis has lost it
 (a flush, a new Redis), the index is rebuilt from the reports on first use,
 so nothing is lost. Keyed by object (bucket/key): a newer version replaces the
 older one; deleted objects are removed.
+
+One entry per model, not per object: a SavedModel's `variables/variables.index` is
+checked as its SavedModel when its upload event comes (and tagged), but the index
+keeps the SavedModel once, as its graph file's entry (`folded_member`), so every
+count the fleet page and a fleet change give is a count of models.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import structlog
 
 from worker.errors import ConfigError, TransientError
 from worker.fleet.releases import releases_of
+from worker.formats.layout import VARIABLES_INDEX
 from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
 from worker.sinks import matrix
@@ -64,6 +70,19 @@ def model_from_report(
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def folded_member(model: IndexedModel) -> bool:
+    """A SavedModel's variables index checked as its SavedModel: the model is its graph
+    file's entry (`saved_model.pb` or `.pbtxt`, whose own upload event reads the same
+    folder), so this one is not kept. Counted too, a SavedModel was two models on the
+    fleet page (20 for 12) and in a fleet change's counts. A variables index with no
+    SavedModel around it (invalid: variables/ without a graph) keeps its entry: the
+    page must show it, and nothing else stands for it."""
+    key = model.key
+    return (key == VARIABLES_INDEX or key.endswith("/" + VARIABLES_INDEX)) and any(
+        a.format == "savedmodel" for a in model.artifacts
+    )
 
 
 class ReportSource(Protocol):
@@ -190,6 +209,13 @@ class ModelIndex:
             self._put_batch(pending)
 
     def _put_batch(self, models: list[IndexedModel]) -> None:
+        folded = [m for m in models if folded_member(m)]
+        if folded:  # an index written before members were folded may hold them: drop
+            for model in folded:
+                self.remove(model.bucket, model.key)
+            models = [m for m in models if not folded_member(m)]
+            if not models:
+                return
         encoder = Encoder()
         entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
         rows = [_row(m) for m in models]
@@ -299,6 +325,7 @@ class ModelIndex:
         Runs when Redis has lost the index (`ensure_built`) or on request; it
         adds what is missing and never drops an entry a worker just put."""
         latest: dict[tuple[str, str], IndexedModel] = {}
+        folded: set[tuple[str, str]] = set()  # members an older index may still hold
         for bucket in self._buckets:
             for report_key in self._reports.list_keys(bucket, self._prefix):
                 if not report_key.endswith(".json"):
@@ -306,6 +333,9 @@ class ModelIndex:
                 document = self._reports.get_json(bucket, report_key)
                 model = model_from_report(document or {}, bucket, report_key)
                 if model is None:
+                    continue
+                if folded_member(model):
+                    folded.add((model.bucket, model.key))
                     continue
                 current = self._reports.current_version(model.bucket, model.key)
                 if current is False:
@@ -344,6 +374,8 @@ class ModelIndex:
             pipe.execute()
 
         self._call("writing matrix rows", write_rows)
+        for bucket, key in folded - set(latest):
+            self.remove(bucket, key)
         log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
         return len(latest)
 
