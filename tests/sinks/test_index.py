@@ -466,3 +466,23 @@ def test_a_rebuild_keeps_one_entry_per_savedmodel(real_redis: Any) -> None:
     index = ModelIndex(real_redis, Reports(documents, current), ["m"], "r/")
     assert index.rebuild() == 1
     assert [m.key for m in index.models()] == ["s/1/saved_model.pb"]
+
+
+def test_a_variables_index_checked_later_gives_its_savedmodel_the_whole_folder_s_verdict(
+    real_redis: Any,
+) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    graph = replace(_saved_model_entry("s/1/saved_model.pb"), version_id="g1")
+    index.put(graph)  # checked before its variables were uploaded
+    member = replace(
+        _saved_model_entry("s/1/variables/variables.index"),
+        version_id="m1",
+        status="incompatible",
+        report_key="r/s/1/variables/variables.index/m1.json",
+    )
+    index.put(member)
+    (entry,) = index.models()
+    assert (entry.key, entry.version_id) == ("s/1/saved_model.pb", "g1")
+    assert entry.status == "incompatible"
+    assert entry.report_key == "r/s/1/variables/variables.index/m1.json"

@@ -9,7 +9,10 @@ older one; deleted objects are removed.
 One entry per model, not per object: a SavedModel's `variables/variables.index` is
 checked as its SavedModel when its upload event comes (and tagged), but the index
 keeps the SavedModel once, as its graph file's entry (`folded_member`), so every
-count the fleet page and a fleet change give is a count of models.
+count the fleet page and a fleet change give is a count of models. That check read
+the whole folder, variables included (the graph's own may have come before them), so
+it becomes the graph entry's verdict when the graph is indexed already (its key and
+version stay the graph's; its report is the member's).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import cramjam
@@ -26,6 +30,7 @@ import structlog
 from worker.errors import ConfigError, TransientError
 from worker.fleet.releases import releases_of
 from worker.formats.layout import VARIABLES_INDEX
+from worker.formats.read import SAVED_MODEL_FILES
 from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
 from worker.sinks import matrix
@@ -208,12 +213,23 @@ class ModelIndex:
         if pending:
             self._put_batch(pending)
 
+    def _graph_row(self, member: IndexedModel) -> matrix.Row | None:
+        """The indexed row of the SavedModel a variables index belongs to, if any."""
+        folder = member.key[: -len(VARIABLES_INDEX)]  # "" or ending in "/"
+        names = [self.field(member.bucket, f"{folder}{n}") for n in SAVED_MODEL_FILES]
+        rows = self._call("reading matrix rows", matrix.Matrix(self._redis).rows, names)
+        return next((r for r in rows if r is not None), None)
+
     def _put_batch(self, models: list[IndexedModel]) -> None:
         folded = [m for m in models if folded_member(m)]
-        if folded:  # an index written before members were folded may hold them: drop
-            for model in folded:
-                self.remove(model.bucket, model.key)
+        if folded:
             models = [m for m in models if not folded_member(m)]
+            for member in folded:
+                # an index written before members were folded may hold it: drop that
+                self.remove(member.bucket, member.key)
+                graph = self._graph_row(member)
+                if graph is not None:  # its check saw the folder whole: the model's verdict
+                    models.append(replace(member, key=graph.key, version_id=graph.version_id))
             if not models:
                 return
         encoder = Encoder()
