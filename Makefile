@@ -5,9 +5,10 @@
 #   make demo KEEP=1, make demo-stop   the same, left running to try commands on
 #   make bench  every benchmark under bench/, then one table (tools/run_bench.py)
 #   make docs   the manual (docs/, MkDocs) built with --strict: broken links fail
-# They create .venv; the tests use Redis on 6379 (started when none answers),
-# RabbitMQ for the broker tests and Debian's Chromium for the fleet page's (installed
-# with apt-get when missing), the
+# They create .venv; the tests use Redis on $TFCOMPAT_TEST_REDIS_PORT, default 6379
+# (started when nothing answers there; an error when something else does),
+# RabbitMQ for the broker tests (a virtual host added, and deleted after `make test`)
+# and Debian's Chromium for the fleet page's (installed with apt-get when missing), the
 # demo its own; the demo, the tests and the benchmarks start their local S3 endpoint.
 
 PYTHON ?= python3
@@ -23,8 +24,10 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "venv: installing the worker and its development tools into $(VENV)" \
+	  "(pip install -e '.[dev]': about 2 minutes with a warm pip cache, longer on a cold one)"
+	$(BIN)/python -m pip install --upgrade --progress-bar on pip
+	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 services:
@@ -45,8 +48,10 @@ lint-infra: venv
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/cfn-lint infra/aws/*.yaml
 
+# The broker tests' RabbitMQ virtual host (`make services` adds it) is deleted after the
+# suite, whatever its result.
 test: venv services lint lint-infra typecheck docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q; status=$$?; tools/services.sh rabbitmq-remove; exit $$status
 
 # The manual, built offline with --strict (mkdocs.yml): a link to a missing page or
 # anchor, or a page left out of the nav, fails it. The site goes to .cache/site.

@@ -71,7 +71,7 @@ from worker.sinks.index import BUILT, ModelIndex, gc_paused  # noqa: E402
 GOALS_S = {"add one consumer": 1.0, "replace all 20": 5.0}
 
 FIXTURES = [
-    ROOT.parent / "shared/fixtures/tf-real/artifacts",
+    ROOT / "tests/fixtures/tf-base/artifacts",
     ROOT / "tests/fixtures/tf-real/artifacts",
 ]
 RELEASES = [

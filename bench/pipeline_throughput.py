@@ -42,7 +42,7 @@ from celery import Celery  # noqa: E402
 from bench.local_s3 import AWS_ENV, client, moto_s3, redis_server, running, table  # noqa: E402
 from bench.rows import row  # noqa: E402
 
-MODEL = ROOT.parent / "shared/fixtures/tf-real/artifacts/tf2.21/frozen_graph/frozen_graph.pb"
+MODEL = ROOT / "tests/fixtures/tf-base/artifacts/tf2.21/frozen_graph/frozen_graph.pb"
 FLOOR_TASK = "floor.check"
 CHECK_TASK = "tfcompat.check_object"
 

@@ -2,7 +2,7 @@
 
 Needs a TensorFlow virtualenv (the ones tools/build_registries.py installs);
 without one it prints a skipped row and exits 0. The interpreter is
-$TFCOMPAT_BENCH_TF_PYTHON, else the newest /work/tfenvs/<version>/bin/python
+$TFCOMPAT_BENCH_TF_PYTHON, else the newest $TFENVS/<version>/bin/python
 that imports TensorFlow (TFCOMPAT_BENCH_TFENVS names another folder).
 
 Once per TensorFlow version it writes, with TensorFlow, a Keras ResNet50
@@ -69,7 +69,7 @@ def tensorflow_python() -> tuple[str, str] | None:
     candidates = []
     if os.environ.get("TFCOMPAT_BENCH_TF_PYTHON"):
         candidates.append(os.environ["TFCOMPAT_BENCH_TF_PYTHON"])
-    envs = Path(os.environ.get("TFCOMPAT_BENCH_TFENVS", "/work/tfenvs"))
+    envs = Path(os.environ.get("TFCOMPAT_BENCH_TFENVS", ".cache/tfenvs"))
     if envs.is_dir():
 
         def key(p: Path) -> tuple[int, ...]:

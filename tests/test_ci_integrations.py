@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts"
+SHARED = ROOT / "tests" / "fixtures" / "tf-base" / "artifacts"
 
 
 def _models(tmp_path: Path) -> Path:

@@ -1,5 +1,5 @@
 """Every path of the repository that the README or a docs page names exists (a renamed file
-must take its line along), and so does every fixture path they cite beside the repository.
+must take its line along).
 Links between docs pages are checked by `mkdocs build --strict` (make docs)."""
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ TOP_LEVEL = (
     "bench",
     "docs",
     "\\.ci",
-    "\\.\\./shared",
 )
 FILES = ("Dockerfile", "Makefile", "pyproject\\.toml", "README\\.md")
 # A path starts at a top-level folder (not inside a URL or another path) or is a
@@ -56,10 +55,7 @@ def test_docs_paths_are_found_in_them() -> None:
 
 
 def test_every_path_the_readme_and_docs_name_exists() -> None:
-    shared = (ROOT.parent / "shared").is_dir()  # beside the clone on developer machines and CI
-    missing = sorted(
-        p for p in documented_paths() if (shared or "shared/" not in p) and not exists(p)
-    )
+    missing = sorted(p for p in documented_paths() if not exists(p))
     assert missing == []
 
 

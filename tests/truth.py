@@ -1,6 +1,6 @@
 """What real TensorFlow did with real TensorFlow-written files, and what we predict.
 
-Both fixture sets (`../shared/fixtures/tf-real`, read-only, and our own
+Both fixture sets (`tests/fixtures/tf-base`, the first set, two producers, and
 `tests/fixtures/tf-real`, made the same way with more releases and cases) hold
 `artifacts.json` and `matrix.jsonl`: one row per (consumer release, artifact,
 loader) with `ok` (it loaded) and `ran` (it then answered the fed input) as
@@ -28,7 +28,8 @@ from worker.model.artifact import Artifact
 from worker.model.consumer import Loader
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "fixtures" / "tf-real"
+BASE = ROOT / "tests" / "fixtures" / "tf-base"  # the first set: 2.12 and 2.21 producers
+SHARED = BASE  # the name the tests import (the set was first kept outside the repository)
 OWN = ROOT / "tests" / "fixtures" / "tf-real"
 SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the first request
 REAL = ROOT / "tests" / "fixtures" / "real-models"  # models PyPI packages ship (not committed)
@@ -38,7 +39,7 @@ REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
 def matrix_path(fixture_set: Path) -> Path:
-    """matrix.jsonl (the shared set) or matrix.jsonl.gz (ours, 16,667 rows)."""
+    """matrix.jsonl (the base set) or matrix.jsonl.gz (tf-real, 16,667 rows)."""
     plain = fixture_set / "matrix.jsonl"
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
@@ -63,7 +64,7 @@ class Row:
     loader: str
     ok: bool
     error: str
-    ran: bool = True  # absent: checkpoints (nothing to run) and the shared set (all ran)
+    ran: bool = True  # absent: checkpoints (nothing to run) and the base set (all ran)
     run_error: str = ""
 
     @property

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Rebuild the kernel registries and revived object types from real TensorFlow installs.
 
-    python3 tools/build_kernels.py [--envs /work/tfenvs] [--output FILE.json.gz]
+    python3 tools/build_kernels.py [--envs $TFENVS] [--output FILE.json.gz]
 
 For every `<envs>/<version>/READY` venv (made by `tools/build_registries.py`, one per
 release of its RECIPES: the CPU wheel, `tensorflow-cpu` from 2.1), runs the project's
@@ -19,6 +19,7 @@ table of the packed file it replaces. Standard library only.
 
 from __future__ import annotations
 
+import os
 import argparse
 import gzip
 import json
@@ -80,7 +81,7 @@ def pack(releases: dict[str, dict]) -> bytes:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     args = parser.parse_args()
     releases = read_packed(args.output)

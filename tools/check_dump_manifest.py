@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check `tfcompat fleet dump-manifest` against a real TensorFlow install (not in CI).
 
-    .venv/bin/python tools/check_dump_manifest.py /work/tfenvs/2.12.1/bin/python
+    .venv/bin/python tools/check_dump_manifest.py $TFENVS/2.12.1/bin/python
 
 Records the environment's manifest, then checks a 2.21-written model that uses an
 op 2.12 lacks against it: the manifest must carry 2.12's GraphDef version (1395)
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts" / "tf2.21" / "new_op"
+MODEL = ROOT / "tests" / "fixtures" / "tf-base" / "artifacts" / "tf2.21" / "new_op"
 
 
 def tfcompat(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ field TensorFlow knows (and our proto
 subset leaves out) from one no TensorFlow knows, which TensorFlow's own text parser
 refuses:
 
-    /work/tfenvs/2.21.0/bin/python tools/proto_fields.py > /tmp/2.21.json
+    $TFENVS/2.21.0/bin/python tools/proto_fields.py > /tmp/2.21.json
     python3 tools/proto_fields.py --merge /tmp/*.json > worker/proto/text_fields.json
 """
 

@@ -46,7 +46,7 @@ from packaging.version import InvalidVersion, Version
 PACKAGE = "tensorflow"
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO_ROOT / "worker" / "catalog" / "data" / "releases.json"
-DEFAULT_BUILD_DIR = Path("/work/catalog-build")
+DEFAULT_BUILD_DIR = Path(".cache/catalog-build")
 FORMAT = "tfcompat-releases/1"
 MIN_VERSION = Version("1.0.0")
 MAX_JOBS = 2

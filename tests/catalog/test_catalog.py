@@ -18,7 +18,7 @@ from worker.errors import UnknownRelease
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Facts read from real installs (shared/fixtures/tf-real/consumers.json).
+# Facts read from real installs (tests/fixtures/tf-base/consumers.json).
 KNOWN = {
     "1.15.0": 134,
     "2.4.4": 561,

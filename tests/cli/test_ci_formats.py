@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "tf-real"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "tf-base"
 NEW_OP = SHARED / "artifacts" / "tf2.21" / "new_op"  # DecodeWebP: 2.20 and later only
 BASE = SHARED / "artifacts" / "tf2.12" / "savedmodel_v1"
 
@@ -99,3 +99,30 @@ def test_junit_skips_what_cannot_be_known() -> None:
     (case,) = [case for suite in xml for case in suite]
     assert isinstance(case.result[0], Skipped)
     assert (xml.tests, xml.failures, xml.skipped) == (1, 0, 1)
+
+
+# A consumer a safe rewrite fixes: the CI formats offer `tfcompat fix`, as the text does.
+FROZEN = SHARED / "artifacts" / "tf2.21" / "frozen_graph" / "frozen_graph.pb"  # grad_a/b
+FIX_OFFER = f"tfcompat fix {FROZEN} --for tf==2.4.4@graph-import -o FIXED_COPY"
+
+
+def test_the_text_output_and_sarif_both_offer_tfcompat_fix() -> None:
+    text = _check(str(FROZEN), "--consumer", "tf==2.4")
+    assert "fixable: tfcompat fix writes a copy it serves" in text.stdout
+    sarif = json.loads(_check(str(FROZEN), "--consumer", "tf==2.4", "--format", "sarif").stdout)
+    errors = [r for r in sarif["runs"][0]["results"] if r["level"] == "error"]
+    assert errors and all(FIX_OFFER in r["message"]["text"] for r in errors)
+
+
+def test_junit_offers_tfcompat_fix_for_a_fixable_failure() -> None:
+    done = _check(str(FROZEN), "--consumer", "tf==2.4", "--format", "junit")
+    xml = JUnitXml.fromstring(done.stdout)
+    (case,) = [case for suite in xml for case in suite]
+    assert isinstance(case.result[0], Failure)
+    assert FIX_OFFER in (case.result[0].text or "")
+
+
+def test_an_unfixable_failure_offers_no_tfcompat_fix() -> None:
+    done = _check(str(NEW_OP), "--consumer", "tf==2.15", "--format", "sarif")
+    texts = [r["message"]["text"] for r in json.loads(done.stdout)["runs"][0]["results"]]
+    assert texts and not any("tfcompat fix" in t for t in texts)

@@ -12,6 +12,7 @@ import redis
 
 from tests.kept_demo import ENV, STACK, KeptDemo, demo
 from tests.redis_server import REDIS_PORT, redis_url
+from worker.cli.demo import KEPT_INSTRUCTIONS
 from worker.cli.demo_stack import (
     REDIS_URL_VARIABLE,
     DemoError,
@@ -80,6 +81,10 @@ def test_kept_demo_runs_on_its_own_redis(kept_demo: KeptDemo, tmp_path: Path) ->
     """The kept stack (its stop is checked where the suite's fixture ends it)."""
     assert "legacy-edge FAILS" in kept_demo.stdout
     assert "tfcompat fleet impact" in kept_demo.stdout and "make demo-stop" in kept_demo.stdout
+    assert KEPT_INSTRUCTIONS in kept_demo.stdout  # as docs/getting-started.md quotes it
+    assert "shared/" not in kept_demo.stdout
+    assert "s after upload)" in kept_demo.stdout
+    assert kept_demo.env["DEMO_RECEIVER_URL"].startswith("http://127.0.0.1:")
     env = kept_demo.env
     port = int(env["TFCOMPAT_BROKER_URL"].rsplit(":", 1)[1].split("/")[0])
     assert port not in (6379, REDIS_PORT)

@@ -78,3 +78,19 @@ def test_index_commands_without_a_bucket_say_how_to_set_one(
     (line,) = result.stderr.splitlines()
     assert "TFCOMPAT_REPORT_BUCKET=BUCKET" in line and "TFCOMPAT_INDEX_BUCKETS" in line
     assert "model(s)" not in result.stdout
+
+
+def test_inspecting_a_text_file_that_is_no_model_says_what_is_read(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("# A project\n\nSome words about it.\n")
+    result = run(tmp_path, "inspect", "README.md")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("tfcompat: error: README.md: not a model: a text file")
+    assert "tfcompat reads SavedModels, frozen GraphDefs (.pb, .pbtxt)" in line
+
+
+def test_a_pbtxt_that_does_not_parse_still_says_where_it_stops(tmp_path: Path) -> None:
+    (tmp_path / "graph.pbtxt").write_text("node { name: \n")
+    result = run(tmp_path, "inspect", "graph.pbtxt")
+    assert result.returncode == 2
+    assert "graph.pbtxt: not a valid text-format protobuf" in result.stderr

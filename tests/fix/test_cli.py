@@ -83,3 +83,32 @@ def test_a_frozen_graph_copy_is_a_frozen_graph(tmp_path: Path) -> None:
 def test_consumers_are_required() -> None:
     result = fix(str(A / "tf2.21" / "savedmodel_v1"), "--dry-run")
     assert result.returncode == 2 and "--for" in result.stderr
+
+
+# A frozen graph: one file in, one file out, named as `check` names them.
+FROZEN = A / "tf2.21" / "fixable_frozen" / "frozen_graph.pb"
+
+
+def test_a_frozen_graph_s_consumer_is_labelled_as_check_labels_it(tmp_path: Path) -> None:
+    result = fix(str(FROZEN), "--for", "tf==1.15", "--dry-run")
+    check = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "check", str(FROZEN), "--consumer", "tf==1.15"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    assert "(TensorFlow 1.15.5, graph-import)" in check.stdout
+    assert "(TensorFlow 1.15.5, graph-import): FIXED" in result.stdout
+    assert "saved-model-v1" not in result.stdout
+    planned = json.loads(fix(str(FROZEN), "--for", "tf==1.15", "--dry-run", "--json").stdout)
+    assert planned["artifacts"][0]["consumers"][0]["loader"] == "graph-import"
+
+
+def test_a_one_file_copy_is_the_output_file_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "OUT.pb"
+    result = fix(str(FROZEN), "--for", "tf==1.15", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.is_file() and [p.name for p in tmp_path.iterdir()] == ["OUT.pb"]
+    assert f"wrote {out}: the copy of {FROZEN}, rewritten" in result.stdout
+    assert f"{FROZEN}  [graphdef]" in result.stdout  # not FROZEN/frozen_graph.pb
+    assert f"{FROZEN}/frozen_graph.pb" not in result.stdout

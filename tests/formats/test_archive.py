@@ -26,7 +26,7 @@ from worker.formats.archive import ArchiveLimits, is_archive, open_archive
 from worker.formats.checkpoint import read_checkpoint_index
 from worker.formats.source import BytesSource, FileSource
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "tf-real" / "artifacts"
+SHARED = Path(__file__).resolve().parents[1] / "fixtures" / "tf-base" / "artifacts"
 LOCAL = Path(__file__).resolve().parents[1] / "fixtures" / "tf-real"
 SMALL = ArchiveLimits(max_members=50, max_member_bytes=4 << 20, max_total_bytes=8 << 20)
 

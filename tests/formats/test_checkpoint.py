@@ -27,7 +27,7 @@ from worker.proto import tensorflow_subset_pb2 as pb
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURE_ROOTS = [
-    TESTS.parent.parent / "shared" / "fixtures" / "tf-real",  # shared/ beside the checkout
+    TESTS / "fixtures" / "tf-base",
     TESTS / "fixtures" / "tf-real",
 ]
 INDEX_FILES = sorted(p for root in FIXTURE_ROOTS for p in root.glob("artifacts/**/*.index"))

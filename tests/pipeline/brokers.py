@@ -1,8 +1,12 @@
 """Brokers the fault tests may restart: a Redis of their own (AOF, as we ship it) on a
-free port, and a RabbitMQ virtual host of their own on the machine's RabbitMQ."""
+free port, and a RabbitMQ virtual host of their own on the machine's RabbitMQ
+(`TFCOMPAT_TEST_RABBITMQ_VHOST`, default tfcompat-delivery; one these tests add is
+deleted when the test process ends, as `tools/services.sh rabbitmq-remove` does after
+`make test`)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -16,7 +20,7 @@ import redis
 
 from tests.pipeline.services import free_port, wait_until
 
-RABBITMQ_VHOST = "tfcompat-delivery"
+RABBITMQ_VHOST = os.environ.get("TFCOMPAT_TEST_RABBITMQ_VHOST", "tfcompat-delivery")
 RABBITMQ_URL = f"amqp://guest:guest@127.0.0.1:5672/{RABBITMQ_VHOST}"
 
 
@@ -111,9 +115,15 @@ def rabbitmq_vhost() -> str:
     rabbitmq_started()
     if RABBITMQ_VHOST not in rabbitmqctl("list_vhosts", "--quiet").split():
         rabbitmqctl("add_vhost", RABBITMQ_VHOST)
+        atexit.register(_delete_vhost)  # added here: the machine's broker keeps nothing
     rabbitmqctl("set_permissions", "-p", RABBITMQ_VHOST, "guest", ".*", ".*", ".*")
     assert _empty_queue(), f"cannot use {RABBITMQ_URL}"
     return RABBITMQ_URL
+
+
+def _delete_vhost() -> None:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        rabbitmqctl("delete_vhost", RABBITMQ_VHOST, timeout=60)
 
 
 def rabbitmq_started() -> None:

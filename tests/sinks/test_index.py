@@ -418,3 +418,71 @@ def test_any_bytes_are_an_entry_or_refused_and_its_artifacts_read_or_a_transient
         assert isinstance(model.artifacts, tuple)
     except TransientError as exc:
         assert "index rebuild" in str(exc)
+
+
+# A SavedModel is one model: its variables index's event folds into its graph's entry.
+SAVED_MODEL = next(p for p in PATHS if (p / "variables" / "variables.index").exists())
+
+
+def _saved_model_entry(key: str) -> IndexedModel:
+    return _model(key, tuple(read_path(str(SAVED_MODEL))))
+
+
+def test_a_savedmodel_s_variables_index_is_not_a_model_of_its_own(real_redis: Any) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    index.put(_saved_model_entry("s/1/saved_model.pb"))
+    index.put(_saved_model_entry("s/1/variables/variables.index"))
+    assert [m.key for m in index.models()] == ["s/1/saved_model.pb"]
+    assert index.count() == 1
+
+
+def test_a_variables_index_without_a_savedmodel_keeps_its_entry(real_redis: Any) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    index.put(_model("x/variables/variables.index"))  # invalid: nothing read around it
+    assert [m.key for m in index.models()] == ["x/variables/variables.index"]
+
+
+def test_a_member_indexed_before_it_was_folded_leaves_with_its_row(real_redis: Any) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    member = _saved_model_entry("s/1/variables/variables.index")
+    encoder = Encoder()
+    real_redis.hset(HASH, "m/s/1/variables/variables.index", encoder.entry(member))
+    real_redis.hset(PARTS, mapping=encoder.parts)
+    index.put(member)  # its next event
+    assert index.count() == 0
+
+
+def test_a_rebuild_keeps_one_entry_per_savedmodel(real_redis: Any) -> None:
+    (artifact,) = read_path(str(SAVED_MODEL))
+    documents = {}
+    for key in ("s/1/saved_model.pb", "s/1/variables/variables.index"):
+        document = report(key, None, "compatible")
+        document["artifacts"] = [{"metadata": artifact.to_json()}]
+        documents[f"r/{key}/latest.json"] = document
+    current = {"s/1/saved_model.pb": None, "s/1/variables/variables.index": None}
+    index = ModelIndex(real_redis, Reports(documents, current), ["m"], "r/")
+    assert index.rebuild() == 1
+    assert [m.key for m in index.models()] == ["s/1/saved_model.pb"]
+
+
+def test_a_variables_index_checked_later_gives_its_savedmodel_the_whole_folder_s_verdict(
+    real_redis: Any,
+) -> None:
+    index = ModelIndex(real_redis, Reports({}, {}), ["m"], "r/")
+    index.rebuild()
+    graph = replace(_saved_model_entry("s/1/saved_model.pb"), version_id="g1")
+    index.put(graph)  # checked before its variables were uploaded
+    member = replace(
+        _saved_model_entry("s/1/variables/variables.index"),
+        version_id="m1",
+        status="incompatible",
+        report_key="r/s/1/variables/variables.index/m1.json",
+    )
+    index.put(member)
+    (entry,) = index.models()
+    assert (entry.key, entry.version_id) == ("s/1/saved_model.pb", "g1")
+    assert entry.status == "incompatible"
+    assert entry.report_key == "r/s/1/variables/variables.index/m1.json"

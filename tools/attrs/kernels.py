@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run common ops in every release on the same inputs and record where results differ.
 
-    python3 tools/attrs/kernels.py [--envs /work/tfenvs] [--output FILE] [--cache DIR]
+    python3 tools/attrs/kernels.py [--envs $TFENVS] [--output FILE] [--cache DIR]
 
 Each case of KERNEL_CASES (an op, one dtype, edge-case inputs: halves for rounding,
 NaN and infinities, out-of-range casts, image corners) is run by tools/attrs/probe.py
@@ -20,6 +20,7 @@ results differ from the newest, with the evidence. Standard library only.
 
 from __future__ import annotations
 
+import os
 import argparse
 import hashlib
 import json
@@ -399,7 +400,7 @@ def run_all(envs: dict[str, str], cache: Path | None) -> dict[str, dict[str, Any
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument(
         "--cache", type=Path, default=REPO / ".cache" / "kernel-runs", help="'' for none"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure what each attr added after a catalogued release does to an op's results.
 
-    python3 tools/attrs/measure.py [--envs /work/tfenvs] [--output FILE] [--only OP[.ATTR]]
+    python3 tools/attrs/measure.py [--envs $TFENVS] [--output FILE] [--only OP[.ATTR]]
 
 1. From the packed registries (worker/catalog/data/registries.jsonl), every attr that
    an op's OpDef gains in some release (present there, absent in the op's OpDef of the
@@ -26,6 +26,7 @@ sorted, no timestamps: the same installs give the same bytes). Standard library 
 
 from __future__ import annotations
 
+import os
 import argparse
 import json
 import subprocess
@@ -235,7 +236,7 @@ def classify(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--registries", type=Path, default=REGISTRIES)
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--only", help="OP or OP.ATTR: measure just that, print, write nothing")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run models made by tools/attrs/models.py in every release and record what each did.
 
-    python3 tools/attrs/outcomes.py DIR [--envs /work/tfenvs] [--releases 2.5,2.8]
+    python3 tools/attrs/outcomes.py DIR [--envs $TFENVS] [--releases 2.5,2.8]
 
 For each `DIR/<case>/` (a `frozen_graph.pb` and its `case.json`), runs
 `models.py run` with the python of every READY venv (tools/build_registries.py)
@@ -14,6 +14,7 @@ answers differently computes something else. Standard library only.
 
 from __future__ import annotations
 
+import os
 import argparse
 import json
 import subprocess
@@ -46,7 +47,7 @@ def run(python: str, cases: list[Path]) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("root", type=Path)
-    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--releases", default="", help="minors or versions (default: all)")
     args = parser.parse_args()
     wanted = [r for r in args.releases.split(",") if r]

@@ -44,7 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
+TFENVS = os.environ.get("TFENVS", ".cache/tfenvs")
 BUILD = os.path.join(REPO, "build", "keras")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "keras")
 RELEASES = ["1.15.5", "2.4.4", "2.8.4", "2.10.1", "2.12.1", "2.15.1", "2.17.1", "2.18.1", "2.21.0"]
@@ -114,9 +114,9 @@ INPUT_MODELS = INPUT_MODELS + INPUT_MODELS_2
 MODELS = MODELS + OBJECT_MODELS + INPUT_MODELS
 # Keras 3 runtimes outside TensorFlow: "keras-3.5.0" runs KERAS_PYTHON with the wheel
 # unpacked under KERAS_SITES/keras-3.5.0 (pip install --no-deps --target) on the jax backend.
-KERAS_PYTHON = os.environ.get("KERAS_PYTHON", "/work/build-keras/base311/bin/python")
-KERAS_SITES = os.environ.get("KERAS_SITES", "/work/build-keras")
-KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
+KERAS_PYTHON = os.environ.get("KERAS_PYTHON", ".cache/build-keras/base311/bin/python")
+KERAS_SITES = os.environ.get("KERAS_SITES", ".cache/build-keras")
+KERASENVS = os.environ.get("KERASENVS", ".cache/kerasenvs")
 TF_KERAS = "tf-keras-"
 TIMEOUT = 600
 ERROR_CHARS = 400

@@ -54,8 +54,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-TFENVS = os.environ.get("TFENVS", "/work/tfenvs")
-KERASENVS = os.environ.get("KERASENVS", "/work/kerasenvs")
+TFENVS = os.environ.get("TFENVS", ".cache/tfenvs")
+KERASENVS = os.environ.get("KERASENVS", ".cache/kerasenvs")
 BUILD = os.path.join(REPO, "build", "keras", "objects")
 OUT = os.path.join(REPO, "worker", "catalog", "data", "keras_objects.json.gz")
 KINDS = (

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure, in every release, what shape functions infer, and keep what changed.
 
-    python3 tools/shapes/measure.py [--envs /work/tfenvs] [--output FILE] [--cache DIR]
+    python3 tools/shapes/measure.py [--envs $TFENVS] [--output FILE] [--cache DIR]
                                     [--releases 2.4.4,2.21.0]
 
 A graph import fails when a node's `_output_shapes` (what its producer inferred and
@@ -25,6 +25,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import os
 import argparse
 import contextlib
 import hashlib
@@ -198,7 +199,7 @@ def build_table(answers: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--envs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--releases", default="")

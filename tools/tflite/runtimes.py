@@ -9,7 +9,7 @@ Three families of interpreter run TFLite flatbuffers:
 - `ai-edge-litert` (LiteRT, the standalone interpreter's successor, 1.0.1 on).
 
 TensorFlow venvs are reused from a directory of READY venvs (the ones
-`tools/build_registries.py` makes, default /work/tfenvs); the standalone
+`tools/build_registries.py` makes, default $TFENVS); the standalone
 runtimes get throwaway venvs under `--envs` (default build/tflite/envs).
 
     python3 tools/tflite/runtimes.py install            # every standalone runtime
@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_ENVS = REPO / "build" / "tflite" / "envs"
-DEFAULT_TF_ENVS = Path("/work/tfenvs")
+DEFAULT_TF_ENVS = Path(os.environ.get("TFENVS", ".cache/tfenvs"))
 
 
 class Runtime(NamedTuple):

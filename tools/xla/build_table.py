@@ -1,8 +1,8 @@
 #!/usr/bin/env python3.11
 """Build worker/catalog/data/xla_call_module.json: what each release's XlaCallModule accepts.
 
-    python3.11 tools/xla/build_table.py --jax /work/xlaenvs/jaxnew/bin/python \
-        [--venvs /work/tfenvs] [--releases 2.12,2.13,...] [--out FILE]
+    python3.11 tools/xla/build_table.py --jax $XLAENVS/jaxnew/bin/python \
+        [--venvs $TFENVS] [--releases 2.12,2.13,...] [--out FILE]
 
 (FILE: worker/catalog/data/xla_call_module.json by default.)
 
@@ -18,6 +18,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import os
 import argparse
 import json
 import subprocess
@@ -110,7 +111,7 @@ def summarize(doc: dict) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jax", required=True, help="a Python with jaxlib (modules.py)")
-    parser.add_argument("--venvs", type=Path, default=Path("/work/tfenvs"))
+    parser.add_argument("--venvs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
     parser.add_argument("--releases", default="", help="minors, e.g. 2.12,2.21 (default all READY)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
@@ -149,7 +150,7 @@ def main() -> int:
     out = {
         "format": FORMAT,
         "source": (
-            "tools/xla/build_table.py --jax <python with jaxlib> [--venvs /work/tfenvs]: "
+            "tools/xla/build_table.py --jax <python with jaxlib> [--venvs $TFENVS]: "
             "XlaCallModule built and run once in a Session on the CPU of each release's "
             f"CPU wheel; StableHLO artifacts by jaxlib (stablehlo {grid['jaxlib_current']}), "
             f"stamped {grid['targets'][0]}..{grid['targets'][-1]} (patches 0-99)"

@@ -1,6 +1,6 @@
 """Measure what one TensorFlow release's XlaCallModule accepts (run under that release).
 
-    /work/tfenvs/2.15.1/bin/python tools/xla/measure.py --modules DIR > ROWS.json
+    $TFENVS/2.15.1/bin/python tools/xla/measure.py --modules DIR > ROWS.json
 
 DIR is what `modules.py` wrote. In graph mode, on the CPU, as a Session (TF Serving's
 way) runs it: every case builds one XlaCallModule node (`build`: the op's

@@ -1,6 +1,6 @@
 """Write the StableHLO modules `measure.py` feeds to XlaCallModule (run under a jaxlib).
 
-    /work/xlaenvs/jaxnew/bin/python tools/xla/modules.py --out DIR
+    $XLAENVS/jaxnew/bin/python tools/xla/modules.py --out DIR
 
 DIR/index.json lists every module: {"name", "file", "target", "platform_arg"}; the
 files are StableHLO portable artifacts (what jax's native serialization writes into

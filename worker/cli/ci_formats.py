@@ -30,10 +30,25 @@ def _consumer_label(consumer: dict[str, Any]) -> str:
     return f"{consumer['name']} (TensorFlow {release or 'unknown'}, {loader})"
 
 
-def _message(finding: dict[str, Any], consumer: dict[str, Any]) -> str:
+def fix_command(path: str, consumer: dict[str, Any]) -> str | None:
+    """The `tfcompat fix` that writes a copy this consumer serves, when a safe rewrite
+    does (`fixable`, as the text output offers it); None otherwise."""
+    if consumer.get("fixable") is not True:
+        return None
+    release = consumer.get("tensorflow")
+    target = f"tf=={release}" if release else "NAME=MANIFEST.json"
+    loader = consumer.get("loader")
+    if release and loader in ("saved-model-v2", "graph-import"):  # not the default loader
+        target += f"@{loader}"
+    return f"tfcompat fix {path} --for {target} -o FIXED_COPY writes a copy it serves"
+
+
+def _message(finding: dict[str, Any], consumer: dict[str, Any], path: str) -> str:
     fix = fix_text(finding.get("fix"), consumer.get("name"), plain)
     text = f"{_consumer_label(consumer)}: {finding['message']}"
-    return f"{text} Fix: {fix}." if fix else text
+    text = f"{text} Fix: {fix}." if fix else text
+    command = fix_command(path, consumer) if finding.get("severity") == "error" else None
+    return f"{text} Or: {command}." if command else text
 
 
 def _location(path: str) -> dict[str, Any]:
@@ -78,7 +93,7 @@ def sarif_document(reports: Iterable[dict[str, Any]], version: str) -> dict[str,
                         "ruleId": code,
                         "ruleIndex": rule_index(code, f"tfcompat finding {code}"),
                         "level": _LEVELS.get(finding["severity"], "note"),
-                        "message": {"text": _message(finding, consumer)},
+                        "message": {"text": _message(finding, consumer, path)},
                         "locations": [_location(path)],
                         "partialFingerprints": {
                             "tfcompat/v1": f"{path}|{consumer['name']}|{code}|"
@@ -138,7 +153,7 @@ def junit_document(reports: Iterable[dict[str, Any]]) -> str:
                 failure = ET.SubElement(
                     case, "failure", message=first["message"][:500], type=first["code"]
                 )
-                failure.text = "\n".join(_message(f, consumer) for f in errors)
+                failure.text = "\n".join(_message(f, consumer, path) for f in errors)
                 counts["failures"] += 1
             elif consumer.get("serves") is None:
                 ET.SubElement(case, "skipped", message="unknown: nothing measured answers it")
@@ -146,7 +161,7 @@ def junit_document(reports: Iterable[dict[str, Any]]) -> str:
             warnings = [f for f in consumer.get("findings", []) if f["severity"] == "warning"]
             if warnings:
                 out = ET.SubElement(case, "system-out")
-                out.text = "\n".join(_message(f, consumer) for f in warnings)
+                out.text = "\n".join(_message(f, consumer, path) for f in warnings)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

@@ -71,13 +71,13 @@ def say(text: str) -> None:
 
 
 FIXTURE_ROOTS = (
-    ROOT.parent / "shared" / "fixtures" / "tf-real" / "artifacts",
+    ROOT / "tests" / "fixtures" / "tf-base" / "artifacts",
     ROOT / "tests" / "fixtures" / "tf-real" / "artifacts",
 )
 
 
 def fixture_path(fixture: str) -> Path:
-    """A fixture model, from the shared set when it has it, else from ours."""
+    """A fixture model, from the base set when it has it, else from the larger one."""
     for root in FIXTURE_ROOTS:
         if (root / fixture).is_dir():
             return root / fixture
@@ -147,6 +147,8 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
     queue = set_up_bucket(s3, client("sqs", endpoint))
     say(f"2/5 bucket s3://{BUCKET} (versioned) notifies SQS {queue.rsplit('/', 1)[1]}")
     port = free_port()
+    # for the kept stack's instructions (`KEPT_INSTRUCTIONS`), through env.sh
+    stack.env["DEMO_RECEIVER_URL"] = f"http://127.0.0.1:{port}"
     say(
         f"3/5 starting the worker, the SQS bridge and the receiver (port {port}); "
         f"logs in {stack.logs}"
@@ -293,7 +295,7 @@ def upload_models(s3: Any) -> list[tuple[str, str]]:
     """Every demo model and a broken one; (what, key to watch) of each."""
     say(
         f"4/5 uploading {len(MODELS) + len(FILES) + 1} models written by real TensorFlow "
-        "(shared/ and tests/fixtures) plus a broken one"
+        "(tests/fixtures) plus a broken one"
     )
     for _, fixture, prefix, _ in MODELS:
         source = fixture_path(fixture)
@@ -319,9 +321,12 @@ def tags(s3: Any, key: str) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]}
 
 
-def wait_for_tags(s3: Any, watched: list[tuple[str, str]], timeout: float) -> dict[str, Any]:
+def wait_for_tags(
+    s3: Any, watched: list[tuple[str, str]], timeout: float, uploaded: float
+) -> dict[str, Any]:
+    """Each watched object's tags, once written; says how long after the uploads (started
+    at `uploaded`, a `time.monotonic()`) each was first seen tagged."""
     say("5/5 waiting for tags and reports (S3 -> SQS -> bridge -> Celery -> tags)")
-    start = time.monotonic()
     results = {}
     for _, key in watched:
 
@@ -330,7 +335,8 @@ def wait_for_tags(s3: Any, watched: list[tuple[str, str]], timeout: float) -> di
             return found if found.get("tfcompat:status") else None
 
         results[key] = wait_for(tagged, timeout, f"tags on {key}")
-        say(f"     {key}: {results[key]['tfcompat:status']} ({time.monotonic() - start:.1f}s)")
+        seen = time.monotonic() - uploaded
+        say(f"     {key}: {results[key]['tfcompat:status']} (tagged {seen:.1f}s after upload)")
     return results
 
 
@@ -408,25 +414,32 @@ def fleet_page(stack: Stack, receiver_port: str) -> str:
     )
 
 
+# What `make demo KEEP=1` prints to try on the stack it leaves: the one text of these
+# instructions (docs/getting-started.md quotes it verbatim, and a test holds it so).
+# Run from the clone's top folder, with the default state folder (var/demo).
+KEPT_INSTRUCTIONS = f"""\
+. var/demo/env.sh    # the stack's settings: Redis, the S3 endpoint, the index; .venv/bin on PATH
+tfcompat fleet impact --add-consumer tf==2.10   # the models a new consumer cannot load
+tfcompat fleet impact --remove-consumer legacy-edge
+tfcompat inspect s3://{BUCKET}/vision/7/saved_model.pb
+tfcompat check s3://{BUCKET}/edge/frozen/frozen_graph.pb --consumer tf==2.4
+tfcompat check s3://{BUCKET}/{TFLITE[2]} --consumer tflite==2.9 --consumer litert==1.4
+tfcompat index rebuild
+tfcompat healthcheck serve --url "$DEMO_RECEIVER_URL/healthz"
+make demo-stop       # ends the processes the demo recorded, and only those
+"""
+
+
 def next_steps(stack: Stack, receiver_port: str) -> str:
-    """What to try on a kept stack, and how to stop it."""
-    env = stack.state / "env.sh"
-    return "\n".join(
-        [
-            f"The demo stack is still running (state and logs in {stack.state}). Try:",
-            f"  {fleet_page(stack, receiver_port)}",
-            f"  . {env}    # its settings: Redis, the S3 endpoint, TFCOMPAT_INDEX_BUCKETS, PATH",
-            "  tfcompat fleet impact --add-consumer tf==2.10   # models a new consumer cannot load",
-            "  tfcompat fleet impact --remove-consumer legacy-edge",
-            f"  tfcompat inspect s3://{BUCKET}/vision/7/saved_model.pb",
-            f"  tfcompat check s3://{BUCKET}/edge/frozen/frozen_graph.pb --consumer tf==2.4",
-            f"  tfcompat check s3://{BUCKET}/{TFLITE[2]} --consumer tflite==2.9 "
-            "--consumer litert==1.4",
-            "  tfcompat index rebuild",
-            f"  tfcompat healthcheck serve --url http://127.0.0.1:{receiver_port}/healthz",
-            "Stop it with: make demo-stop   (or: .venv/bin/python -m worker.cli.demo --stop)",
-        ]
-    )
+    """What to try on a kept stack, and how to stop it: where it runs, then
+    `KEPT_INSTRUCTIONS` as they are."""
+    lines = [
+        f"The demo stack is still running (state and logs in {stack.state}).",
+        fleet_page(stack, receiver_port),
+    ]
+    if stack.state.resolve() != STATE.resolve():
+        lines.append(f"Its settings are in {stack.state / 'env.sh'} (not var/demo/env.sh).")
+    return "\n".join([*lines, "Try:", KEPT_INSTRUCTIONS.rstrip("\n")])
 
 
 # --- the command --------------------------------------------------------------------------
@@ -437,9 +450,10 @@ def run(state: Path, keep: bool, timeout: float) -> None:
     kept = False
     try:
         s3, receiver_port = start_stack(stack)
+        uploaded = time.monotonic()
         watched = upload_models(s3)
+        results = wait_for_tags(s3, watched, timeout, uploaded)
         registered = register_version(stack, receiver_port, timeout)
-        results = wait_for_tags(s3, watched, timeout)
         if registered is not None:
             results[registered[1]] = mlflow_tags(stack, registered[1], timeout)
             say(f"     {registered[1]}: {results[registered[1]]['tfcompat.status']}")

@@ -75,7 +75,7 @@ def render_plans(copy: Any) -> str:
         for fix in plan.consumers:
             label = (
                 f"{fix.consumer.name} (TensorFlow {fix.consumer.tensorflow or 'custom'}, "
-                f"{fix.consumer.loader})"
+                f"{fix.loader})"
             )
             state = {
                 "serves": "serves it as it is",
@@ -155,7 +155,10 @@ def cmd_fix(args: argparse.Namespace) -> int:
             remove_output(args.output)
             raise
         document["output"] = args.output
-        if not args.json:
+        if not args.json and not is_dir and copy.archive is None:  # one file: the output
+            done = "rewritten" if copy.rewritten else "unchanged: every consumer serves it"
+            print(f"wrote {args.output}: the copy of {args.model}, {done}")
+        elif not args.json:
             changed = ", ".join(copy.rewritten) or "none: every consumer serves it as it is"
             print(f"wrote {args.output} (rewritten: {changed}; every other file copied as is)")
     if args.json:

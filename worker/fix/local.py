@@ -170,5 +170,7 @@ def build_copy(
         source = tree.open(name)
         if source.size and is_archive(source):
             return archive_copy(source, path, consumers, catalog), False
-        return copy_tree(tree, path, consumers, catalog), False
+        # the tree holds the file under its own name: name it from its folder, or the
+        # file's path would read `FILE/FILE`
+        return copy_tree(tree, str(Path(path).parent), consumers, catalog), False
     return copy_tree(tree, path, consumers, catalog), True

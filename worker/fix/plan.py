@@ -182,6 +182,12 @@ class ConsumerFix:
         return "unfixable"
 
     @property
+    def loader(self) -> str:
+        """How this consumer reads this artifact, as `check` names it (a GraphDef is
+        imported, whatever the consumer's SavedModel loader)."""
+        return self.before.loader or str(self.consumer.loader)
+
+    @property
     def blockers(self) -> tuple[Finding, ...]:
         """What still stops the consumer serving the copy."""
         return tuple(f for f in self.after.findings if blocks_serving(f))
@@ -190,7 +196,7 @@ class ConsumerFix:
         return {
             "name": self.consumer.name,
             "tensorflow": self.consumer.tensorflow,
-            "loader": str(self.consumer.loader),
+            "loader": self.loader,
             "state": self.state,
             "serves": self.serves_before,
             "serves_copy": self.serves_after,

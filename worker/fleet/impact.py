@@ -80,6 +80,15 @@ class VerdictChange(NamedTuple):
         before = parse_status(self.before) if self.before else None
         return after == FAILS and before != FAILS
 
+    @property
+    def matters(self) -> bool:
+        """A change someone must know of: anything but a new consumer that serves the
+        model ("(new) -> compatible"), which adding a consumer makes for every model
+        it serves (a preview counted them all as changed)."""
+        return not (
+            self.before is None and self.after is not None and _rank(self.after) == LOADS.rank
+        )
+
 
 @dataclass(frozen=True)
 class ModelImpact:
@@ -91,6 +100,17 @@ class ModelImpact:
     @property
     def newly_broken(self) -> list[VerdictChange]:
         return [c for c in self.changes if c.breaks]
+
+    @property
+    def changes_that_matter(self) -> list[VerdictChange]:
+        return [c for c in self.changes if c.matters]
+
+    @property
+    def changed(self) -> bool:
+        """Its status moves, or a verdict changes in a way that matters (`matters`)."""
+        return parse_status(self.model.status) != parse_status(self.status_after) or any(
+            c.matters for c in self.changes
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +143,12 @@ class Impact:
     @property
     def breaking(self) -> list[ModelImpact]:
         return [m for m in self.models if m.newly_broken]
+
+    @property
+    def changed_models(self) -> list[ModelImpact]:
+        """The listed models whose change matters (`ModelImpact.changed`): what a preview
+        counts and shows; `models` also holds those a new consumer merely serves."""
+        return [m for m in self.models if m.changed]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ from worker.formats.savedmodel import (
     read_saved_model,
     read_saved_model_text,
 )
-from worker.formats.sniff import blob_of, no_model_message
+from worker.formats.sniff import READ_FORMATS, blob_of, no_model_message
 from worker.formats.source import (
     FILE_NAMES,
     DirectoryTree,
@@ -61,10 +61,21 @@ def read_graph_source(source: Source) -> Graph:
     if source.size == 0:
         raise InvalidArtifact(f"{source.name}: empty file")
     name = source.name.lower()
-    if name.endswith(TEXT_SUFFIXES) or (
-        not name.endswith(BINARY_SUFFIXES) and looks_like_text(source)
-    ):
+    if name.endswith(TEXT_SUFFIXES):
         return read_graph_def_text(source)
+    if not name.endswith(BINARY_SUFFIXES) and looks_like_text(source):
+        try:
+            return read_graph_def_text(source)
+        except InvalidArtifact as exc:
+            if name.endswith((*GRAPH_SUFFIXES, ".meta")):
+                raise
+            # a text file no name marks as a graph (README.md): say what is read, not
+            # only why the text-format parser stopped
+            why = str(exc).split(": not a valid text-format protobuf: ", 1)[-1]
+            raise InvalidArtifact(
+                f"{source.name}: not a model: a text file that is no text-format GraphDef "
+                f"({why}); {READ_FORMATS}"
+            ) from None
     try:
         return read_graph_def(source)
     except InvalidArtifact:

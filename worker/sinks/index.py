@@ -5,6 +5,14 @@ compressed copy of each for fast fleet re-evaluation. When Redis has lost it
 (a flush, a new Redis), the index is rebuilt from the reports on first use,
 so nothing is lost. Keyed by object (bucket/key): a newer version replaces the
 older one; deleted objects are removed.
+
+One entry per model, not per object: a SavedModel's `variables/variables.index` is
+checked as its SavedModel when its upload event comes (and tagged), but the index
+keeps the SavedModel once, as its graph file's entry (`folded_member`), so every
+count the fleet page and a fleet change give is a count of models. That check read
+the whole folder, variables included (the graph's own may have come before them), so
+it becomes the graph entry's verdict when the graph is indexed already (its key and
+version stay the graph's; its report is the member's).
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 import cramjam
@@ -20,6 +29,8 @@ import structlog
 
 from worker.errors import ConfigError, TransientError
 from worker.fleet.releases import releases_of
+from worker.formats.layout import VARIABLES_INDEX
+from worker.formats.read import SAVED_MODEL_FILES
 from worker.model.artifact import artifact_from_json
 from worker.model.index import IndexedModel
 from worker.sinks import matrix
@@ -64,6 +75,19 @@ def model_from_report(
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def folded_member(model: IndexedModel) -> bool:
+    """A SavedModel's variables index checked as its SavedModel: the model is its graph
+    file's entry (`saved_model.pb` or `.pbtxt`, whose own upload event reads the same
+    folder), so this one is not kept. Counted too, a SavedModel was two models on the
+    fleet page (20 for 12) and in a fleet change's counts. A variables index with no
+    SavedModel around it (invalid: variables/ without a graph) keeps its entry: the
+    page must show it, and nothing else stands for it."""
+    key = model.key
+    return (key == VARIABLES_INDEX or key.endswith("/" + VARIABLES_INDEX)) and any(
+        a.format == "savedmodel" for a in model.artifacts
+    )
 
 
 class ReportSource(Protocol):
@@ -189,7 +213,25 @@ class ModelIndex:
         if pending:
             self._put_batch(pending)
 
+    def _graph_row(self, member: IndexedModel) -> matrix.Row | None:
+        """The indexed row of the SavedModel a variables index belongs to, if any."""
+        folder = member.key[: -len(VARIABLES_INDEX)]  # "" or ending in "/"
+        names = [self.field(member.bucket, f"{folder}{n}") for n in SAVED_MODEL_FILES]
+        rows = self._call("reading matrix rows", matrix.Matrix(self._redis).rows, names)
+        return next((r for r in rows if r is not None), None)
+
     def _put_batch(self, models: list[IndexedModel]) -> None:
+        folded = [m for m in models if folded_member(m)]
+        if folded:
+            models = [m for m in models if not folded_member(m)]
+            for member in folded:
+                # an index written before members were folded may hold it: drop that
+                self.remove(member.bucket, member.key)
+                graph = self._graph_row(member)
+                if graph is not None:  # its check saw the folder whole: the model's verdict
+                    models.append(replace(member, key=graph.key, version_id=graph.version_id))
+            if not models:
+                return
         encoder = Encoder()
         entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
         rows = [_row(m) for m in models]
@@ -299,6 +341,7 @@ class ModelIndex:
         Runs when Redis has lost the index (`ensure_built`) or on request; it
         adds what is missing and never drops an entry a worker just put."""
         latest: dict[tuple[str, str], IndexedModel] = {}
+        folded: set[tuple[str, str]] = set()  # members an older index may still hold
         for bucket in self._buckets:
             for report_key in self._reports.list_keys(bucket, self._prefix):
                 if not report_key.endswith(".json"):
@@ -306,6 +349,9 @@ class ModelIndex:
                 document = self._reports.get_json(bucket, report_key)
                 model = model_from_report(document or {}, bucket, report_key)
                 if model is None:
+                    continue
+                if folded_member(model):
+                    folded.add((model.bucket, model.key))
                     continue
                 current = self._reports.current_version(model.bucket, model.key)
                 if current is False:
@@ -344,6 +390,8 @@ class ModelIndex:
             pipe.execute()
 
         self._call("writing matrix rows", write_rows)
+        for bucket, key in folded - set(latest):
+            self.remove(bucket, key)
         log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
         return len(latest)
 

@@ -16,7 +16,7 @@ from worker.compat.check import check_artifact
 from worker.compat.policy import Policy
 from worker.fleet.impact import Impact
 from worker.model.artifact import Artifact
-from worker.model.consumer import Loader
+from worker.model.consumer import Consumer, Loader
 from worker.notify.fixes import fix_text, plain
 from worker.sinks.matrix import Row
 
@@ -226,6 +226,50 @@ def failures_by_cause(rows: Iterable[Row], consumer: str, examples: int = 5) -> 
 
 
 def impact_summary(impact: Impact) -> dict[str, Any]:
+    """What a preview says in numbers: models counted once, and changed only when a
+    verdict changes in a way that matters (not a new consumer that serves it)."""
     data = impact.to_json()
     data.pop("changed")
+    data["models_changed"] = len(impact.changed_models)
+    data["models_newly_failing"] = len(impact.breaking)
     return data
+
+
+def changed_models(impact: Impact) -> list[Any]:
+    """The models a preview lists: those whose change matters, the newly broken first."""
+    return sorted(impact.changed_models, key=lambda m: not m.newly_broken)
+
+
+# How a consumer loads a model, in words (the loader's name stays beside it).
+LOADER_WORDS = {
+    Loader.SAVED_MODEL_V1: "the v1 SavedModel loader (TF Serving's)",
+    Loader.SAVED_MODEL_V2: "tf.saved_model.load",
+    Loader.GRAPH_IMPORT: "a GraphDef import",
+}
+
+
+def consumer_release(consumers: Sequence[Consumer], name: str) -> str | None:
+    """What the consumer runs, as its page says it: its TensorFlow release (or its
+    build's GraphDef version) and its loader; None when the fleet has no such consumer."""
+    consumer = next((c for c in consumers if c.name == name), None)
+    if consumer is None:
+        return None
+    release = (
+        f"TensorFlow {consumer.tensorflow}"
+        if consumer.tensorflow
+        else f"a custom build (GraphDef version {consumer.graph_def_version})"
+    )
+    loader = consumer.loader
+    return f"{release}, {LOADER_WORDS.get(loader, str(loader))} ({loader})"
+
+
+def version_line(row: Row, versions: Sequence[Mapping[str, Any]]) -> str:
+    """The model page's version line, in agreement with its versions table: the version
+    the upload event named, else the one the bucket lists as current, else that the
+    bucket keeps no versions."""
+    if row.version_id:
+        return row.version_id
+    current = next((v["version_id"] for v in versions if v.get("latest")), None)
+    if current:
+        return f"{current} (the bucket's current version; the upload event named none)"
+    return "none: the bucket keeps no versions of this object"

@@ -303,6 +303,7 @@ class Pages:
             "grid": grid,
             "loaders": [str(x) for x in reading.LOADERS],
             "versions": versions,
+            "version": reading.version_line(row, versions),
             "fleet": fleet.names(),
         }
 
@@ -318,7 +319,8 @@ class Pages:
     async def consumer_page(self, request: Request) -> Response:
         name = request.path_params["name"]
         rows, more = await asyncio.to_thread(self.matrix.failing, name, CONSUMER_CAP)
-        consumers = await asyncio.to_thread(self.consumers)
+        fleet = await asyncio.to_thread(self.s.fleet)
+        consumers = fleet.names()
         if name not in consumers and not rows:
             return self.html("missing.html", 404, what=f"consumer {name}")
         groups = reading.failures_by_cause(rows, name)
@@ -330,6 +332,7 @@ class Pages:
             more=more,
             cap=CONSUMER_CAP,
             in_fleet=name in consumers,
+            release=reading.consumer_release(fleet.consumers, name),
         )
 
     # --- a fleet change, previewed --------------------------------------------------------
@@ -368,7 +371,7 @@ class Pages:
             impact=impact,
             summary=reading.impact_summary(impact),
             # what newly fails first, then as the assessment listed them
-            changed=sorted(impact.models, key=lambda m: not m.newly_broken)[:PREVIEW_LISTED],
+            changed=reading.changed_models(impact)[:PREVIEW_LISTED],
             owner_at=self.owner_at,
             elapsed_s=time.perf_counter() - started,
             **context,
