@@ -245,9 +245,11 @@ def ui_sources(settings: Any) -> Any:
     from worker.catalog.catalog import load_catalog
     from worker.fleet.fleet import fleet_file, load_fleet
     from worker.notify.dispatch import load_owners_or_default
+    from worker.pipeline.app import preview_enqueuer
     from worker.pipeline.services import build_index
+    from worker.sinks.previews import PreviewStore
     from worker.sinks.s3 import S3ObjectStore, s3_client
-    from worker.ui.routes import Sources
+    from worker.ui.routes import Previews, Sources
 
     store = S3ObjectStore(s3_client(settings), settings)
     index = build_index(settings, store)
@@ -270,5 +272,7 @@ def ui_sources(settings: Any) -> Any:
         catalog=catalog,
         fleet=fleet,
         owners=load_owners_or_default(settings.owners),
-        preview=fleet_previewer(settings, index, catalog),
+        previews=Previews(
+            PreviewStore(index.redis_client, settings.ui_preview_ttl), preview_enqueuer(settings)
+        ),
     )
