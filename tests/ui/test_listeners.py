@@ -196,6 +196,19 @@ def test_downloads_answer_a_script_without_credentials_401_and_bearer(stack: Pag
     assert httpx.get(f"{stack.page}/ui/matrix.json", headers=bearer).status_code == 200
 
 
+def test_the_healthcheck_probes_both_listeners(stack: Page) -> None:
+    import subprocess
+
+    page_port = stack.page.rsplit(":", 1)[1]
+    env = page_env("http://127.0.0.1:1", TFCOMPAT_UI_PORT=page_port)
+    probe = cli("healthcheck", "serve", "--url", f"{stack.events}/healthz", "--timeout", "5")
+    ok = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "serve page: ok" in ok.stdout, ok.stdout + ok.stderr
+    env["TFCOMPAT_UI_PORT"] = str(free_port())  # nothing listens there
+    down = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 1 and "serve page: error:" in down.stdout
+
+
 # --- the metrics exporter ---------------------------------------------------------------------
 
 

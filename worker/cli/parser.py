@@ -299,7 +299,8 @@ def add_process_commands(sub: Subparsers) -> None:
     p = sub.add_parser(
         "healthcheck",
         help="exit 0 when this container's tfcompat process is healthy (image HEALTHCHECK)",
-        description="Probes the receiver's /healthz, pings the Celery worker node, or checks "
+        description="Probes the receiver's /healthz (and its fleet page's listener when "
+        "TFCOMPAT_UI_ENABLED), pings the Celery worker node, or checks "
         "the bridge's broker and queue. Without ROLE, probes the tfcompat command this "
         "machine or container runs. Exit 0 healthy, 1 not, 2 nothing to probe.",
     )

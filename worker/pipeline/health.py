@@ -248,7 +248,7 @@ def healthcheck(
     """The checks for the command `running` runs; every value "ok" means healthy."""
     if running.role == "serve":
         checks = check_receiver(url or receiver_url(running.args), timeout)
-        if settings.ui_enabled and url is None:
+        if settings.ui_enabled:
             checks.update(check_page(page_url(settings, running.args), timeout))
         return checks
     if running.role == "worker":
