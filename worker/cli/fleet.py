@@ -194,6 +194,11 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
         )
     index, _ = _index_and_store(settings)
     print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
+    # An index written before the fleet page's rows existed gets them here, once (the
+    # page itself writes nothing).
+    rows = index.ensure_rows()
+    if rows:
+        print(f"fleet page rows written: {rows}")
     return 0
 
 

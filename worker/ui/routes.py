@@ -23,7 +23,6 @@ import asyncio
 import csv
 import io
 import math
-import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -580,7 +579,6 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         return []
     require_access(settings)
     pages = Pages(sources)
-    threading.Thread(target=_prepare_rows, args=(sources.index,), daemon=True).start()
 
     def guarded(endpoint: Endpoint) -> Endpoint:
         async def route(request: Request) -> Response:
@@ -635,12 +633,3 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         Route("/ui/logout", guarded(pages.sign_out), methods=["POST"]),
         Route("/ui/static/{name}", static, methods=["GET"]),
     ]
-
-
-def _prepare_rows(index: ModelIndex) -> None:
-    """Matrix rows for an index written before they existed (once; logged on failure)."""
-    try:
-        index.ensure_built()
-        index.ensure_rows()
-    except TfcompatError as exc:
-        log.warning("ui.rows_not_prepared", error=str(exc))
