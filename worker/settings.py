@@ -273,6 +273,11 @@ class Settings(BaseSettings):
         description="Address space (MiB) the process assessing a preview may use; more and "
         "the preview fails with a memory error, the worker carries on",
     )
+    ui_previews_in_flight: int = Field(
+        2,
+        description="Previews that may be queued or running at once (they share the workers "
+        "with model checks); one more is answered 429 with Retry-After",
+    )
     ui_preview_ttl: int = Field(
         3600, description="Seconds a preview's result is kept in Redis for the page to show"
     )
@@ -300,6 +305,7 @@ class Settings(BaseSettings):
             "ui_preview_time_limit",
             "ui_preview_memory_mb",
             "ui_preview_ttl",
+            "ui_previews_in_flight",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")

@@ -122,7 +122,7 @@ def stack(endpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[P
     broker.flushdb()
     state = redis.Redis.from_url(redis_url(STATE_DB))
     index_three_models(state)
-    env = page_env(endpoint)
+    env = page_env(endpoint, TFCOMPAT_UI_PREVIEWS_IN_FLIGHT="3")
     receiver, urls = serving(env, logs / "serve.log")
     worker = cli("worker", "--concurrency", "2", "--hostname", "page@%h")
     with process(worker, env, logs / "worker.log"), receiver:

@@ -278,6 +278,9 @@ def ui_sources(settings: Any) -> Any:
         fleet=fleet,
         owners=load_owners_or_default(settings.owners),
         previews=Previews(
-            PreviewStore(index.redis_client, settings.ui_preview_ttl), preview_enqueuer(settings)
+            PreviewStore(index.redis_client, settings.ui_preview_ttl),
+            preview_enqueuer(settings),
+            in_flight=settings.ui_previews_in_flight,
+            lasts=settings.ui_preview_time_limit + 60,
         ),
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -26,13 +28,15 @@ def new_preview_id() -> str:
 
 
 class PreviewStore:
-    def __init__(self, client: Any, ttl: int) -> None:
+    def __init__(self, client: Any, ttl: int, clock: Callable[[], float] = time.time) -> None:
         self._redis = client
         self.ttl = ttl
+        self._clock = clock
 
     def _put(self, preview_id: str, document: dict[str, Any]) -> None:
         import redis
 
+        document = {**document, "since": self._clock()}
         try:
             self._redis.set(PREFIX + preview_id, orjson.dumps(document), ex=self.ttl)
         except redis.RedisError as exc:
@@ -49,6 +53,23 @@ class PreviewStore:
 
     def failed(self, preview_id: str, change: dict[str, Any], cause: str) -> None:
         self._put(preview_id, {"state": "failed", "change": change, "error": cause})
+
+    def in_flight(self, within: float) -> int:
+        """Previews queued or running whose state changed less than `within` seconds ago
+        (older ones were lost with a worker: they no longer count)."""
+        import redis
+
+        now, count = self._clock(), 0
+        try:
+            keys = list(self._redis.scan_iter(match=PREFIX + "*", count=500))
+            documents = self._redis.mget(keys) if keys else []
+        except redis.RedisError as exc:
+            raise TransientError(f"previews: Redis unavailable ({exc})") from None
+        for raw in documents:
+            document = orjson.loads(raw) if raw else {}
+            if document.get("state") in ("queued", "running"):
+                count += now - float(document.get("since") or 0) < within
+        return count
 
     def get(self, preview_id: str) -> dict[str, Any] | None:
         """The preview's document, or None: no such id, or it expired."""

@@ -23,6 +23,7 @@ import asyncio
 import csv
 import io
 import math
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -86,15 +87,35 @@ SECURITY_HEADERS = {
 }
 
 
+class TooManyPreviews(Exception):
+    """As many previews as allowed are queued or running."""
+
+
 class Previews:
     """Fleet-change previews: `submit` records one as queued and hands it to a worker
-    (`enqueue`, the pipeline's `preview_enqueuer`); `get` reads what the worker wrote."""
+    (`enqueue`, the pipeline's `preview_enqueuer`), at most `in_flight` at once (they
+    share the workers with model checks); `get` reads what the worker wrote."""
 
-    def __init__(self, store: PreviewStore, enqueue: Callable[[str, dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        store: PreviewStore,
+        enqueue: Callable[[str, dict[str, Any]], None],
+        in_flight: int = 2,
+        lasts: float = 360.0,
+    ) -> None:
         self.store = store
         self._enqueue = enqueue
+        self.in_flight = in_flight
+        self.lasts = lasts  # seconds after which a queued or running preview was lost
+        self._lock = threading.Lock()
 
     def submit(self, change: dict[str, Any]) -> str:
+        with self._lock:  # this replica's own submissions are counted one at a time
+            if self.store.in_flight(self.lasts) >= self.in_flight:
+                raise TooManyPreviews
+            return self._submit(change)
+
+    def _submit(self, change: dict[str, Any]) -> str:
         preview_id = new_preview_id()
         self.store.queued(preview_id, change)
         self._enqueue(preview_id, change)
@@ -428,6 +449,11 @@ class Pages:
             return self.html(request, "preview.html", 503, error="no preview here", **context)
         try:
             preview_id = await asyncio.to_thread(previews.submit, change)
+        except TooManyPreviews:
+            error = f"{previews.in_flight} previews are running already; try again in a minute"
+            return self.html(
+                request, "preview.html", 429, headers={"Retry-After": "60"}, error=error, **context
+            )
         except Exception as exc:  # the broker or Redis: the reader may try again
             log.warning("ui.preview_not_enqueued", error=f"{type(exc).__name__}: {exc}")
             error = "the preview could not be handed to a worker now; try again"
