@@ -137,8 +137,9 @@ class PageAccess:
         self._token = _secret(settings.ui_token)
         self._proxy_secret = _secret(settings.ui_proxy_secret)
         # Sessions are signed with a key derived from the token, so a new token ends
-        # every session; CSRF tokens without a token (proxy only) with one of this process.
-        seed = self._token.encode() or secrets.token_bytes(32)
+        # every session. Without a token (proxy only) CSRF tokens are signed with one
+        # derived from the proxy secret (every replica agrees), else of this process.
+        seed = (self._token or self._proxy_secret).encode() or secrets.token_bytes(32)
         self._key = hmac.new(seed, b"tfcompat-ui-session-key", hashlib.sha256).hexdigest()
         self._sessions = URLSafeTimedSerializer(self._key, salt="tfcompat-ui-session")
         self._csrf = URLSafeTimedSerializer(self._key, salt="tfcompat-ui-csrf")
