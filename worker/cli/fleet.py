@@ -213,38 +213,6 @@ def cmd_dump_manifest(args: argparse.Namespace) -> int:
     return run_dumper(args.python, forwarded)
 
 
-def fleet_previewer(settings: Any, index: Any, catalog: Any, jobs: int = 1) -> Any:
-    """The fleet page's preview (`worker.ui.routes.Previewer`): `cmd_fleet_impact`'s
-    assessment of the current fleet with consumers added (each renamed when a name is
-    given: a consumer moved to another release keeps its name) and removed. `jobs`
-    stays 1 in the receiver: a process serving requests on threads does not fork."""
-    from dataclasses import replace
-
-    from worker.catalog.opdefs import OpDefCache
-    from worker.fleet.changes import edited_fleet
-    from worker.fleet.fleet import load_fleet
-    from worker.pipeline.impact_run import assess_index
-
-    def preview(add: Any, remove: Any) -> Any:
-        current = load_fleet(settings.fleet, catalog)
-        cache = OpDefCache()
-        added = []
-        for name, spec in add:
-            consumer = parse_consumer_spec(spec, catalog, cache)
-            added.append(replace(consumer, name=name) if name else consumer)
-        target = edited_fleet(current, None, added, list(remove))
-        return assess_index(
-            index,
-            target.consumers,
-            history=catalog,
-            policy=target.policy,
-            with_artifacts=False,
-            jobs=jobs,
-        )
-
-    return preview
-
-
 def ui_sources(settings: Any) -> Any:
     """What the fleet page reads, from the settings (`tfcompat serve`)."""
     from worker.catalog.catalog import load_catalog

@@ -14,7 +14,6 @@ from markupsafe import Markup
 from worker.catalog.catalog import Catalog
 from worker.compat.check import check_artifact
 from worker.compat.policy import Policy
-from worker.fleet.impact import Impact
 from worker.model.artifact import Artifact
 from worker.model.consumer import Loader
 from worker.notify.fixes import fix_text, plain
@@ -223,9 +222,3 @@ def failures_by_cause(rows: Iterable[Row], consumer: str, examples: int = 5) -> 
         if len(group.examples) < examples:
             group.examples.append((row, cell.message or ""))
     return sorted(groups.values(), key=lambda g: (-g.count, g.cause))
-
-
-def impact_summary(impact: Impact) -> dict[str, Any]:
-    data = impact.to_json()
-    data.pop("changed")
-    return data
