@@ -1,6 +1,7 @@
 # tfcompat-worker: one image for the three processes, chosen by the command.
 #   docker run IMAGE worker --concurrency 2      Celery worker (metrics on :9808)
-#   docker run IMAGE serve --host 0.0.0.0        HTTP receiver (:8080, /healthz, /metrics)
+#   docker run IMAGE serve --host 0.0.0.0        HTTP receiver (:8080 events, /healthz; metrics on :9808;
+#                                                the fleet page, when enabled, on TFCOMPAT_UI_PORT :8081)
 #   docker run IMAGE sqs-bridge                  SQS -> Celery bridge
 # HEALTHCHECK runs `tfcompat healthcheck`, which probes whichever of them the container runs.
 
@@ -35,7 +36,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     TFCOMPAT_METRICS_PORT=9808
 WORKDIR /tmp
 USER 10001:10001
-EXPOSE 8080 9808
+EXPOSE 8080 8081 9808
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=30s --timeout=20s --start-period=30s --retries=3 \
     CMD ["tfcompat", "healthcheck", "--timeout", "10"]

@@ -1,7 +1,8 @@
 """How long the receiver takes to answer while its broker is up, dead or hung.
 
 Starts a Redis of its own (AOF, as shipped) on a free port and `tfcompat serve`
-against it, then times POST /events/s3, GET /healthz and GET /metrics with the
+against it, then times POST /events/s3, GET /healthz and GET /metrics (the
+process's metrics exporter, on a port of its own) with the
 broker up, killed (connection refused) and stopped with SIGSTOP (accepts, never
 answers), and once more after it is back. Figures are medians of N requests, in
 milliseconds, with their ratio to the same request while the broker is up (the
@@ -56,7 +57,7 @@ def main(n: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         broker = RedisServer(Path(directory))
         broker.start()
-        port = free_port()
+        port, metrics_port = free_port(), free_port()
         env = {
             **os.environ,
             **RECEIVER_ENV,  # the receiver starts only with every route authenticated
@@ -65,7 +66,10 @@ def main(n: int) -> None:
         }
         log = open(Path(directory) / "receiver.log", "wb")  # noqa: SIM115
         receiver = subprocess.Popen(
-            [sys.executable, "-m", "worker.cli", "serve", "--port", str(port)],
+            [
+                *(sys.executable, "-m", "worker.cli", "serve", "--port", str(port)),
+                *("--metrics-port", str(metrics_port)),
+            ],
             env=env,
             cwd=ROOT,
             stdout=log,
@@ -74,11 +78,12 @@ def main(n: int) -> None:
         url = f"http://127.0.0.1:{port}"
         client = httpx.Client(timeout=60, headers=AUTH)
         try:
-            wait_until(lambda: client.get(f"{url}/metrics"), 60, "the receiver")
+            metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+            wait_until(lambda: client.get(f"{url}/healthz"), 60, "the receiver")
             calls = {
                 "POST /events/s3": lambda: client.post(f"{url}/events/s3", json=EVENT),
                 "GET /healthz": lambda: client.get(f"{url}/healthz"),
-                "GET /metrics": lambda: client.get(f"{url}/metrics"),
+                "GET /metrics": lambda: client.get(metrics),
             }
             reference = {name: timed(call, n)[0] for name, call in calls.items()}
             rows = []

@@ -168,19 +168,23 @@ class Settings(BaseSettings):
     )
     ui_enabled: bool = Field(
         False,
-        description="Serve the fleet page (/ui) from the receiver; it refuses to start "
+        description="Serve the fleet page (/ui) from the receiver, on its own listener "
+        "(`TFCOMPAT_UI_HOST`:`TFCOMPAT_UI_PORT`); it refuses to start "
         "unless `TFCOMPAT_UI_TOKEN` or `TFCOMPAT_UI_TRUSTED_HEADER` is set too",
     )
     ui_token: SecretStr | None = Field(
         None,
         description="Token the fleet page asks for (`Authorization: Bearer`, or typed once "
-        "into its sign-in form; the browser then keeps a cookie derived from it)",
+        "into its sign-in form; the browser then keeps a signed session cookie whose key "
+        "changes with the token)",
     )
     ui_trusted_header: str | None = Field(
         None,
         description="Header an authenticating proxy in front of the receiver sets to the "
         "signed-in user (e.g. `X-Forwarded-User`); a request with it non-empty may read "
-        "the fleet page. Set it only when every request passes through that proxy",
+        "the fleet page, on the page's listener only, and only when the request carries "
+        "`TFCOMPAT_UI_PROXY_SECRET` or comes from `TFCOMPAT_UI_TRUSTED_PROXIES` (one of them "
+        "is required)",
     )
     mlflow_tracking_uri: str | None = Field(
         None,
@@ -208,14 +212,80 @@ class Settings(BaseSettings):
     metrics_port: int = Field(
         0,
         description="Port of the Prometheus exporter that `tfcompat worker` and "
-        "`tfcompat sqs-bridge` start (`--metrics-port`); 0: none. The receiver serves "
-        "/metrics on its own port. The container image sets 9808",
+        "`tfcompat sqs-bridge` and `tfcompat serve` start (`--metrics-port`); 0: none. "
+        "The receiver's listeners do not serve /metrics. The container image sets 9808",
     )
     metrics_dir: str | None = Field(
         None,
         description="Directory where the worker's processes keep their metrics "
         "(prometheus_client multiprocess mode), one per worker; its `*.db` files are removed "
         "when the worker starts; a new temporary directory if unset",
+    )
+
+    # --- The fleet page's listener, sessions and preview; the metrics exporter's token ---
+    ui_host: str = Field(
+        "127.0.0.1",
+        description="Address the fleet page's own listener binds (`tfcompat serve --ui-host`); "
+        "the page is never served on the event listener",
+    )
+    ui_port: int = Field(
+        8081, description="Port of the fleet page's listener (`tfcompat serve --ui-port`)"
+    )
+    ui_proxy_secret: SecretStr | None = Field(
+        None,
+        description="Secret the authenticating proxy sends in `X-Tfcompat-Proxy-Secret`; the "
+        "trusted user header counts only on a request that carries it (or that comes from "
+        "`TFCOMPAT_UI_TRUSTED_PROXIES`)",
+    )
+    ui_trusted_proxies: str = Field(
+        "",
+        description="Comma-separated peer addresses or CIDRs of the authenticating proxy "
+        "(e.g. `10.0.0.5,10.1.0.0/16`); the trusted user header counts only from them "
+        "(or with `TFCOMPAT_UI_PROXY_SECRET`)",
+    )
+    ui_session_ttl: int = Field(
+        8 * 3600,
+        description="Seconds a fleet-page session (the cookie the sign-in form sets) lasts; "
+        "signing out ends it sooner",
+    )
+    ui_secure_cookies: bool = Field(
+        False,
+        description="Mark the fleet page's cookies `Secure` even when the page is reached "
+        "over plain http (a TLS-terminating proxy in front); over https they always are",
+    )
+    ui_sign_in_per_address: int = Field(
+        10,
+        description="Sign-in attempts one client address may make per minute; more are "
+        "answered 429 with Retry-After",
+    )
+    ui_sign_in_global: int = Field(
+        100,
+        description="Sign-in attempts every client together may make per minute; more are "
+        "answered 429 with Retry-After",
+    )
+    ui_preview_time_limit: int = Field(
+        300,
+        description="Seconds a fleet-change preview may run in a worker before it is stopped "
+        "and reported failed",
+    )
+    ui_preview_memory_mb: int = Field(
+        2048,
+        description="Address space (MiB) the process assessing a preview may use; more and "
+        "the preview fails with a memory error, the worker carries on",
+    )
+    ui_previews_in_flight: int = Field(
+        2,
+        description="Previews that may be queued or running at once (they share the workers "
+        "with model checks); one more is answered 429 with Retry-After",
+    )
+    ui_preview_ttl: int = Field(
+        3600, description="Seconds a preview's result is kept in Redis for the page to show"
+    )
+    metrics_token: SecretStr | None = Field(
+        None,
+        description="Bearer token the metrics exporter (`TFCOMPAT_METRICS_PORT`, of every "
+        "process) asks for in `Authorization: Bearer`; unset: the exporter answers anyone "
+        "who reaches its port",
     )
 
     @model_validator(mode="after")
@@ -229,6 +299,13 @@ class Settings(BaseSettings):
             "notify_dedupe_ttl",
             "github_delivery_ttl",
             "max_event_bytes",
+            "ui_session_ttl",
+            "ui_sign_in_per_address",
+            "ui_sign_in_global",
+            "ui_preview_time_limit",
+            "ui_preview_memory_mb",
+            "ui_preview_ttl",
+            "ui_previews_in_flight",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")

@@ -37,6 +37,7 @@ class Stack:
     s3: Any
     logs: Path
     worker_metrics: str  # the worker's Prometheus exporter (tfcompat worker --metrics-port)
+    receiver_metrics: str  # the receiver's exporter (tfcompat serve --metrics-port)
 
     def bucket(self, versioned: bool = False) -> str:
         name = f"models-{next(_names)}"
@@ -78,11 +79,12 @@ def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
     """moto + Redis + one Celery worker process + the receiver over a socket."""
     _redis_ready(REDIS_DB)
     env = worker_env(endpoint, REDIS_DB)
-    port, metrics_port = free_port(), free_port()
+    port, metrics_port, receiver_metrics = free_port(), free_port(), free_port()
     worker = cli("worker", "--concurrency", "2", "--hostname", "main@%h")
+    serve = cli("serve", "--port", str(port), "--metrics-port", str(receiver_metrics))
     with (
         process([*worker, "--metrics-port", str(metrics_port)], env, logs / "worker.log"),
-        process(cli("serve", "--port", str(port)), env, logs / "receiver.log"),
+        process(serve, env, logs / "receiver.log"),
     ):
         receiver = f"http://127.0.0.1:{port}"
         wait_until(
@@ -92,4 +94,5 @@ def stack(endpoint: str, logs: Path) -> Iterator[Stack]:
         )
         wait_until(lambda: worker_ready(logs / "worker.log"), 60, "the worker")
         metrics = f"http://127.0.0.1:{metrics_port}/metrics"
-        yield Stack(endpoint, env, receiver, s3(endpoint), logs, metrics)
+        served = f"http://127.0.0.1:{receiver_metrics}/metrics"
+        yield Stack(endpoint, env, receiver, s3(endpoint), logs, metrics, served)

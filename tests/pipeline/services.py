@@ -71,15 +71,26 @@ def process(args: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
                     proc.wait(5)
 
 
+class Receiver(str):
+    """The event listener's base URL; `metrics`: the URL of its metrics exporter, which
+    the event listener no longer serves."""
+
+    metrics: str
+
+
 @contextlib.contextmanager
-def receiver_process(env: dict[str, str], log: Path) -> Iterator[str]:
-    """`tfcompat serve` on a free port, once it answers /metrics: its base URL."""
+def receiver_process(env: dict[str, str], log: Path) -> Iterator[Receiver]:
+    """`tfcompat serve` on a free port with its metrics exporter on another, once both
+    answer: the event listener's base URL."""
     import httpx
 
-    port = free_port()
-    with process(cli("serve", "--port", str(port)), env, log):
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: httpx.get(f"{url}/metrics", timeout=5), 60, "the receiver")
+    port, metrics_port = free_port(), free_port()
+    args = cli("serve", "--port", str(port), "--metrics-port", str(metrics_port))
+    with process(args, env, log):
+        url = Receiver(f"http://127.0.0.1:{port}")
+        url.metrics = f"http://127.0.0.1:{metrics_port}/metrics"
+        wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5), 60, "the receiver")
+        wait_until(lambda: httpx.get(url.metrics, timeout=5), 30, "the receiver's metrics")
         yield url
 
 

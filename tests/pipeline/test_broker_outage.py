@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.pipeline.brokers import RedisServer, redis_server
-from tests.pipeline.services import AUTH, receiver_process, wait_until, worker_env
+from tests.pipeline.services import AUTH, Receiver, receiver_process, wait_until, worker_env
 
 pytestmark = pytest.mark.services
 BOUND = 5.0  # seconds: six times the publish timeout
@@ -32,7 +32,7 @@ EVENT = {
 
 
 @pytest.fixture
-def receiver(tmp_path: Path, endpoint: str, logs: Path) -> Iterator[tuple[str, RedisServer]]:
+def receiver(tmp_path: Path, endpoint: str, logs: Path) -> Iterator[tuple[Receiver, RedisServer]]:
     with redis_server(tmp_path) as broker:
         env = worker_env(endpoint, 0, TFCOMPAT_BROKER_URL=broker.url)
         with receiver_process(env, logs / "outage-receiver.log") as url:
@@ -43,14 +43,14 @@ def deliver(url: str) -> int:
     return httpx.post(f"{url}/events/s3", json=EVENT, headers=AUTH, timeout=BOUND).status_code
 
 
-def probes_answer(url: str) -> tuple[int, int]:
+def probes_answer(url: Receiver) -> tuple[int, int]:
     health = httpx.get(f"{url}/healthz", timeout=BOUND).status_code
-    metrics = httpx.get(f"{url}/metrics", timeout=BOUND).status_code
+    metrics = httpx.get(url.metrics, timeout=BOUND).status_code
     return health, metrics
 
 
 def test_a_dead_broker_gets_503s_and_a_restarted_one_202s(
-    receiver: tuple[str, RedisServer],
+    receiver: tuple[Receiver, RedisServer],
 ) -> None:
     url, broker = receiver
     assert deliver(url) == 202
@@ -64,7 +64,7 @@ def test_a_dead_broker_gets_503s_and_a_restarted_one_202s(
 
 
 def test_a_hung_broker_holds_no_delivery_and_no_probe(
-    receiver: tuple[str, RedisServer],
+    receiver: tuple[Receiver, RedisServer],
 ) -> None:
     url, broker = receiver
     assert deliver(url) == 202

@@ -234,7 +234,7 @@ def test_oversized_body_is_rejected(stack: Stack) -> None:
 
 
 def test_metrics_count_what_happened(stack: Stack) -> None:
-    text = httpx.get(f"{stack.receiver}/metrics", timeout=10).text
+    text = httpx.get(stack.receiver_metrics, timeout=10).text
     assert "tfcompat_events_received_total" in text
 
 

@@ -15,6 +15,7 @@ from tests.pipeline.conftest import REDIS_DB, Stack
 from tests.pipeline.services import (
     AUTH,
     RECEIVER_ENV,
+    Receiver,
     cli,
     free_port,
     receiver_process,
@@ -88,8 +89,8 @@ def test_a_wrong_or_missing_token_is_refused(stack: Stack) -> None:
         assert answer.status_code == 401
 
 
-def rejected_for_bucket(url: str) -> float:
-    for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+def rejected_for_bucket(url: Receiver) -> float:
+    for line in httpx.get(url.metrics, timeout=10).text.splitlines():
         if line.startswith("tfcompat_events_rejected_total") and 'reason="bucket"' in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0

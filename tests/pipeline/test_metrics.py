@@ -57,7 +57,7 @@ def test_an_upload_moves_the_receiver_and_worker_metrics(stack: Stack) -> None:
     event = s3_event(stack.s3, bucket, key)
     sent = datetime.now(UTC) - timedelta(seconds=5)  # as if S3 took 5 s to tell us
     event["Records"][0]["eventTime"] = sent.strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    receiver_before = scrape(f"{stack.receiver}/metrics")
+    receiver_before = scrape(stack.receiver_metrics)
     worker_before = scrape(stack.worker_metrics)
 
     assert stack.post("/events/s3", event).status_code == 202
@@ -73,7 +73,7 @@ def test_an_upload_moves_the_receiver_and_worker_metrics(stack: Stack) -> None:
         30,
         "the worker's task counter",
     )
-    receiver_after = scrape(f"{stack.receiver}/metrics")
+    receiver_after = scrape(stack.receiver_metrics)
 
     def moved(before: Samples, after: Samples, name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

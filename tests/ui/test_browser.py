@@ -135,10 +135,30 @@ def test_a_fleet_change_previewed(browser: Browser, stack: tuple[str, str]) -> N
     page.get_by_label("Add a consumer").check()
     page.get_by_label("Release (add, move)").fill("tf==2.10")
     page.get_by_role("button", name="Preview").click()
+    expect(page).to_have_url(re.compile(r"/ui/preview/[A-Za-z0-9_-]+$"))  # a worker runs it
     summary = page.locator("#preview-summary")
-    expect(summary).to_contain_text("model(s) examined")
+    expect(summary).to_contain_text("model(s) examined", timeout=120_000)  # reloads itself
     expect(summary).to_contain_text("Consumers checked anew: tf-2.10.1")
     vision = page.locator("table.changes tr", has_text="models/vision/7/saved_model.pb")
     expect(vision).to_contain_text("tf-2.10.1: (new) → incompatible ✗ newly fails")
     expect(vision).to_contain_text("DecodeWebP")
     shot(page, "preview")
+
+
+def test_a_manifest_path_in_the_preview_form_is_refused(
+    browser: Browser, stack: tuple[str, str]
+) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("link", name="Preview a fleet change").click()
+    page.get_by_label("Add a consumer").check()
+    page.get_by_label("Release (add, move)").fill("mine=/etc/passwd")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("#preview-error")).to_contain_text("not a manifest")
+
+
+def test_signing_out_ends_the_session(browser: Browser, stack: tuple[str, str]) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/ui/login$"))
+    page.goto(stack[0])
+    expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui$"))

@@ -27,7 +27,7 @@ from tests.redis_server import redis_url
 from tests.sinks.documents import LOCATION, checker
 from tests.truth import BASE, ROOT
 from worker.catalog.catalog import load_catalog
-from worker.cli.fleet import fleet_previewer
+from worker.cli.preview_run import change_view
 from worker.fleet.fleet import load_fleet
 from worker.model.events import ObjectEvent
 from worker.model.verdict import Status, consumer_status_json
@@ -37,7 +37,8 @@ from worker.settings import Settings
 from worker.sinks import matrix
 from worker.sinks.index import BUILT, ModelIndex
 from worker.sinks.memory import MemoryObjectStore
-from worker.ui.routes import Sources, ui_routes
+from worker.sinks.previews import PreviewStore
+from worker.ui.routes import Previews, Sources, ui_routes
 
 TOKEN = "counts-token"
 DB = 9
@@ -108,13 +109,20 @@ def client(indexed: tuple[ModelIndex, Store, int]) -> TestClient:
     index, store, _ = indexed
     s = settings()
     catalog = load_catalog()
+    results = PreviewStore(redis.Redis.from_url(redis_url(DB)), ttl=600)
+
+    def assess_here(preview_id: str, change: dict[str, Any]) -> None:
+        """What the preview task does, in this process: the view, stored as done."""
+        view = change_view(index, load_fleet(s.fleet, catalog), catalog, change)
+        results.done(preview_id, change, view)
+
     sources = Sources(
         settings=s,
         index=index,
         store=store,
         catalog=catalog,
         fleet=lambda: load_fleet(s.fleet, catalog),
-        preview=fleet_previewer(s, index, catalog),
+        previews=Previews(results, assess_here),
     )
     app = Starlette(routes=ui_routes(sources))
     return TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"})
@@ -200,7 +208,11 @@ def test_a_preview_counts_the_models_check_says_a_new_consumer_breaks(
         1 for a in artifacts if consumer_status_json(a["consumers"][0]) != Status.COMPATIBLE
     )
     assert 0 < breaks < len(artifacts)
-    page = text(client.get("/ui/preview", params={"action": "add", "spec": "tf==2.10"}).text)
+    form = client.get("/ui/preview").text
+    token = re.search(r'name="csrf" value="([^"]+)"', form)
+    assert token
+    sent = {"action": "add", "spec": "tf==2.10", "csrf": token.group(1)}
+    page = text(client.post("/ui/preview", data=sent).text)  # follows to the result
     assert f"{len(artifacts)} model(s) examined; {not_serving} would change." in page
     assert f"{breaks} model(s) would newly fail ({breaks} consumer verdict(s))" in page
     assert "(new) → compatible" not in page

@@ -19,7 +19,6 @@ from starlette.testclient import TestClient
 from tests.redis_server import redis_url
 from tests.sinks.documents import NEW_OP, NONDEFAULT, STRIPPED, checked
 from worker.catalog.catalog import load_catalog
-from worker.cli.fleet import fleet_previewer
 from worker.errors import ConfigError
 from worker.fleet.fleet import load_fleet
 from worker.notify.owners import load_owners
@@ -27,7 +26,7 @@ from worker.settings import Settings
 from worker.sinks import matrix
 from worker.sinks.index import BUILT, ModelIndex, model_from_report
 from worker.sinks.memory import MemoryObjectStore
-from worker.ui.access import COOKIE
+from worker.ui.access import COOKIE, PageAccess, RedisRevocations
 from worker.ui.routes import Sources, ui_routes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +84,6 @@ def app(indexed: tuple[ModelIndex, Store], **changes: Any) -> Starlette:
         catalog=catalog,
         fleet=lambda: load_fleet(s.fleet, catalog),
         owners=load_owners(s.owners),
-        preview=fleet_previewer(s, index, catalog),
     )
     return Starlette(routes=ui_routes(sources))
 
@@ -93,6 +91,18 @@ def app(indexed: tuple[ModelIndex, Store], **changes: Any) -> Starlette:
 @pytest.fixture
 def client(indexed: tuple[ModelIndex, Store]) -> TestClient:
     return TestClient(app(indexed), headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+HTML = {"Accept": "text/html"}
+
+
+def csrf(client: TestClient, path: str = "/ui/login") -> str:
+    """The CSRF token of a form of the page (its cookie stays in the client)."""
+    import re
+
+    found = re.search(r'name="csrf" value="([^"]+)"', client.get(path).text)
+    assert found
+    return found.group(1)
 
 
 def text(html: str) -> str:
@@ -120,43 +130,107 @@ def test_it_refuses_to_start_enabled_without_a_token_or_a_trusted_header(
 def test_without_credentials_a_reader_is_sent_to_sign_in(
     indexed: tuple[ModelIndex, Store],
 ) -> None:
-    anonymous = TestClient(app(indexed), follow_redirects=False)
+    anonymous = TestClient(app(indexed), follow_redirects=False, headers=HTML)
     answer = anonymous.get("/ui/model/models/vision/7/saved_model.pb")
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/ui/login?next=%2Fui%2Fmodel%2F")
     assert anonymous.get("/ui", headers={"Authorization": "Bearer wrong"}).status_code == 303
     anonymous.cookies.set(COOKIE, TOKEN)  # the token itself is not a session
-    assert anonymous.get("/ui/matrix.csv").status_code == 303
+    assert anonymous.get("/ui").status_code == 303
+
+
+def test_a_script_without_credentials_gets_401_not_a_redirect(
+    indexed: tuple[ModelIndex, Store],
+) -> None:
+    script = TestClient(app(indexed), follow_redirects=False)
+    for path in ("/ui", "/ui/matrix.csv", "/ui/matrix.json"):
+        answer = script.get(path, headers={"Accept": "application/json"})
+        assert answer.status_code == 401
+        assert answer.headers["www-authenticate"] == 'Bearer realm="tfcompat"'
 
 
 def test_signing_in_keeps_a_cookie_that_is_not_the_token(
     indexed: tuple[ModelIndex, Store],
 ) -> None:
-    browser = TestClient(app(indexed), follow_redirects=False)
-    refused = browser.post("/ui/login", data={"token": "nope", "next": "/ui"})
+    browser = TestClient(app(indexed), follow_redirects=False, headers=HTML)
+    token = csrf(browser)
+    refused = browser.post("/ui/login", data={"token": "nope", "next": "/ui", "csrf": token})
     assert refused.status_code == 401 and COOKIE not in refused.cookies
-    answer = browser.post("/ui/login", data={"token": TOKEN, "next": "/ui?cell=fails"})
+    sent = {"token": TOKEN, "next": "/ui?cell=fails", "csrf": token}
+    answer = browser.post("/ui/login", data=sent)
     assert answer.status_code == 303 and answer.headers["location"] == "/ui?cell=fails"
     cookie = answer.cookies[COOKIE]
-    assert TOKEN not in cookie and "httponly" in answer.headers["set-cookie"].lower()
-    assert "samesite=strict" in answer.headers["set-cookie"].lower()
+    set_cookie = answer.headers["set-cookie"].lower()
+    assert TOKEN not in cookie and "httponly" in set_cookie and "max-age=28800" in set_cookie
+    assert "samesite=lax" in set_cookie and "secure" not in set_cookie  # plain http
     assert browser.get("/ui").status_code == 200  # the client keeps the cookie
+
+
+def test_cookies_are_secure_when_a_setting_says_the_page_is_behind_tls(
+    indexed: tuple[ModelIndex, Store],
+) -> None:
+    browser = TestClient(app(indexed, ui_secure_cookies=True), follow_redirects=False)
+    # The CSRF cookie is Secure too, so a plain-http client keeps none: only the header shows.
+    assert "secure" in browser.get("/ui/login").headers["set-cookie"].lower()
+
+
+def test_a_new_token_ends_every_session(indexed: tuple[ModelIndex, Store]) -> None:
+    old = PageAccess(settings(), RedisRevocations(indexed[0].redis_client))
+    new = PageAccess(settings(ui_token=SecretStr("rotated")), old.revocations)
+    _, cookie = old.new_session()
+    assert old.session_of(cookie) is not None and new.session_of(cookie) is None
+
+
+def test_the_trusted_header_counts_from_a_trusted_proxy_address_only(
+    indexed: tuple[ModelIndex, Store],
+) -> None:
+    from starlette.requests import Request
+
+    access = PageAccess(
+        settings(ui_trusted_header="X-Forwarded-User", ui_trusted_proxies="10.0.0.0/8"),
+        RedisRevocations(indexed[0].redis_client),
+    )
+
+    def request(peer: str) -> Request:
+        headers = [(b"x-forwarded-user", b"ana")]
+        return Request({"type": "http", "headers": headers, "client": (peer, 4000)})
+
+    assert access.reader(request("10.1.2.3")) is not None
+    assert access.reader(request("192.168.1.9")) is None
+
+
+def test_a_trusted_header_with_no_proof_of_the_proxy_refuses_to_start(
+    indexed: tuple[ModelIndex, Store],
+) -> None:
+    with pytest.raises(ConfigError, match="TFCOMPAT_UI_PROXY_SECRET"):
+        app(indexed, ui_token=None, ui_trusted_header="X-Forwarded-User")
 
 
 def test_sign_in_never_sends_a_reader_to_another_site(indexed: tuple[ModelIndex, Store]) -> None:
     browser = TestClient(app(indexed), follow_redirects=False)
+    token = csrf(browser)
     for elsewhere in ("https://evil.example/ui", "//evil.example/ui", "/ui//evil.example"):
-        answer = browser.post("/ui/login", data={"token": TOKEN, "next": elsewhere})
+        sent = {"token": TOKEN, "next": elsewhere, "csrf": token}
+        answer = browser.post("/ui/login", data=sent)
         assert answer.headers["location"] == "/ui"
 
 
 def test_a_proxy_s_trusted_header_lets_its_user_read(indexed: tuple[ModelIndex, Store]) -> None:
     proxied = TestClient(
-        app(indexed, ui_token=None, ui_trusted_header="X-Forwarded-User"), follow_redirects=False
+        app(
+            indexed,
+            ui_token=None,
+            ui_trusted_header="X-Forwarded-User",
+            ui_proxy_secret=SecretStr("proxy"),
+        ),
+        follow_redirects=False,
+        headers={"X-Tfcompat-Proxy-Secret": "proxy", **HTML},
     )
     assert proxied.get("/ui", headers={"X-Forwarded-User": "ana"}).status_code == 200
     assert proxied.get("/ui", headers={"X-Forwarded-User": " "}).status_code == 401
     assert proxied.get("/ui").status_code == 401  # no sign-in form without a token
+    not_proxied = {"X-Forwarded-User": "ana", "X-Tfcompat-Proxy-Secret": "guess"}
+    assert proxied.get("/ui", headers=not_proxied).status_code == 401
 
 
 # --- what the pages show ----------------------------------------------------------------------
@@ -201,27 +275,12 @@ def test_a_consumer_page_groups_what_it_cannot_serve_by_cause(client: TestClient
     assert f"edge types 1 edge.type-mismatch {TIMES} 1" in page  # a new attr changes a dtype
 
 
-def test_a_preview_lists_what_a_new_consumer_breaks_and_applies_nothing(
-    client: TestClient, indexed: tuple[ModelIndex, Store]
+def test_a_preview_form_that_names_no_consumer_of_the_fleet_is_refused(
+    client: TestClient,
 ) -> None:
-    index, _ = indexed
-    r = index.redis_client
-    before = {k: r.dump(k) for k in sorted(r.keys("*"))}
-    page = client.get("/ui/preview", params={"action": "add", "spec": "tf==2.10"})
-    assert page.status_code == 200
-    words = text(page.text)
-    assert "3 model(s) examined" in words
-    assert "tf-2.10.1: (new) → incompatible ✗ newly fails" in words
-    moved = text(
-        client.get(
-            "/ui/preview",
-            params={"action": "upgrade", "consumer": "serving-prod", "spec": "tf==2.21"},
-        ).text
-    )
-    assert "serving-prod: incompatible → compatible" in moved
-    bad = client.get("/ui/preview", params={"action": "remove", "consumer": "nobody"})
+    sent = {"action": "remove", "consumer": "nobody", "csrf": csrf(client, "/ui/preview")}
+    bad = client.post("/ui/preview", data=sent)
     assert bad.status_code == 400 and "choose a consumer of the fleet" in bad.text
-    assert {k: r.dump(k) for k in sorted(r.keys("*"))} == before
 
 
 def test_downloads_hold_the_filtered_matrix(client: TestClient) -> None:

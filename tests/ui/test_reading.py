@@ -3,10 +3,11 @@ preview's count of changes."""
 
 from __future__ import annotations
 
+from worker.cli.preview_run import view
 from worker.fleet.impact import Impact, ModelImpact, VerdictChange
 from worker.model.index import IndexedModel
 from worker.sinks.matrix import Row
-from worker.ui.reading import impact_summary, version_line
+from worker.ui.reading import version_line
 
 
 def row(version_id: str | None) -> Row:
@@ -47,9 +48,10 @@ def test_a_new_consumer_that_serves_a_model_is_no_change() -> None:
     risky = ModelImpact(
         model("compatible"), "at-risk", (VerdictChange("new", None, "at-risk"),), {}
     )
-    summary = impact_summary(Impact([served, broken, risky], examined=3))
+    summary = view(Impact([served, broken, risky], examined=3), 0.0)
     assert summary["models_changed"] == 2
     assert summary["models_newly_failing"] == 1
+    assert [m["status_after"] for m in summary["changed"]] == ["incompatible", "at-risk"]
     assert not served.changed and broken.changed and risky.changed
 
 

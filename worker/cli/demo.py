@@ -132,6 +132,7 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             # the fleet page, signed in with a token made for this stack
             "TFCOMPAT_UI_ENABLED": "true",
             "TFCOMPAT_UI_TOKEN": secrets.token_urlsafe(16),
+            "TFCOMPAT_UI_PORT": str(free_port()),  # the page's own listener
             "TFCOMPAT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         }
@@ -150,7 +151,8 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
     # for the kept stack's instructions (`KEPT_INSTRUCTIONS`), through env.sh
     stack.env["DEMO_RECEIVER_URL"] = f"http://127.0.0.1:{port}"
     say(
-        f"3/5 starting the worker, the SQS bridge and the receiver (port {port}); "
+        f"3/5 starting the worker, the SQS bridge and the receiver (port {port}, the fleet "
+        f"page on port {stack.env['TFCOMPAT_UI_PORT']}); "
         f"logs in {stack.logs}"
     )
     tfcompat = [sys.executable, "-m", "worker.cli"]
@@ -407,9 +409,10 @@ def fixed_copies(s3: Any, watched: list[tuple[str, str]], timeout: float) -> str
 
 
 def fleet_page(stack: Stack, receiver_port: str) -> str:
-    """Where the fleet page is and the token that opens it."""
+    """Where the fleet page is (its own listener, not the receiver's) and the token that
+    opens it."""
     return (
-        f"Fleet page: http://127.0.0.1:{receiver_port}/ui  "
+        f"Fleet page: http://127.0.0.1:{stack.env['TFCOMPAT_UI_PORT']}/ui  "
         f"(sign in with the token {stack.env['TFCOMPAT_UI_TOKEN']})"
     )
 

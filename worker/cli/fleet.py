@@ -194,6 +194,11 @@ def cmd_index_rebuild(args: argparse.Namespace) -> int:
         )
     index, _ = _index_and_store(settings)
     print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
+    # An index written before the fleet page's rows existed gets them here, once (the
+    # page itself writes nothing).
+    rows = index.ensure_rows()
+    if rows:
+        print(f"fleet page rows written: {rows}")
     return 0
 
 
@@ -208,46 +213,16 @@ def cmd_dump_manifest(args: argparse.Namespace) -> int:
     return run_dumper(args.python, forwarded)
 
 
-def fleet_previewer(settings: Any, index: Any, catalog: Any, jobs: int = 1) -> Any:
-    """The fleet page's preview (`worker.ui.routes.Previewer`): `cmd_fleet_impact`'s
-    assessment of the current fleet with consumers added (each renamed when a name is
-    given: a consumer moved to another release keeps its name) and removed. `jobs`
-    stays 1 in the receiver: a process serving requests on threads does not fork."""
-    from dataclasses import replace
-
-    from worker.catalog.opdefs import OpDefCache
-    from worker.fleet.changes import edited_fleet
-    from worker.fleet.fleet import load_fleet
-    from worker.pipeline.impact_run import assess_index
-
-    def preview(add: Any, remove: Any) -> Any:
-        current = load_fleet(settings.fleet, catalog)
-        cache = OpDefCache()
-        added = []
-        for name, spec in add:
-            consumer = parse_consumer_spec(spec, catalog, cache)
-            added.append(replace(consumer, name=name) if name else consumer)
-        target = edited_fleet(current, None, added, list(remove))
-        return assess_index(
-            index,
-            target.consumers,
-            history=catalog,
-            policy=target.policy,
-            with_artifacts=False,
-            jobs=jobs,
-        )
-
-    return preview
-
-
 def ui_sources(settings: Any) -> Any:
     """What the fleet page reads, from the settings (`tfcompat serve`)."""
     from worker.catalog.catalog import load_catalog
     from worker.fleet.fleet import fleet_file, load_fleet
     from worker.notify.dispatch import load_owners_or_default
+    from worker.pipeline.app import preview_enqueuer
     from worker.pipeline.services import build_index
+    from worker.sinks.previews import PreviewStore
     from worker.sinks.s3 import S3ObjectStore, s3_client
-    from worker.ui.routes import Sources
+    from worker.ui.routes import Previews, Sources
 
     store = S3ObjectStore(s3_client(settings), settings)
     index = build_index(settings, store)
@@ -270,5 +245,10 @@ def ui_sources(settings: Any) -> Any:
         catalog=catalog,
         fleet=fleet,
         owners=load_owners_or_default(settings.owners),
-        preview=fleet_previewer(settings, index, catalog),
+        previews=Previews(
+            PreviewStore(index.redis_client, settings.ui_preview_ttl),
+            preview_enqueuer(settings),
+            in_flight=settings.ui_previews_in_flight,
+            lasts=settings.ui_preview_time_limit + 60,
+        ),
     )

@@ -256,12 +256,32 @@ def add_process_commands(sub: Subparsers) -> None:
     p = sub.add_parser(
         "serve",
         help="run the HTTP receiver for object-store events and webhooks",
-        description="The HTTP receiver: /events/s3, /events/sns, /events/eventbridge, "
-        "/webhooks/github, /healthz, /metrics; and the fleet page at /ui when "
-        "TFCOMPAT_UI_ENABLED is set (with TFCOMPAT_UI_TOKEN or TFCOMPAT_UI_TRUSTED_HEADER).",
+        description="The HTTP receiver's event listener (--host/--port): /events/s3, "
+        "/events/sns, /events/eventbridge, /webhooks/github, /webhooks/mlflow, /healthz. "
+        "When TFCOMPAT_UI_ENABLED is set (with TFCOMPAT_UI_TOKEN or "
+        "TFCOMPAT_UI_TRUSTED_HEADER), the fleet page /ui on a listener of its own "
+        "(--ui-host/--ui-port); Prometheus metrics on TFCOMPAT_METRICS_PORT.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    p.add_argument(
+        "--ui-host",
+        default=None,
+        help="address the fleet page's listener binds (default: TFCOMPAT_UI_HOST, 127.0.0.1)",
+    )
+    p.add_argument(
+        "--ui-port",
+        type=int,
+        default=None,
+        help="port of the fleet page's listener (default: TFCOMPAT_UI_PORT, 8081)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics on PORT (default: TFCOMPAT_METRICS_PORT; 0: none)",
+    )
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("sqs-bridge", help="long-poll an SQS queue that S3 notifies; enqueue checks")
@@ -279,7 +299,8 @@ def add_process_commands(sub: Subparsers) -> None:
     p = sub.add_parser(
         "healthcheck",
         help="exit 0 when this container's tfcompat process is healthy (image HEALTHCHECK)",
-        description="Probes the receiver's /healthz, pings the Celery worker node, or checks "
+        description="Probes the receiver's /healthz (and its fleet page's listener when "
+        "TFCOMPAT_UI_ENABLED), pings the Celery worker node, or checks "
         "the bridge's broker and queue. Without ROLE, probes the tfcompat command this "
         "machine or container runs. Exit 0 healthy, 1 not, 2 nothing to probe.",
     )

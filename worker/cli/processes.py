@@ -17,11 +17,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level, settings.log_format)
     port = settings.metrics_port if args.metrics_port is None else args.metrics_port
     if port:
-        from worker.exporter import start_exporter, use_multiprocess_dir
+        from worker.exporter import use_multiprocess_dir
 
         # Before anything imports worker.metrics: the pool's processes then write to files.
-        directory = use_multiprocess_dir(settings.metrics_dir)
-        start_exporter(port, directory)
+        start_metrics(settings, port, use_multiprocess_dir(settings.metrics_dir))
     from worker.pipeline.app import QUEUE, create_app
 
     app = create_app(settings)
@@ -83,8 +82,12 @@ def cmd_healthcheck(
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    """The event listener (--host/--port: events, webhooks, /healthz), the fleet page on
+    a listener of its own (--ui-host/--ui-port, when TFCOMPAT_UI_ENABLED), and the
+    metrics exporter (TFCOMPAT_METRICS_PORT), in one process."""
+    from starlette.applications import Starlette
 
+    from worker.cli.listeners import listener, serve_all
     from worker.ingest.app import create_http_app
     from worker.ingest.github import github_route
     from worker.ingest.handoff import Handoff
@@ -97,6 +100,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
+    page = fleet_page(settings)  # ConfigError before anything listens
     claims = RedisClaims.from_url(state_redis_url(settings), timeout=settings.publish_timeout)
     handoff = Handoff(settings.publish_timeout)
     registry_enqueue = registry_enqueuer(settings)
@@ -109,18 +113,37 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings,
         object_enqueuer(settings),
         lambda: dependency_checks(settings),
-        extra_routes=[*routes, *fleet_page(settings)],
+        extra_routes=routes,
         replays=claims,
         handoff=handoff,
         registry_enqueue=registry_enqueue,
     )
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
+    servers = [listener(app, args.host, args.port)]
+    if page:
+        host = settings.ui_host if args.ui_host is None else args.ui_host
+        port = settings.ui_port if args.ui_port is None else args.ui_port
+        servers.append(listener(Starlette(routes=page), host, port, proxy_headers=False))
+    start_metrics(settings, args.metrics_port, directory=None)
+    serve_all(servers)
     return 0
 
 
+def start_metrics(settings: Any, given: int | None, directory: str | None) -> None:
+    """The process's metrics exporter on --metrics-port or TFCOMPAT_METRICS_PORT (0:
+    none), behind TFCOMPAT_METRICS_TOKEN when it is set."""
+    port = settings.metrics_port if given is None else given
+    if not port:
+        return
+    from worker.exporter import start_exporter
+
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
+    start_exporter(port, directory, token=token or None)
+
+
 def fleet_page(settings: Any) -> list[Any]:
-    """The fleet page's routes (/ui) when TFCOMPAT_UI_ENABLED; ConfigError when it is
-    enabled without authentication."""
+    """The fleet page's routes (/ui) when TFCOMPAT_UI_ENABLED, for its own listener;
+    ConfigError when it is enabled without authentication, or with a trusted header
+    that nothing proves came from the proxy."""
     if not settings.ui_enabled:
         return []
     from worker.cli.fleet import ui_sources
@@ -158,11 +181,7 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
     queue_url = args.queue_url or settings.sqs_queue_url
     if not queue_url:
         raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
-    port = settings.metrics_port if args.metrics_port is None else args.metrics_port
-    if port:
-        from prometheus_client import start_http_server
-
-        start_http_server(port)  # one process: its own registry is the whole story
+    start_metrics(settings, args.metrics_port, directory=None)  # one process: its registry
     sqs = boto3.client(
         "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
     )

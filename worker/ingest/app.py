@@ -3,9 +3,11 @@
 Routes: POST /events/s3 (S3 and MinIO webhook `Records`), /events/sns (SNS
 HTTP deliveries, signature-verified, replays dropped by MessageId),
 /events/eventbridge (EventBridge API destinations: S3 events, and SageMaker model
-package events, `ingest.packages`), GET /healthz, /metrics; /webhooks/github and
+package events, `ingest.packages`), GET /healthz; /webhooks/github and
 /webhooks/mlflow are their own modules' routes. Only the routes named by
-`TFCOMPAT_RECEIVER_ROUTES`. It starts only when each of them
+`TFCOMPAT_RECEIVER_ROUTES`. This is the public listener (GitHub, MLflow and SNS
+reach it): the fleet page and /metrics are never served here, but on the page's
+listener and the metrics exporter. It starts only when each of them
 authenticates its sender and `TFCOMPAT_BUCKETS` lists the buckets events may name
 (`ingest.access`), unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` says otherwise.
 Every delivery is authenticated before its body is parsed; a malformed body is
@@ -24,7 +26,6 @@ import hmac
 from collections.abc import Awaitable, Callable
 
 import structlog
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -232,9 +233,6 @@ def create_http_app(
             {"status": "ok" if ok else "degraded", "checks": checks}, status_code=200 if ok else 503
         )
 
-    async def metrics_route(request: Request) -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
-
     events = {
         "s3": Route("/events/s3", guarded("s3", s3_events), methods=["POST"]),
         "eventbridge": Route(
@@ -245,7 +243,6 @@ def create_http_app(
     routes = [
         *(events[name] for name in settings.receiver_routes if name in events),
         Route("/healthz", healthz, methods=["GET"]),
-        Route("/metrics", metrics_route, methods=["GET"]),
         *(extra_routes or []),
     ]
     return Starlette(routes=routes)

@@ -33,6 +33,7 @@ TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
 TASK_MLFLOW_VERSION = "tfcompat.mlflow_version"
 TASK_SAGEMAKER_PACKAGE = "tfcompat.sagemaker_package"
+TASK_FLEET_PREVIEW = "tfcompat.fleet_preview"
 REGISTRY_TASKS = {"mlflow": TASK_MLFLOW_VERSION, "sagemaker": TASK_SAGEMAKER_PACKAGE}
 QUEUE = "tfcompat"
 MAX_BACKOFF = 300  # seconds; a waiting retry keeps its lease (Redis) or is unacked (RabbitMQ)
@@ -98,6 +99,7 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
             "worker.pipeline.tasks",
             "worker.pipeline.github_tasks",
             "worker.pipeline.registry_tasks",
+            "worker.pipeline.preview_tasks",
         ],
     )
     app.conf.update(
@@ -174,6 +176,26 @@ def registry_enqueuer(settings: Settings) -> Callable[[RegistryJob], None]:
 
     def enqueue(job: RegistryJob) -> None:
         publishers[job.registry](job.to_json())
+
+    return enqueue
+
+
+def preview_enqueuer(settings: Settings) -> Callable[[str, dict[str, Any]], None]:
+    """Hands a fleet-change preview (its id and change) to `fleet_preview`, with the
+    task's soft time limit a little above the assessment's own (`preview_tasks`)."""
+    app = create_app(settings, publish_timeout=settings.publish_timeout)
+    timeout = settings.publish_timeout
+    soft = settings.ui_preview_time_limit + 30
+
+    def enqueue(preview_id: str, change: dict[str, Any]) -> None:
+        app.send_task(
+            TASK_FLEET_PREVIEW,
+            args=[{"id": preview_id, "change": change}],
+            soft_time_limit=soft,
+            time_limit=soft + 30,
+            timeout=timeout,
+            confirm_timeout=timeout,
+        )
 
     return enqueue
 

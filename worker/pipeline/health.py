@@ -8,9 +8,10 @@ bucket.
 `healthcheck` is what the container image's HEALTHCHECK runs. One image runs
 three commands, so by default it looks at which `tfcompat` command this
 container runs (the process table) and probes that: the receiver's own
-/healthz; a Celery ping answered by this very worker node (its consumer is
-alive and connected: long tasks do not make it fail); the bridge's broker and
-queue.
+/healthz on its event listener, and the fleet page's listener when the page is
+on (its stylesheet, which needs no sign-in); a Celery ping answered by this very
+worker node (its consumer is alive and connected: long tasks do not make it
+fail); the bridge's broker and queue.
 """
 
 from __future__ import annotations
@@ -138,6 +139,29 @@ def receiver_url(args: argparse.Namespace) -> str:
     return f"http://{host}:{getattr(args, 'port', 8080)}/healthz"
 
 
+def page_url(settings: Settings, args: argparse.Namespace) -> str:
+    """A URL of the fleet page's listener that answers without credentials."""
+    host = getattr(args, "ui_host", None) or settings.ui_host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    port = getattr(args, "ui_port", None) or settings.ui_port
+    return f"http://{host}:{port}/ui/static/ui.css"
+
+
+def check_page(url: str, timeout: float) -> dict[str, str]:
+    """{"page": "ok"} when the fleet page's listener answers, or why not."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        return {"page": f"error: {url}: HTTP {exc.code} {exc.reason}".rstrip()}
+    except (OSError, ValueError) as exc:
+        return {"page": unreachable(url, exc, timeout)}
+    return {"page": OK if status == 200 else f"error: {url}: HTTP {status}"}
+
+
 def unreachable(url: str, exc: BaseException, timeout: float) -> str:
     """Why `url` gave no HTTP answer, in words a person acts on."""
     import socket
@@ -223,7 +247,10 @@ def healthcheck(
 ) -> dict[str, str]:
     """The checks for the command `running` runs; every value "ok" means healthy."""
     if running.role == "serve":
-        return check_receiver(url or receiver_url(running.args), timeout)
+        checks = check_receiver(url or receiver_url(running.args), timeout)
+        if settings.ui_enabled:
+            checks.update(check_page(page_url(settings, running.args), timeout))
+        return checks
     if running.role == "worker":
         return check_worker(
             settings, node or worker_node(getattr(running.args, "hostname", None)), timeout

@@ -14,7 +14,6 @@ from markupsafe import Markup
 from worker.catalog.catalog import Catalog
 from worker.compat.check import check_artifact
 from worker.compat.policy import Policy
-from worker.fleet.impact import Impact
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer, Loader
 from worker.notify.fixes import fix_text, plain
@@ -223,21 +222,6 @@ def failures_by_cause(rows: Iterable[Row], consumer: str, examples: int = 5) -> 
         if len(group.examples) < examples:
             group.examples.append((row, cell.message or ""))
     return sorted(groups.values(), key=lambda g: (-g.count, g.cause))
-
-
-def impact_summary(impact: Impact) -> dict[str, Any]:
-    """What a preview says in numbers: models counted once, and changed only when a
-    verdict changes in a way that matters (not a new consumer that serves it)."""
-    data = impact.to_json()
-    data.pop("changed")
-    data["models_changed"] = len(impact.changed_models)
-    data["models_newly_failing"] = len(impact.breaking)
-    return data
-
-
-def changed_models(impact: Impact) -> list[Any]:
-    """The models a preview lists: those whose change matters, the newly broken first."""
-    return sorted(impact.changed_models, key=lambda m: not m.newly_broken)
 
 
 # How a consumer loads a model, in words (the loader's name stays beside it).

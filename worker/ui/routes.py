@@ -1,10 +1,15 @@
 """The fleet page's routes under /ui, for the receiver's Starlette app (`ui_routes`).
 
 Every page is HTML rendered here (Jinja2), readable with JavaScript off; a little
-script only submits the filter form when a choice changes. Reading changes nothing:
-every route is a GET but the sign-in form, which sets a cookie and nothing else, and
-the fleet-change preview runs `tfcompat fleet impact`'s assessment and applies
-nothing. Pages never show a setting, so no secret reaches them.
+script only submits the filter form when a choice changes. The routes are served on
+the page's own listener (`tfcompat serve`), never the event listener. Reading changes
+nothing: every route is a GET but three forms, each with a CSRF token: sign-in (sets
+a session cookie), sign-out (ends the session) and the fleet-change preview, which
+only enqueues the assessment for a worker (`pipeline.preview_tasks`) and sends the
+browser to a page that shows "running" until the result is in Redis. Pages never show
+a setting, so no secret reaches them. A script (the JSON and CSV downloads, or any
+request not asking for HTML) without credentials gets 401 with `WWW-Authenticate:
+Bearer`; a browser is sent to the sign-in form.
 
 The matrix pages come from the index's matrix rows (`worker.sinks.matrix`), a page at
 a time, in a time that does not grow with the index; a model's page reads its one
@@ -17,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import math
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -32,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
+    JSONResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -41,15 +48,25 @@ from starlette.routing import BaseRoute, Route
 from worker.catalog.catalog import Catalog
 from worker.errors import TfcompatError
 from worker.fleet.fleet import Fleet
-from worker.fleet.impact import Impact
 from worker.model.events import ObjectEvent
 from worker.notify.owners import Owners
 from worker.settings import Settings
 from worker.sinks.index import ModelIndex
 from worker.sinks.matrix import CELL_STATES, STATUSES, Matrix, Page, Query, Row
+from worker.sinks.previews import PreviewStore, new_preview_id
 from worker.sinks.reports import report_key
 from worker.ui import reading
-from worker.ui.access import COOKIE, reader, require_access, session_value, token_matches
+from worker.ui.access import (
+    COOKIE,
+    CSRF_COOKIE,
+    PageAccess,
+    Reader,
+    RedisRevocations,
+    Revocations,
+    require_access,
+)
+from worker.ui.preview_form import EXAMPLES, FormProblem, change_of
+from worker.ui.throttle import SignInThrottle
 
 log = structlog.get_logger(__name__)
 
@@ -57,8 +74,10 @@ STATIC = Path(__file__).parent / "static"
 PAGE_SIZES = (25, 50, 100, 200)
 CONSUMER_CAP = 20_000  # failing rows a consumer's page groups at most
 VERSIONS_SHOWN = 10
-LOGIN_BYTES = 4096  # the sign-in form's largest body
-PREVIEW_LISTED = 200  # changed models a preview lists on the page (the JSON has all)
+FORM_BYTES = 4096  # the largest body a form of the page sends
+PREVIEW_LISTED = 200  # changed models a preview lists (worker.cli.preview_run.LISTED)
+POLL_SECONDS = 2  # how often a running preview's page reloads itself
+SCRIPT_PATHS = ("/ui/matrix.csv", "/ui/matrix.json")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
     "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -68,11 +87,42 @@ SECURITY_HEADERS = {
 }
 
 
-class Previewer(Protocol):
-    """A fleet change's impact, as `tfcompat fleet impact` assesses it: consumers added
-    (name or None to keep the spec's own, spec) and removed by name."""
+class TooManyPreviews(Exception):
+    """As many previews as allowed are queued or running."""
 
-    def __call__(self, add: Sequence[tuple[str | None, str]], remove: Sequence[str]) -> Impact: ...
+
+class Previews:
+    """Fleet-change previews: `submit` records one as queued and hands it to a worker
+    (`enqueue`, the pipeline's `preview_enqueuer`), at most `in_flight` at once (they
+    share the workers with model checks); `get` reads what the worker wrote."""
+
+    def __init__(
+        self,
+        store: PreviewStore,
+        enqueue: Callable[[str, dict[str, Any]], None],
+        in_flight: int = 2,
+        lasts: float = 360.0,
+    ) -> None:
+        self.store = store
+        self._enqueue = enqueue
+        self.in_flight = in_flight
+        self.lasts = lasts  # seconds after which a queued or running preview was lost
+        self._lock = threading.Lock()
+
+    def submit(self, change: dict[str, Any]) -> str:
+        with self._lock:  # this replica's own submissions are counted one at a time
+            if self.store.in_flight(self.lasts) >= self.in_flight:
+                raise TooManyPreviews
+            return self._submit(change)
+
+    def _submit(self, change: dict[str, Any]) -> str:
+        preview_id = new_preview_id()
+        self.store.queued(preview_id, change)
+        self._enqueue(preview_id, change)
+        return preview_id
+
+    def get(self, preview_id: str) -> dict[str, Any] | None:
+        return self.store.get(preview_id)
 
 
 class VersionLister(Protocol):
@@ -91,7 +141,8 @@ class Sources:
     catalog: Catalog
     fleet: Callable[[], Fleet]
     owners: Owners | None = None
-    preview: Previewer | None = None
+    previews: Previews | None = None
+    revocations: Revocations | None = None  # None: in the index's Redis
 
 
 def _templates() -> Environment:
@@ -150,13 +201,39 @@ class Pages:
         self.s = sources
         self.env = _templates()
         self.matrix = Matrix(sources.index.redis_client)
-        self._preview_lock = threading.Lock()
+        revocations = sources.revocations or RedisRevocations(sources.index.redis_client)
+        self.access = PageAccess(sources.settings, revocations)
+        settings = sources.settings
+        self.throttle = SignInThrottle(settings.ui_sign_in_per_address, settings.ui_sign_in_global)
 
     # --- helpers --------------------------------------------------------------------------
 
-    def html(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
-        body = self.env.get_template(template).render(**context)
-        return HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+    def html(
+        self,
+        request: Request,
+        template: str,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        **context: Any,
+    ) -> HTMLResponse:
+        """The page, with the CSRF token its forms carry (and the cookie that holds it,
+        the first time) and who reads it (for the sign-out button)."""
+        csrf, new_cookie = self.access.csrf_pair(request)
+        reader = getattr(request.state, "reader", None)
+        body = self.env.get_template(template).render(csrf=csrf, reader=reader, **context)
+        response = HTMLResponse(
+            body, status_code=status, headers={**SECURITY_HEADERS, **(headers or {})}
+        )
+        if new_cookie is not None:
+            response.set_cookie(
+                CSRF_COOKIE,
+                new_cookie,
+                httponly=True,
+                samesite="lax",
+                secure=self.access.secure(request),
+                path="/ui",
+            )
+        return response
 
     def owner_of(self, row: Row) -> str:
         return self.owner_at(row.bucket, row.key)
@@ -185,6 +262,7 @@ class Pages:
         )
         filters = _filters(query)
         return self.html(
+            request,
             "matrix.html",
             query=query,
             page=page,
@@ -311,8 +389,8 @@ class Pages:
         field = f"{request.path_params['bucket']}/{request.path_params['key']}"
         found = await asyncio.to_thread(self._model, field)
         if found is None:
-            return self.html("missing.html", 404, what=f"s3://{field}")
-        return self.html("model.html", **found)
+            return self.html(request, "missing.html", 404, what=f"s3://{field}")
+        return self.html(request, "model.html", **found)
 
     # --- a consumer -----------------------------------------------------------------------
 
@@ -322,9 +400,10 @@ class Pages:
         fleet = await asyncio.to_thread(self.s.fleet)
         consumers = fleet.names()
         if name not in consumers and not rows:
-            return self.html("missing.html", 404, what=f"consumer {name}")
+            return self.html(request, "missing.html", 404, what=f"consumer {name}")
         groups = reading.failures_by_cause(rows, name)
         return self.html(
+            request,
             "consumer.html",
             name=name,
             groups=groups,
@@ -337,98 +416,175 @@ class Pages:
 
     # --- a fleet change, previewed --------------------------------------------------------
 
-    async def preview_page(self, request: Request) -> Response:
-        p = request.query_params
-        action = p.get("action", "")
+    def _preview_context(self, form: dict[str, str], consumers: list[str]) -> dict[str, Any]:
+        return {
+            "form": form,
+            "consumers": consumers,
+            "listed": PREVIEW_LISTED,
+            "examples": EXAMPLES,
+        }
+
+    async def preview_form(self, request: Request) -> Response:
+        consumers = await asyncio.to_thread(self.consumers)
+        form = {"action": "", "spec": "", "consumer": ""}
+        return self.html(request, "preview.html", **self._preview_context(form, consumers))
+
+    async def preview_start(self, request: Request) -> Response:
+        """Enqueue the preview the form describes and send the browser to its page."""
+        fields = await _form(request)
+        if fields is None:
+            return Response("form too large", status_code=413)
         consumers = await asyncio.to_thread(self.consumers)
         form = {
-            "action": action,
-            "spec": p.get("spec", "").strip(),
-            "consumer": p.get("consumer", ""),
+            "action": fields.get("action", ""),
+            "spec": fields.get("spec", "").strip(),
+            "consumer": fields.get("consumer", ""),
         }
-        context: dict[str, Any] = {"form": form, "consumers": consumers, "listed": PREVIEW_LISTED}
-        if not action:
-            return self.html("preview.html", **context)
+        context = self._preview_context(form, consumers)
+        if not self.access.csrf_ok(request, fields.get("csrf", "")):
+            return self.html(request, "preview.html", 403, error=FORM_EXPIRED, **context)
         try:
-            add, remove = _change(action, form["spec"], form["consumer"], consumers)
-        except ValueError as exc:
-            return self.html("preview.html", 400, error=str(exc), **context)
-        if self.s.preview is None:
-            return self.html("preview.html", 503, error="no preview here", **context)
-        if not self._preview_lock.acquire(blocking=False):
+            change = change_of(form, consumers)
+        except FormProblem as exc:
+            return self.html(request, "preview.html", 400, error=str(exc), **context)
+        previews = self.s.previews
+        if previews is None:
+            return self.html(request, "preview.html", 503, error="no preview here", **context)
+        try:
+            preview_id = await asyncio.to_thread(previews.submit, change)
+        except TooManyPreviews:
+            error = f"{previews.in_flight} previews are running already; try again in a minute"
             return self.html(
-                "preview.html", 429, error="another preview is running; try again", **context
+                request, "preview.html", 429, headers={"Retry-After": "60"}, error=error, **context
             )
-        try:
-            started = time.perf_counter()
-            impact = await asyncio.to_thread(self.s.preview, add, remove)
-        except TfcompatError as exc:
-            return self.html("preview.html", 400, error=str(exc), **context)
-        finally:
-            self._preview_lock.release()
+        except Exception as exc:  # the broker or Redis: the reader may try again
+            log.warning("ui.preview_not_enqueued", error=f"{type(exc).__name__}: {exc}")
+            error = "the preview could not be handed to a worker now; try again"
+            return self.html(request, "preview.html", 503, error=error, **context)
+        return RedirectResponse(
+            f"/ui/preview/{preview_id}", status_code=303, headers=SECURITY_HEADERS
+        )
+
+    async def preview_result(self, request: Request) -> Response:
+        """A preview's page: running (it reloads itself), its result, or why it failed."""
+        preview_id = request.path_params["preview_id"]
+        previews = self.s.previews
+        document = await asyncio.to_thread(previews.get, preview_id) if previews else None
+        if document is None:
+            return self.html(request, "missing.html", 404, what="that preview (or it expired)")
+        consumers = await asyncio.to_thread(self.consumers)
+        context = self._preview_context(_form_of(document.get("change") or {}), consumers)
+        state = document.get("state")
+        if state == "done":
+            result = document.get("result") or {}
+            return self.html(
+                request, "preview.html", result=result, owner_at=self.owner_at, **context
+            )
+        if state == "failed":
+            error = f"The preview failed: {document.get('error') or 'no cause recorded'}"
+            return self.html(request, "preview.html", error=error, **context)
         return self.html(
+            request,
             "preview.html",
-            impact=impact,
-            summary=reading.impact_summary(impact),
-            # what newly fails first, then as the assessment listed them
-            changed=reading.changed_models(impact)[:PREVIEW_LISTED],
-            owner_at=self.owner_at,
-            elapsed_s=time.perf_counter() - started,
+            headers={"Refresh": str(POLL_SECONDS)},
+            running=True,
             **context,
         )
 
-    # --- signing in -----------------------------------------------------------------------
+    # --- signing in and out ---------------------------------------------------------------
 
-    async def login(self, request: Request) -> Response:
+    async def sign_in_form(self, request: Request) -> Response:
         wanted = _local_path(request.query_params.get("next", "/ui"))
-        if request.method == "GET":
-            return self.html("login.html", next=wanted)
-        body = b""
-        async for chunk in request.stream():  # a token and a path: a few hundred bytes
-            body += chunk
-            if len(body) > LOGIN_BYTES:
-                return Response("form too large", status_code=413)
-        form = parse_qs(body.decode("utf-8", "replace"))
-        token = form.get("token", [""])[0]
-        wanted = _local_path(form.get("next", ["/ui"])[0])
-        session = session_value(self.s.settings)
-        if session is None or not token_matches(self.s.settings, token):
-            log.warning("ui.sign_in_refused")
-            return self.html("login.html", 401, next=wanted, error="That token is not valid.")
+        return self.html(request, "login.html", next=wanted)
+
+    async def sign_in(self, request: Request) -> Response:
+        address = request.client.host if request.client else ""
+        wait = self.throttle.admit(address)
+        if wait is not None:
+            log.warning("ui.sign_in_throttled", address=address)
+            return self.html(
+                request,
+                "login.html",
+                429,
+                headers={"Retry-After": str(math.ceil(wait))},
+                next="/ui",
+                error=f"Too many sign-in attempts; try again in {math.ceil(wait)} s.",
+            )
+        fields = await _form(request)
+        if fields is None:
+            return Response("form too large", status_code=413)
+        wanted = _local_path(fields.get("next", "/ui"))
+        if not self.access.csrf_ok(request, fields.get("csrf", "")):
+            return self.html(request, "login.html", 403, next=wanted, error=FORM_EXPIRED)
+        if not self.access.token_matches(fields.get("token", "")):
+            log.warning("ui.sign_in_refused", address=address)
+            error = "That token is not valid."
+            return self.html(request, "login.html", 401, next=wanted, error=error)
+        _, cookie = self.access.new_session()
         response = RedirectResponse(wanted, status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(
             COOKIE,
-            session,
+            cookie,
+            max_age=self.access.ttl,
             httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
+            samesite="lax",
+            secure=self.access.secure(request),
             path="/ui",
         )
         return response
+
+    async def sign_out(self, request: Request) -> Response:
+        """End this browser's session: its id is recorded as ended (a copy of the cookie
+        replayed later is refused) and the cookie cleared."""
+        fields = await _form(request)
+        if fields is None:
+            return Response("form too large", status_code=413)
+        if not self.access.csrf_ok(request, fields.get("csrf", "")):
+            return self.html(request, "denied.html", 403, error=FORM_EXPIRED)
+        reader: Reader | None = getattr(request.state, "reader", None)
+        if reader is not None and reader.session_id is not None:
+            await asyncio.to_thread(self.access.end_session, reader.session_id)
+        response = RedirectResponse("/ui/login", status_code=303, headers=SECURITY_HEADERS)
+        response.delete_cookie(
+            COOKIE, path="/ui", httponly=True, samesite="lax", secure=self.access.secure(request)
+        )
+        return response
+
+
+FORM_EXPIRED = "This form has expired or did not come from this page; reload it and try again."
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """A small urlencoded form's fields (the first value of each); None when the body is
+    over FORM_BYTES."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > FORM_BYTES:
+            return None
+    return {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items() if v}
+
+
+def _form_of(change: dict[str, Any]) -> dict[str, str]:
+    """The form that describes a change (`preview_form.change_of`, read back)."""
+    add, remove = change.get("add") or [], change.get("remove") or []
+    if add and remove:
+        return {"action": "upgrade", "consumer": str(remove[0]), "spec": str(add[0][1])}
+    if remove:
+        return {"action": "remove", "consumer": str(remove[0]), "spec": ""}
+    return {"action": "add", "consumer": "", "spec": str(add[0][1]) if add else ""}
+
+
+def _wants_html(request: Request) -> bool:
+    """A browser's request; the downloads and anything not asking for HTML are scripts."""
+    if request.url.path in SCRIPT_PATHS:
+        return False
+    return "text/html" in request.headers.get("accept", "")
 
 
 def _local_path(path: str) -> str:
     """A path on this site to go back to after signing in (never another site's)."""
     return path if path.startswith("/ui") and "//" not in path and "\\" not in path else "/ui"
-
-
-def _change(
-    action: str, spec: str, consumer: str, consumers: list[str]
-) -> tuple[list[tuple[str | None, str]], list[str]]:
-    """(consumers added, names removed) for one change the preview form describes."""
-    if action == "add":
-        if not spec:
-            raise ValueError("name a consumer to add, e.g. tf==2.16 or serving==2.15")
-        return [(None, spec)], []
-    if action in ("remove", "upgrade") and consumer not in consumers:
-        raise ValueError(f"choose a consumer of the fleet ({', '.join(consumers)})")
-    if action == "remove":
-        return [], [consumer]
-    if action == "upgrade":
-        if not spec:
-            raise ValueError(f"name the release to run {consumer} on, e.g. tf==2.16")
-        return [(consumer, spec)], [consumer]
-    raise ValueError("choose add, remove or upgrade")
 
 
 async def _threaded(items: Iterator[str]) -> AsyncIterator[str]:
@@ -452,23 +608,34 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         return []
     require_access(settings)
     pages = Pages(sources)
-    threading.Thread(target=_prepare_rows, args=(sources.index,), daemon=True).start()
 
     def guarded(endpoint: Endpoint) -> Endpoint:
         async def route(request: Request) -> Response:
-            if reader(request, settings) is None:
-                if session_value(settings) is not None and request.method == "GET":
+            try:
+                who = await asyncio.to_thread(pages.access.reader, request)
+            except TfcompatError as exc:  # the ended sessions' Redis
+                log.warning("ui.unavailable", path=request.url.path, error=str(exc))
+                return pages.html(request, "unavailable.html", 503, error=str(exc))
+            if who is None:
+                if not _wants_html(request):
+                    return JSONResponse(
+                        {"error": "authentication required: Authorization: Bearer <token>"},
+                        status_code=401,
+                        headers={**SECURITY_HEADERS, "WWW-Authenticate": 'Bearer realm="tfcompat"'},
+                    )
+                if pages.access.signs_in and request.method == "GET":
                     query = f"?{request.url.query}" if request.url.query else ""
                     there = request.url.path + query
                     return RedirectResponse(
                         "/ui/login?" + urlencode({"next": there}), status_code=303
                     )
-                return pages.html("denied.html", 401)
+                return pages.html(request, "denied.html", 401)
+            request.state.reader = who
             try:
                 return await endpoint(request)
             except TfcompatError as exc:
                 log.warning("ui.unavailable", path=request.url.path, error=str(exc))
-                return pages.html("unavailable.html", 503, error=str(exc))
+                return pages.html(request, "unavailable.html", 503, error=str(exc))
             except Exception:
                 log.exception("ui.failed", path=request.url.path)
                 raise
@@ -487,16 +654,11 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         Route("/ui/matrix.json", guarded(pages.matrix_json), methods=["GET"]),
         Route("/ui/model/{bucket}/{key:path}", guarded(pages.model_page), methods=["GET"]),
         Route("/ui/consumer/{name}", guarded(pages.consumer_page), methods=["GET"]),
-        Route("/ui/preview", guarded(pages.preview_page), methods=["GET"]),
-        Route("/ui/login", pages.login, methods=["GET", "POST"]),
+        Route("/ui/preview", guarded(pages.preview_form), methods=["GET"]),
+        Route("/ui/preview", guarded(pages.preview_start), methods=["POST"]),
+        Route("/ui/preview/{preview_id}", guarded(pages.preview_result), methods=["GET"]),
+        Route("/ui/login", pages.sign_in_form, methods=["GET"]),
+        Route("/ui/login", pages.sign_in, methods=["POST"]),
+        Route("/ui/logout", guarded(pages.sign_out), methods=["POST"]),
         Route("/ui/static/{name}", static, methods=["GET"]),
     ]
-
-
-def _prepare_rows(index: ModelIndex) -> None:
-    """Matrix rows for an index written before they existed (once; logged on failure)."""
-    try:
-        index.ensure_built()
-        index.ensure_rows()
-    except TfcompatError as exc:
-        log.warning("ui.rows_not_prepared", error=str(exc))

@@ -1,0 +1,24 @@
+"""A preview's assessment runs in a child process under the memory limit: over it, the
+preview fails with that cause and the process that asked carries on."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.redis_server import redis_url
+from worker.pipeline.preview_tasks import run_bounded
+from worker.settings import Settings
+
+pytestmark = pytest.mark.services
+
+
+def test_a_preview_over_its_memory_limit_fails_saying_so() -> None:
+    settings = Settings(broker_url=redis_url(1), ui_preview_memory_mb=64)
+    with pytest.raises(RuntimeError, match=r"ran out of memory \(64 MiB"):
+        run_bounded(settings, {"add": [[None, "tf==2.10"]], "remove": []})
+
+
+def test_a_change_naming_a_manifest_fails_in_the_child_too() -> None:
+    settings = Settings(broker_url=redis_url(1))
+    with pytest.raises(RuntimeError, match="not a manifest"):
+        run_bounded(settings, {"add": [[None, "mine=/etc/passwd"]], "remove": []})

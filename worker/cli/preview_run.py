@@ -1,0 +1,118 @@
+"""One fleet-change preview, assessed in a process of its own (`python -m
+worker.cli.preview_run`), which the preview task starts under a memory limit.
+
+Reads the change on stdin (`{"add": [[name|null, spec]], "remove": [name]}`, as
+`worker.ui.preview_form.change_of` makes it), writes the page's view of the impact
+on stdout as JSON (`{"result": {...}}` or `{"error": "..."}`), and exits 0, or 1 with
+an error. Reading only: the index is read, nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import orjson
+
+LISTED = 200  # changed models a preview lists on the page (the CLI's --json has all)
+
+
+def view(impact: Any, elapsed_s: float) -> dict[str, Any]:
+    """What the page shows: the summary, models counted once and changed only when a
+    verdict changes in a way that matters (not a new consumer that serves it), and the
+    first LISTED of them, those that newly fail first."""
+    document: dict[str, Any] = impact.to_json()
+    document.pop("changed")
+    mattering = impact.changed_models
+    changed = sorted(mattering, key=lambda m: not m.newly_broken)[:LISTED]
+    document.update(
+        elapsed_s=round(elapsed_s, 3),
+        models_changed=len(mattering),
+        models_newly_failing=len(impact.breaking),
+        changed_total=len(mattering),
+        changed=[
+            {
+                "bucket": m.model.bucket,
+                "key": m.model.key,
+                "status_before": m.model.status,
+                "status_after": str(m.status_after),
+                "changes": [
+                    {
+                        "consumer": c.consumer,
+                        "before": c.before,
+                        "after": c.after,
+                        "breaks": c.breaks,
+                        "reasons": list(c.reasons[:2]),
+                    }
+                    for c in m.changes_that_matter
+                ],
+            }
+            for m in changed
+        ],
+    )
+    return document
+
+
+def assess_change(settings: Any, change: dict[str, Any]) -> dict[str, Any]:
+    """The page's view of the change's impact on every indexed model."""
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.fleet import load_fleet
+    from worker.pipeline.services import build_index
+    from worker.sinks.s3 import S3ObjectStore, s3_client
+
+    catalog = load_catalog()
+    current = load_fleet(settings.fleet, catalog)
+    index = build_index(settings, S3ObjectStore(s3_client(settings), settings))
+    return change_view(index, current, catalog, change)
+
+
+def change_view(index: Any, current: Any, catalog: Any, change: dict[str, Any]) -> dict[str, Any]:
+    """`view` of the change (`{"add": [[name|null, spec]], "remove": [name]}`) to the
+    fleet `current`, assessed over `index`."""
+    from dataclasses import replace
+
+    from worker.catalog.opdefs import OpDefCache
+    from worker.cli.models import parse_consumer_spec
+    from worker.fleet.changes import edited_fleet
+    from worker.pipeline.impact_run import assess_index
+    from worker.ui.preview_form import release_or_consumer
+
+    by_name = {c.name: c for c in current.consumers}
+    cache = OpDefCache()
+    added = []
+    for name, spec in change.get("add") or []:
+        spec = release_or_consumer(str(spec), list(by_name))  # again: never a manifest
+        consumer = by_name[spec] if spec in by_name else parse_consumer_spec(spec, catalog, cache)
+        added.append(replace(consumer, name=name) if name else consumer)
+    target = edited_fleet(current, None, added, [str(n) for n in change.get("remove") or []])
+    started = time.perf_counter()
+    impact = assess_index(
+        index,
+        target.consumers,
+        history=catalog,
+        policy=target.policy,
+        with_artifacts=False,
+        jobs=1,
+    )
+    return view(impact, time.perf_counter() - started)
+
+
+def main() -> int:
+    from worker.errors import TfcompatError
+    from worker.settings import load_settings
+
+    try:
+        change = orjson.loads(sys.stdin.buffer.read())
+        if not isinstance(change, dict):
+            raise ValueError("the change is not a JSON object")
+        result = assess_change(load_settings(), change)
+    except (TfcompatError, ValueError) as exc:
+        sys.stdout.buffer.write(orjson.dumps({"error": str(exc)}))
+        return 1
+    sys.stdout.buffer.write(orjson.dumps({"result": result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
