@@ -77,7 +77,7 @@ def test_a_missing_secrets_directory_is_refused_at_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TFCOMPAT_SECRETS_DIR", str(tmp_path / "not-mounted"))
-    with pytest.raises(ConfigError, match="TFCOMPAT_SECRETS_DIR=.*not-mounted is not a directory"):
+    with pytest.raises(ConfigError, match=r"TFCOMPAT_SECRETS_DIR=.*not-mounted is not a directory"):
         load_settings()
 
 

@@ -77,6 +77,7 @@ def statement_resource(sid: str) -> Any:
                 "sqs:ReceiveMessage": "EventQueue",
                 "sqs:DeleteMessage": "EventQueue",
                 "sqs:GetQueueAttributes": "EventQueue",
+                "kms:Decrypt": "QueueKey",  # the queue is encrypted with the stack's key
             },
         ),
         ("ReceiverPolicy", {"s3:ListBucket": "ModelsBucket"}),
@@ -128,3 +129,35 @@ def test_queue_redrives_to_the_dead_letter_queue() -> None:
     redrive = properties("EventQueue")["RedrivePolicy"]
     assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
     assert redrive["maxReceiveCount"] == {"Ref": "MaxReceiveCount"}
+
+
+def test_queues_are_encrypted_with_the_stacks_rotated_key() -> None:
+    key = properties("QueueKey")
+    assert key["EnableKeyRotation"] is True
+    for queue in ("EventQueue", "DeadLetterQueue"):
+        assert properties(queue)["KmsMasterKeyId"] == {"Ref": "QueueKey"}, queue
+        assert "SqsManagedSseEnabled" not in properties(queue)
+
+
+def test_only_this_buckets_notifications_may_use_the_queue_key() -> None:
+    (s3,) = [
+        s
+        for s in properties("QueueKey")["KeyPolicy"]["Statement"]
+        if s.get("Principal") == {"Service": "s3.amazonaws.com"}
+    ]
+    assert set(s3["Action"]) == {"kms:GenerateDataKey", "kms:Decrypt"}
+    assert "aws:SourceArn" in s3["Condition"]["ArnEquals"]
+    assert s3["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    principals = [s["Principal"] for s in properties("QueueKey")["KeyPolicy"]["Statement"]]
+    assert "*" not in principals and {"AWS": "*"} not in principals
+
+
+def test_every_bucket_is_encrypted_private_and_the_models_bucket_logs_access() -> None:
+    buckets = [n for n, r in resources().items() if r["Type"] == "AWS::S3::Bucket"]
+    assert set(buckets) == {"ModelsBucket", "AccessLogBucket"}
+    for name in buckets:
+        bucket = properties(name)
+        assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"], name
+        assert all(bucket["PublicAccessBlockConfiguration"].values()), name
+    logging = properties("ModelsBucket")["LoggingConfiguration"]
+    assert logging["DestinationBucketName"] == {"Ref": "AccessLogBucket"}
