@@ -161,3 +161,40 @@ def test_every_bucket_is_encrypted_private_and_the_models_bucket_logs_access() -
         assert all(bucket["PublicAccessBlockConfiguration"].values()), name
     logging = properties("ModelsBucket")["LoggingConfiguration"]
     assert logging["DestinationBucketName"] == {"Ref": "AccessLogBucket"}
+
+
+def ingress(group: str) -> dict[int, list[Any]]:
+    """{port: [source, ...]} of a security group, its own rules and separate ones."""
+    rules = [dict(r) for r in properties(group).get("SecurityGroupIngress", [])]
+    rules += [
+        r["Properties"]
+        for r in resources().values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+        and r["Properties"]["GroupId"] == {"Ref": group}
+    ]
+    opened: dict[int, list[Any]] = {}
+    for rule in rules:
+        assert rule["IpProtocol"] == "tcp" and rule["FromPort"] == rule["ToPort"], rule
+        source = rule.get("CidrIp") or rule.get("SourceSecurityGroupId")
+        opened.setdefault(rule["FromPort"], []).append(source)
+    return opened
+
+
+def test_the_receiver_opens_the_event_listener_and_the_page_proxy_never_the_page() -> None:
+    opened = ingress("ReceiverSecurityGroup")
+    assert opened == {
+        8080: [{"Ref": "EventSenderCidr"}],
+        4180: [{"Ref": "PageUserCidr"}],
+        9808: [{"Ref": "MonitoringSecurityGroupId"}],
+    }
+
+
+def test_nothing_reaches_the_worker_and_the_bridge_but_monitoring() -> None:
+    assert ingress("ProcessSecurityGroup") == {9808: [{"Ref": "MonitoringSecurityGroupId"}]}
+
+
+def test_only_our_own_processes_reach_the_broker() -> None:
+    ours = [{"Ref": "ReceiverSecurityGroup"}, {"Ref": "ProcessSecurityGroup"}]
+    assert ingress("BrokerSecurityGroup") == {6379: ours, 5671: ours}
+    (egress,) = properties("BrokerSecurityGroup")["SecurityGroupEgress"]
+    assert egress["CidrIp"] == "255.255.255.255/32"  # the default allow-all is replaced
