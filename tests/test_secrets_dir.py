@@ -56,9 +56,12 @@ def test_the_environment_wins_over_a_secret_file(
     secrets: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (secrets / "TFCOMPAT_EVENTS_TOKEN").write_text("from-a-file")
+    (secrets / "TFCOMPAT_BROKER_URL").write_text("redis://from-a-file:6379/0")
     monkeypatch.setenv("TFCOMPAT_EVENTS_TOKEN", "from-the-environment")
-    token = load_settings().events_token
-    assert token is not None and token.get_secret_value() == "from-the-environment"
+    settings = load_settings()
+    assert settings.events_token is not None
+    assert settings.events_token.get_secret_value() == "from-the-environment"
+    assert settings.broker_url == "redis://from-a-file:6379/0"  # the directory was read
 
 
 def test_the_directory_may_be_named_in_the_settings_file(

@@ -300,7 +300,8 @@ def load_settings(**overrides: Any) -> Settings:
                 f"TFCOMPAT_SECRETS_DIR={settings.secrets_dir} is not a directory: mount the "
                 "secrets there or unset it"
             )
-        return Settings(**sources, _secrets_dir=settings.secrets_dir, **overrides)
+        sources["_secrets_dir"] = settings.secrets_dir
+        return Settings(**sources, **overrides)
     except ValidationError as exc:
         raise ConfigError(f"settings refused: {settings_problems(exc)}") from None
 
