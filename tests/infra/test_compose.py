@@ -194,3 +194,10 @@ def test_the_compose_and_kubernetes_proxies_differ_only_in_their_upstream() -> N
         for header in document["injectRequestHeaders"]:
             header["values"][0].pop("fromFile", None)
     assert k8s == compose
+
+
+def test_every_container_is_bounded_and_gains_no_privileges(tmp_path: Path) -> None:
+    for name, service in compose_config(tmp_path, PAGE)["services"].items():
+        limits = service["deploy"]["resources"]["limits"]
+        assert limits["cpus"] and limits["memory"], name
+        assert "no-new-privileges:true" in service["security_opt"], name
