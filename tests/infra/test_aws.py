@@ -198,3 +198,9 @@ def test_only_our_own_processes_reach_the_broker() -> None:
     assert ingress("BrokerSecurityGroup") == {6379: ours, 5671: ours}
     (egress,) = properties("BrokerSecurityGroup")["SecurityGroupEgress"]
     assert egress["CidrIp"] == "255.255.255.255/32"  # the default allow-all is replaced
+
+
+def test_every_skipped_scan_check_says_why() -> None:
+    for name, resource in resources().items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            assert skip["id"].startswith("CKV") and len(skip["comment"].split()) >= 5, name

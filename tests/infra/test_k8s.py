@@ -249,3 +249,14 @@ def test_the_broker_keeps_what_it_acknowledged() -> None:
     (claim,) = redis["spec"]["volumeClaimTemplates"]
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     assert mounts[claim["metadata"]["name"]] == "/data"
+
+
+def test_every_skipped_scan_check_says_why() -> None:
+    """make lint-infra fails on any failed checkov check; a skip must carry its reason."""
+    for path in MANIFESTS:
+        for document in documents(path):
+            annotations = document["metadata"].get("annotations", {})
+            for key, value in annotations.items():
+                if key.startswith("checkov.io/skip"):
+                    check, _, reason = value.partition("=")
+                    assert check.startswith("CKV") and len(reason.split()) >= 5, (path, value)
