@@ -1,14 +1,15 @@
 # tfcompat-worker: one image for the three processes, chosen by the command.
 #   docker run IMAGE worker --concurrency 2      Celery worker (metrics on :9808)
-#   docker run IMAGE serve --host 0.0.0.0        HTTP receiver (:8080 events, /healthz; metrics on :9808;
-#                                                the fleet page, when enabled, on TFCOMPAT_UI_PORT :8081)
+#   docker run IMAGE serve --host 0.0.0.0        HTTP receiver (events :8080, page :8081)
 #   docker run IMAGE sqs-bridge                  SQS -> Celery bridge
 # HEALTHCHECK runs `tfcompat healthcheck`, which probes whichever of them the container runs.
 
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+# The base image by its full tag (a patch release, not a moving 3.11), the same in both
+# stages. Pin its digest too where you build (`FROM python:3.11.14-slim-bookworm@sha256:...`,
+# the digest your registry mirror serves): it cannot be known before that pull.
 
 # --- build: the project's wheel and a virtual environment with its runtime dependencies
-FROM ${PYTHON_IMAGE} AS build
+FROM python:3.11.14-slim-bookworm AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
@@ -19,7 +20,7 @@ RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install "$(find /dist -name 'tfcompat_worker-*.whl')[sqs]"
 
 # --- runtime: the slim base, the virtual environment, the example config; no compilers
-FROM ${PYTHON_IMAGE} AS runtime
+FROM python:3.11.14-slim-bookworm AS runtime
 LABEL org.opencontainers.image.title="tfcompat-worker" \
       org.opencontainers.image.description="Checks TensorFlow models against the TensorFlow releases that will serve them, at upload time." \
       org.opencontainers.image.licenses="Apache-2.0"
@@ -36,6 +37,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     TFCOMPAT_METRICS_PORT=9808
 WORKDIR /tmp
 USER 10001:10001
+# 8080 events (public), 8081 the fleet page (behind its proxy only), 9808 /metrics
 EXPOSE 8080 8081 9808
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=30s --timeout=20s --start-period=30s --retries=3 \

@@ -288,6 +288,16 @@ class Settings(BaseSettings):
         "who reaches its port",
     )
 
+    # --- Secrets as files (deployment hardening: infra/, docs/security.md) ---
+    secrets_dir: str | None = Field(
+        None,
+        description="Directory of secret files, one per setting, each named like its "
+        "variable (`TFCOMPAT_EVENTS_TOKEN`, `TFCOMPAT_BROKER_URL`, or a name owners.yaml "
+        "gives), holding the value alone: a mounted Kubernetes Secret or Compose secrets. "
+        "Environment variables and the settings file win over a file. Read once, at start; "
+        "a directory that does not exist is refused",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         """Settings that contradict each other are refused with one line, before any
@@ -356,10 +366,19 @@ def load_settings(**overrides: Any) -> Settings:
     from worker.errors import ConfigError
 
     settings_file = os.environ.get("TFCOMPAT_SETTINGS_FILE")
+    sources: dict[str, Any] = {"_env_file": settings_file} if settings_file else {}
     try:
-        if settings_file:
-            return Settings(_env_file=settings_file, **overrides)  # type: ignore[call-arg]
-        return Settings(**overrides)
+        settings = Settings(**sources, **overrides)
+        if settings.secrets_dir is None:
+            return settings
+        # The directory itself may be named by any source, so it is known only now.
+        if not os.path.isdir(settings.secrets_dir):
+            raise ConfigError(
+                f"TFCOMPAT_SECRETS_DIR={settings.secrets_dir} is not a directory: mount the "
+                "secrets there or unset it"
+            )
+        sources["_secrets_dir"] = settings.secrets_dir
+        return Settings(**sources, **overrides)
     except ValidationError as exc:
         raise ConfigError(f"settings refused: {settings_problems(exc)}") from None
 
@@ -389,8 +408,9 @@ def named_secret(settings: Settings, name: str) -> SecretStr | None:
     """The secret a config file names by its TFCOMPAT_* variable (owners.yaml destinations).
 
     A Settings field of that name wins (TFCOMPAT_SLACK_WEBHOOK_URL is one), else the
-    environment, else the settings file. Read when asked, never at import; the value is
-    never printed by `masked`, which shows fields only.
+    environment, else the settings file, else a file of that name in TFCOMPAT_SECRETS_DIR.
+    Read when asked, never at import; the value is never printed by `masked`, which shows
+    fields only.
     """
     if not name.startswith("TFCOMPAT_"):
         return None
@@ -409,6 +429,13 @@ def named_secret(settings: Settings, name: str) -> SecretStr | None:
         found = dotenv_values(settings_file).get(name)
         if found:
             return SecretStr(found)
+    if settings.secrets_dir:
+        path = os.path.join(settings.secrets_dir, name)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as file:
+                value = file.read().strip()
+            if value:
+                return SecretStr(value)
     return None
 
 

@@ -77,6 +77,7 @@ def statement_resource(sid: str) -> Any:
                 "sqs:ReceiveMessage": "EventQueue",
                 "sqs:DeleteMessage": "EventQueue",
                 "sqs:GetQueueAttributes": "EventQueue",
+                "kms:Decrypt": "QueueKey",  # the queue is encrypted with the stack's key
             },
         ),
         ("ReceiverPolicy", {"s3:ListBucket": "ModelsBucket"}),
@@ -128,3 +129,78 @@ def test_queue_redrives_to_the_dead_letter_queue() -> None:
     redrive = properties("EventQueue")["RedrivePolicy"]
     assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
     assert redrive["maxReceiveCount"] == {"Ref": "MaxReceiveCount"}
+
+
+def test_queues_are_encrypted_with_the_stacks_rotated_key() -> None:
+    key = properties("QueueKey")
+    assert key["EnableKeyRotation"] is True
+    for queue in ("EventQueue", "DeadLetterQueue"):
+        assert properties(queue)["KmsMasterKeyId"] == {"Ref": "QueueKey"}, queue
+        assert "SqsManagedSseEnabled" not in properties(queue)
+
+
+def test_only_this_buckets_notifications_may_use_the_queue_key() -> None:
+    (s3,) = [
+        s
+        for s in properties("QueueKey")["KeyPolicy"]["Statement"]
+        if s.get("Principal") == {"Service": "s3.amazonaws.com"}
+    ]
+    assert set(s3["Action"]) == {"kms:GenerateDataKey", "kms:Decrypt"}
+    assert "aws:SourceArn" in s3["Condition"]["ArnEquals"]
+    assert s3["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    principals = [s["Principal"] for s in properties("QueueKey")["KeyPolicy"]["Statement"]]
+    assert "*" not in principals and {"AWS": "*"} not in principals
+
+
+def test_every_bucket_is_encrypted_private_and_the_models_bucket_logs_access() -> None:
+    buckets = [n for n, r in resources().items() if r["Type"] == "AWS::S3::Bucket"]
+    assert set(buckets) == {"ModelsBucket", "AccessLogBucket"}
+    for name in buckets:
+        bucket = properties(name)
+        assert bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"], name
+        assert all(bucket["PublicAccessBlockConfiguration"].values()), name
+    logging = properties("ModelsBucket")["LoggingConfiguration"]
+    assert logging["DestinationBucketName"] == {"Ref": "AccessLogBucket"}
+
+
+def ingress(group: str) -> dict[int, list[Any]]:
+    """{port: [source, ...]} of a security group, its own rules and separate ones."""
+    rules = [dict(r) for r in properties(group).get("SecurityGroupIngress", [])]
+    rules += [
+        r["Properties"]
+        for r in resources().values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+        and r["Properties"]["GroupId"] == {"Ref": group}
+    ]
+    opened: dict[int, list[Any]] = {}
+    for rule in rules:
+        assert rule["IpProtocol"] == "tcp" and rule["FromPort"] == rule["ToPort"], rule
+        source = rule.get("CidrIp") or rule.get("SourceSecurityGroupId")
+        opened.setdefault(rule["FromPort"], []).append(source)
+    return opened
+
+
+def test_the_receiver_opens_the_event_listener_and_the_page_proxy_never_the_page() -> None:
+    opened = ingress("ReceiverSecurityGroup")
+    assert opened == {
+        8080: [{"Ref": "EventSenderCidr"}],
+        4180: [{"Ref": "PageUserCidr"}],
+        9808: [{"Ref": "MonitoringSecurityGroupId"}],
+    }
+
+
+def test_nothing_reaches_the_worker_and_the_bridge_but_monitoring() -> None:
+    assert ingress("ProcessSecurityGroup") == {9808: [{"Ref": "MonitoringSecurityGroupId"}]}
+
+
+def test_only_our_own_processes_reach_the_broker() -> None:
+    ours = [{"Ref": "ReceiverSecurityGroup"}, {"Ref": "ProcessSecurityGroup"}]
+    assert ingress("BrokerSecurityGroup") == {6379: ours, 5671: ours}
+    (egress,) = properties("BrokerSecurityGroup")["SecurityGroupEgress"]
+    assert egress["CidrIp"] == "255.255.255.255/32"  # the default allow-all is replaced
+
+
+def test_every_skipped_scan_check_says_why() -> None:
+    for name, resource in resources().items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            assert skip["id"].startswith("CKV") and len(skip["comment"].split()) >= 5, name

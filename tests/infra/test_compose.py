@@ -22,6 +22,8 @@ from worker.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "infra" / "compose.yaml"
+PAGE = ROOT / "infra" / "compose.page.yaml"
+PROXY_CONFIG = ROOT / "infra" / "page-proxy" / "oauth2-proxy.yaml"
 SERVICES = {"redis", "minio", "minio-setup", "receiver", "worker", "flower"}
 
 
@@ -34,13 +36,15 @@ def compose_binary() -> Path:
     return binary
 
 
-def compose_config(tmp_path: Path, **env: str) -> dict[str, Any]:
-    """`docker compose config --format json`: via the docker client with the binary as its
-    compose plugin where a docker client exists, else the standalone binary."""
+def compose_config(tmp_path: Path, *overlays: Path, **env: str) -> dict[str, Any]:
+    """`docker compose config --format json` of compose.yaml and any overlays: via the
+    docker client with the binary as its compose plugin where a docker client exists, else
+    the standalone binary."""
     binary = compose_binary()
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("TFCOMPAT_", "MINIO_"))}
     environ.update(env)
-    args = ["-f", str(COMPOSE), "config", "--format", "json"]
+    files = [arg for path in (COMPOSE, *overlays) for arg in ("-f", str(path))]
+    args = [*files, "config", "--format", "json"]
     if shutil.which("docker"):
         plugins = tmp_path / "docker-config" / "cli-plugins"
         plugins.mkdir(parents=True)
@@ -63,8 +67,9 @@ def compose_spec_schema() -> dict[str, Any]:
     return schema
 
 
-def test_compose_file_matches_the_compose_spec_schema() -> None:
-    document = yaml.safe_load(COMPOSE.read_text())
+@pytest.mark.parametrize("path", [COMPOSE, PAGE], ids=lambda p: p.name)
+def test_compose_file_matches_the_compose_spec_schema(path: Path) -> None:
+    document = yaml.safe_load(path.read_text())
     jsonschema.validate(document, compose_spec_schema())
 
 
@@ -119,3 +124,80 @@ def test_the_broker_keeps_what_it_acknowledged(tmp_path: Path) -> None:
     command = " ".join(redis["command"])
     assert "--appendonly yes" in command and "--appendfsync always" in command
     assert any(v["target"] == "/data" and v["type"] == "volume" for v in redis["volumes"])
+
+
+def test_our_containers_run_unprivileged_read_only_and_bounded(tmp_path: Path) -> None:
+    services = compose_config(tmp_path, PAGE)["services"]
+    for name in ("receiver", "worker", "page-proxy"):
+        service = services[name]
+        assert service["user"] == "10001:10001", name
+        assert service["read_only"] is True, name
+        assert service["cap_drop"] == ["ALL"], name
+        assert "no-new-privileges:true" in service["security_opt"], name
+        limits = service["deploy"]["resources"]["limits"]
+        assert limits["cpus"] and limits["memory"], name
+
+
+def test_without_the_page_overlay_no_page_is_served(tmp_path: Path) -> None:
+    services = compose_config(tmp_path)["services"]
+    assert "page-proxy" not in services
+    assert "TFCOMPAT_UI_ENABLED" not in services["receiver"]["environment"]
+
+
+def test_the_page_is_reached_only_through_its_proxy(tmp_path: Path) -> None:
+    services = compose_config(tmp_path, PAGE, TFCOMPAT_UI_PROXY_SECRET="x")["services"]
+    receiver = services["receiver"]["environment"]
+    port = int(receiver["TFCOMPAT_UI_PORT"])
+    published = {
+        (p.get("host_ip"), int(p["published"]), p["target"])
+        for service in services.values()
+        for p in service.get("ports", [])
+    }
+    assert all(target != port for _, _, target in published)  # the page is published nowhere
+    assert ("127.0.0.1", 4180, 4180) in published  # the proxy, on loopback
+    proxy = yaml.safe_load(PROXY_CONFIG.read_text())
+    ((upstream,),) = [proxy["upstreamConfig"]["upstreams"]]
+    assert upstream["uri"] == f"http://receiver:{port}"
+
+
+def test_the_proxy_passes_the_user_and_the_secret_file_the_receiver_reads(
+    tmp_path: Path,
+) -> None:
+    services = compose_config(tmp_path, PAGE, TFCOMPAT_UI_PROXY_SECRET="x")["services"]
+    receiver, proxy = services["receiver"], services["page-proxy"]
+    headers = {
+        h["name"]: h["values"][0]
+        for h in yaml.safe_load(PROXY_CONFIG.read_text())["injectRequestHeaders"]
+    }
+    assert set(headers) == {
+        receiver["environment"]["TFCOMPAT_UI_TRUSTED_HEADER"],
+        "X-Tfcompat-Proxy-Secret",
+    }
+    secret_file = headers["X-Tfcompat-Proxy-Secret"]["fromFile"]
+    directory = receiver["environment"]["TFCOMPAT_SECRETS_DIR"]
+    assert secret_file == f"{directory}/TFCOMPAT_UI_PROXY_SECRET"
+    for service in (receiver, proxy):  # one secret, the same file name in both
+        (secret,) = [s for s in service["secrets"] if s["target"] == "TFCOMPAT_UI_PROXY_SECRET"]
+        assert secret["source"] == "ui-proxy-secret"
+
+
+def test_the_compose_and_kubernetes_proxies_differ_only_in_their_upstream() -> None:
+    (config,) = [
+        d for d in yaml.safe_load_all((ROOT / "infra" / "k8s" / "page-proxy.yaml").read_text()) if d
+    ]
+    k8s = yaml.safe_load(config["data"]["oauth2-proxy.yaml"])
+    compose = yaml.safe_load(PROXY_CONFIG.read_text())
+    for document in (k8s, compose):
+        document["upstreamConfig"]["upstreams"][0].pop("uri")
+        for provider in document["providers"]:
+            provider.pop("clientSecretFile")
+        for header in document["injectRequestHeaders"]:
+            header["values"][0].pop("fromFile", None)
+    assert k8s == compose
+
+
+def test_every_container_is_bounded_and_gains_no_privileges(tmp_path: Path) -> None:
+    for name, service in compose_config(tmp_path, PAGE)["services"].items():
+        limits = service["deploy"]["resources"]["limits"]
+        assert limits["cpus"] and limits["memory"], name
+        assert "no-new-privileges:true" in service["security_opt"], name
