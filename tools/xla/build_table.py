@@ -28,6 +28,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 DEFAULT_OUT = REPO / "worker" / "catalog" / "data" / "xla_call_module.json"
+sys.path.insert(0, str(HERE.parent))  # tools/: provenance
+
+from provenance import cpu_wheels, source_record  # noqa: E402
+
 FORMAT = "tfcompat-xla-call-module/1"
 
 
@@ -146,15 +150,17 @@ def main() -> int:
             r = releases[venv.name]
             newest = r["stablehlo_newest"]
             sys.stderr.write(f"{venv.name}: versions {r['versions']} stablehlo <= {newest}\n")
+    ordered = dict(sorted(releases.items(), key=lambda kv: release_key(kv[0])))
     out = {
         "format": FORMAT,
-        "source": (
-            "tools/xla/build_table.py --jax <python with jaxlib> [--venvs /work/tfenvs]: "
+        "source": source_record(
+            "tools/xla/build_table.py",
             "XlaCallModule built and run once in a Session on the CPU of each release's "
             f"CPU wheel; StableHLO artifacts by jaxlib (stablehlo {grid['jaxlib_current']}), "
-            f"stamped {grid['targets'][0]}..{grid['targets'][-1]} (patches 0-99)"
+            f"stamped {grid['targets'][0]}..{grid['targets'][-1]} (patches 0-99)",
+            [*cpu_wheels(ordered), f"jaxlib (StableHLO {grid['jaxlib_current']})"],
         ),
-        "releases": dict(sorted(releases.items(), key=lambda kv: release_key(kv[0]))),
+        "releases": ordered,
     }
     args.out.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
     sys.stderr.write(f"wrote {args.out} ({len(releases)} releases)\n")
