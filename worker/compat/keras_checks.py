@@ -368,8 +368,9 @@ def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Findin
     """The first argument the consumer's older Keras 2 does not know (and its layer)."""
     for layer in model.layers:
         for key in layer.config_keys:
-            first = ADDED_IN_KERAS2.get((layer.class_name, key))
-            if first is not None and runs < first:
+            added = ADDED_IN_KERAS2.get((layer.class_name, key))
+            if added is not None and runs < added.first:
+                first = added.first
                 return layer.name, error(
                     Code.KERAS_ARGUMENT_UNKNOWN,
                     f"Layer '{layer.name}' ({layer.class_name}) has argument {key}, which "
@@ -377,7 +378,7 @@ def _older_keras2(model: KerasModel, runs: tuple[int, int]) -> tuple[str, Findin
                     f"does not know it ('Keyword argument not understood: {key!r}', or "
                     f"'Unrecognized keyword arguments: [{key!r}]').",
                     fix=Fix(FixKind.UPGRADE_TO),
-                )
+                ).seen_only(added.evidence)
     return None
 
 
