@@ -59,3 +59,16 @@ def test_a_catalog_table_measured_per_release_names_each_release_it_read() -> No
     assert "tensorflow-cpu==2.21.0" in catalog["kernels.json.gz"].read
     assert "tensorflow==1.13.2" in catalog["registries.jsonl"].read
     assert "ai-edge-litert==1.0.1" in catalog["tflite_runtimes.json"].read
+
+
+# Fixture truth files a tool or the history wrote, whose readers skip a top-level key.
+TRUTH = [
+    ROOT / "tests" / "fixtures" / "keras" / "keras_inputs.json",
+    ROOT / "tests" / "fixtures" / "held_out.json",
+]
+
+
+@pytest.mark.parametrize("path", TRUTH, ids=[p.name for p in TRUTH])
+def test_a_fixture_truth_file_with_a_document_root_names_its_source(path: Path) -> None:
+    source = read_source(path)
+    assert source.read and source.how
