@@ -14,7 +14,9 @@ Plain Python 3.7 (some tools run in old releases' environments).
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
@@ -39,3 +41,35 @@ def cpu_wheels(versions: Iterable[str]) -> list[str]:
         f"tensorflow-cpu=={v}" if Version(v) >= Version("2.1") else f"tensorflow=={v}"
         for v in ordered
     ]
+
+
+FIXTURE_SOURCES = "tfcompat-fixture-sources/1"
+
+
+def record_fixture_source(
+    path: Path, tool: str, how: str, read: Iterable[str], date: dt.date | str | None = None
+) -> None:
+    """Write the source record of a fixture truth file into `sources.json` beside it: a
+    matrix is one row per line and an artifacts list one entry per item, so the record
+    cannot sit inside them where their readers would skip it."""
+    sidecar = path.parent / "sources.json"
+    doc = (
+        json.loads(sidecar.read_text())
+        if sidecar.exists()
+        else {"format": FIXTURE_SOURCES, "files": {}}
+    )
+    doc["files"][path.name] = source_record(tool, how, read, date)
+    doc["files"] = dict(sorted(doc["files"].items()))
+    sidecar.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def releases_read(rows: Iterable[dict[str, Any]], *keys: str) -> list[str]:
+    """The distinct values of the first of `keys` each row has (consumer releases, runtimes,
+    producers), in first-seen order, for a matrix's `read`."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key in keys:
+            if row.get(key):
+                seen.setdefault(str(row[key]), None)
+                break
+    return list(seen)

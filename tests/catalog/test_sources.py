@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,38 @@ TRUTH = [
 def test_a_fixture_truth_file_with_a_document_root_names_its_source(path: Path) -> None:
     source = read_source(path)
     assert source.read and source.how
+
+
+# The matrices and artifact lists are one row per line or item: their records sit in the
+# folder's sources.json (tools/fixture_sources.py). GitHub's payloads are copied from
+# GitHub's documentation, not written by a tool.
+FIXTURES = ROOT / "tests" / "fixtures"
+WRITTEN = sorted(
+    p
+    for p in FIXTURES.glob("*/*")
+    if p.name.endswith((".json", ".jsonl", ".jsonl.gz"))
+    and p.name != "sources.json"
+    and p.parent.name != "github"
+)
+
+
+def _sidecar_source(path: Path) -> dict[str, object] | None:
+    sidecar = path.parent / "sources.json"
+    if not sidecar.exists():
+        return None
+    files = json.loads(sidecar.read_text())["files"]
+    return {"source": files[path.name]} if path.name in files else None
+
+
+@pytest.mark.parametrize("path", WRITTEN, ids=[f"{p.parent.name}/{p.name}" for p in WRITTEN])
+def test_every_fixture_truth_file_a_tool_wrote_names_its_source(path: Path) -> None:
+    document = _sidecar_source(path)
+    source = source_of(document, path.name) if document else read_source(path)
+    assert (ROOT / source.tool).is_file(), f"{path.name}: {source.tool} is not in the repository"
+    assert source.read
+
+
+def test_a_sources_file_names_only_files_beside_it() -> None:
+    for sidecar in FIXTURES.glob("*/sources.json"):
+        for name in json.loads(sidecar.read_text())["files"]:
+            assert (sidecar.parent / name).is_file(), f"{sidecar}: {name}"

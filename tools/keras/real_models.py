@@ -241,6 +241,10 @@ def write(args: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "artifacts.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (OUT / "matrix.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    from fixture_sources import record  # the files' source records (sources.json)
+
+    record(OUT / "artifacts.json")
+    record(OUT / "matrix.jsonl")
     print(f"wrote {len(doc)} files, {len(rows)} rows to {OUT}")
 
 

@@ -198,6 +198,10 @@ def write(args: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "models.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (OUT / "matrix.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    from fixture_sources import record  # the files' source records (sources.json)
+
+    record(OUT / "models.json")
+    record(OUT / "matrix.jsonl")
     print(f"wrote {len(doc)} models, {len(rows)} rows to {OUT}")
 
 
