@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from tests.held_out import held_out_set
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.formats.read import read_path
@@ -118,10 +119,24 @@ def artifacts_doc(fixture_set: Path) -> dict[str, dict[str, Any]]:
 
 def held_out_after(row: Row) -> str | None:
     """The commit of the rules this row's artifact was built to test after they were
-    written (`held_out_after` in artifacts.json); None for the rows rules were tuned on."""
+    written (`held_out_after` in artifacts.json); None for the rows the rules were
+    written from. Rules may have been tuned on the row since: see `sample_label`."""
     entry = artifacts_doc(row.fixture_set).get(row.artifact, {})
     found = entry.get("held_out_after")
     return str(found) if found else None
+
+
+def sample_label(row: Row) -> str:
+    """`in-sample`, or the label of the row's held-out set (tests/fixtures/held_out.json):
+    held-out while no rule was changed from its rows, in-sample once one was (the
+    label then carries the set's first-measured figure, the held-out one)."""
+    after = held_out_after(row)
+    if after is None:
+        return "in-sample"
+    found = held_out_set(row.fixture_set, held_out_after=after)
+    if found is None:
+        return f"held-out {row.fixture_set.name} after {after} (no first-measured record)"
+    return found.label()
 
 
 @cache

@@ -3,7 +3,9 @@
     .venv/bin/python tools/agreement.py [--family NAME ...] [--producer tfX.Y ...] [--misses N]
 
 Prints, for the in-sample rows and apart for each held-out set (artifacts built to
-test rules after those rules were committed: `held_out_after` in artifacts.json),
+test rules after those rules were committed: `held_out_after` in artifacts.json;
+tests/fixtures/held_out.json gives each set's first-measured figure, the held-out one,
+and the commits that tuned on it, after which its rows are in-sample),
 rows, loads / serves / first-error-code agreement (code: over the rows where
 TensorFlow failed to load or to run), and the precision of `at-risk`: the share of
 at-risk cells where real TensorFlow failed to load or serve, or returned other
@@ -28,10 +30,10 @@ from tests.truth import (  # noqa: E402
     Row,
     expected_codes,
     hazard_confirmed,
-    held_out_after,
     matrix_path,
     predict,
     rows,
+    sample_label,
 )
 
 
@@ -65,14 +67,8 @@ def main() -> int:
     outputs = outputs_by_row()
     groups: dict[str, list[Row]] = {}
     for row in selected:
-        after = held_out_after(row)
-        label = (
-            f"held-out {row.fixture_set.name} (built after the rules of {after})"
-            if after
-            else "in-sample"
-        )
-        groups.setdefault(label, []).append(row)
-    for label in sorted(groups, key=lambda g: g != "in-sample"):
+        groups.setdefault(sample_label(row), []).append(row)
+    for label in sorted(groups, key=lambda g: (g.startswith("held-out"), g)):
         print(f"== {label}")
         report(groups[label], outputs, args.misses)
     return 0

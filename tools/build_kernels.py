@@ -29,6 +29,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+
+from provenance import cpu_wheels, source_record  # noqa: E402  (tools/, the script's own folder)
+
 DUMPER = REPO / "worker" / "fleet" / "dump_manifest.py"
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernels.json.gz"
 FORMAT = "tfcompat-kernels/1"
@@ -70,8 +73,12 @@ def pack(releases: dict[str, dict]) -> bytes:
         packed[release] = ops
     doc = {
         "format": FORMAT,
-        "source": "tools/build_kernels.py: dump_manifest.py's kernels table in each "
-        "release's CPU wheel (tensorflow-cpu from 2.1, tensorflow before)",
+        "source": source_record(
+            "tools/build_kernels.py",
+            "dump_manifest.py's kernels table in each release's CPU wheel (tensorflow-cpu "
+            "from 2.1, tensorflow before)",
+            cpu_wheels(packed),
+        ),
         "releases": packed,
         "tables": tables,
     }
@@ -101,7 +108,11 @@ def main() -> int:
     args.output.write_bytes(pack(releases))
     doc = {
         "format": "tfcompat-revived-types/1",
-        "source": "tools/build_kernels.py: dump_manifest.py's revived_types in each release",
+        "source": source_record(
+            "tools/build_kernels.py",
+            "dump_manifest.py's revived_types in each release",
+            cpu_wheels(revived),
+        ),
         "releases": dict(sorted(revived.items())),
     }
     revived_path.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")

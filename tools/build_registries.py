@@ -115,6 +115,10 @@ RECIPES: dict[str, Recipe] = {
 REGISTRY_FORMAT = "tfcompat-registries/2"
 MANIFEST_FORMAT = "tfcompat-manifest/1"
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))  # provenance, also when imported by a test
+
+from provenance import source_record  # noqa: E402
+
 DUMPER = REPO / "worker" / "fleet" / "dump_manifest.py"
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "registries.jsonl"
 
@@ -348,7 +352,9 @@ def records_from_packed(blob: bytes) -> list[ReleaseRecord]:
     return records
 
 
-def pack_registries(records: list[ReleaseRecord]) -> tuple[dict[str, Any], list[str]]:
+def pack_registries(
+    records: list[ReleaseRecord], date: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The header and the op pool of the packed file.
 
     The pool holds every distinct OpDef once, as canonical JSON text, in order of
@@ -381,7 +387,15 @@ def pack_registries(records: list[ReleaseRecord]) -> tuple[dict[str, Any], list[
             }
         )
         prev = now
-    return {"format": REGISTRY_FORMAT, "releases": releases, "pool_size": len(pool)}, pool
+    source = source_record(
+        "tools/build_registries.py",
+        "dump_manifest.py's op registry in each release's own environment (its recipe: "
+        "Python and wheel), each distinct OpDef once",
+        [str(r["package"]) for r in releases],
+        date,  # None: today; a repack of the shipped file keeps its date
+    )
+    header = {"format": REGISTRY_FORMAT, "releases": releases, "pool_size": len(pool)}
+    return {**header, "source": source}, pool
 
 
 def unpack_registries(blob: bytes) -> dict[str, dict[str, dict[str, Any]]]:

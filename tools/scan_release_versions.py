@@ -45,6 +45,10 @@ from packaging.version import InvalidVersion, Version
 
 PACKAGE = "tensorflow"
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+
+from provenance import source_record  # noqa: E402
+
 DEFAULT_OUT = REPO_ROOT / "worker" / "catalog" / "data" / "releases.json"
 DEFAULT_BUILD_DIR = Path(".cache/catalog-build")
 FORMAT = "tfcompat-releases/1"
@@ -563,8 +567,15 @@ def build_catalog(cache: dict, versions: list[str]) -> tuple[dict, list[str]]:
             problems.append(f"known fact: {v} TF_GRAPH_DEF_VERSION is {got},"
                             f" expected {want}")
     anchor, stats = build_anchor(entries)
+    wheels = [r["source"]["wheel"] for r in releases if r.get("source")]
+    source = source_record(
+        "tools/scan_release_versions.py",
+        "PyPI's list of tensorflow releases; per release, "
+        "tensorflow/core/public/version.h read from one of its wheels (named in the "
+        "release's own `source`, with its SHA-256)",
+        ["https://pypi.org/pypi/tensorflow/json", *wheels])
     catalog = {"format": FORMAT, "graph_def_daily_anchor": anchor,
-               "releases": releases}
+               "releases": releases, "source": source}
     cache["anchor_stats"] = stats
     return catalog, problems
 

@@ -32,6 +32,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: provenance
+
+from provenance import cpu_wheels, source_record  # noqa: E402
+
 PROBE = Path(__file__).with_name("probe.py")
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
 FORMAT = "tfcompat-kernel-changes/1"
@@ -450,8 +454,12 @@ def main() -> int:
             )
     doc = {
         "format": FORMAT,
-        "source": "tools/attrs/kernels.py: tools/attrs/probe.py runs each case in every "
-        "release's CPU wheel; results compared with the newest release's",
+        "source": source_record(
+            "tools/attrs/kernels.py",
+            "tools/attrs/probe.py runs each case in every release's CPU wheel; results "
+            "compared with the newest release's",
+            cpu_wheels(runs),
+        ),
         "newest": newest,
         "releases": sorted(runs, key=key),
         "compared": compared,

@@ -36,8 +36,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cases import cases_for, unrunnable_reason
+from cases import cases_for, unrunnable_reason  # noqa: E402
+from provenance import cpu_wheels, source_record  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = Path(__file__).with_name("probe.py")
@@ -291,9 +293,12 @@ def main() -> int:
         return 0
     doc = {
         "format": FORMAT,
-        "source": "tools/attrs/measure.py: each attr run by tools/attrs/probe.py in the "
-        "newest release that knows it (CPU wheel), at its default and other values, on the "
-        "inputs of tools/attrs/cases.py",
+        "source": source_record(
+            "tools/attrs/measure.py",
+            "each attr run by tools/attrs/probe.py in the newest release that knows it (CPU "
+            "wheel), at its default and other values, on the inputs of tools/attrs/cases.py",
+            cpu_wheels(row["measured_in"] for row in table if row["measured_in"]),
+        ),
         "attrs": table,
     }
     args.output.write_text(json.dumps(doc, sort_keys=True, indent=1) + "\n")

@@ -5,7 +5,9 @@
 Uses the same comparison as tests/compat/test_keras_agreement.py (`disagreement`);
 -v lists every row that disagrees and why. The real files PyPI packages ship
 (tests/fixtures/keras-real, tests/compat/test_keras_real_agreement.py) are printed
-apart, held-out and tuned files apart again.
+apart, held-out and tuned files apart again. Under each figure: whether those rows are
+held-out or in-sample now, and the held-out figure as first measured
+(tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
 """
 
 from __future__ import annotations
@@ -18,6 +20,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.compat.test_keras_agreement import FAMILIES, disagreement, family, rows
 from tests.compat.test_keras_real_agreement import held_out, real_disagreement
 from tests.compat.test_keras_real_agreement import rows as real_rows
+from tests.held_out import HeldOutSet, held_out_set
+
+KERAS = Path("tests/fixtures/keras")
+KERAS_REAL = Path("tests/fixtures/keras-real")
+
+
+def label(found: HeldOutSet | None) -> str:
+    """The held-out set's label (tests/fixtures/held_out.json); the rows the rules were
+    written from are in-sample."""
+    return found.label() if found else "in-sample: the rules were written from them"
 
 
 def main() -> None:
@@ -26,6 +38,7 @@ def main() -> None:
         picked = [r for r in rows() if family(r) == name]
         wrong = [(r, why) for r in picked if (why := disagreement(r)) is not None]
         print(f"{name:>10}: {len(picked) - len(wrong)}/{len(picked)} rows agree")
+        print(f"            {label(held_out_set(KERAS, family=name))}")
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")
@@ -33,6 +46,7 @@ def main() -> None:
         picked = [r for r in real_rows() if held_out(r) is held]
         wrong = [(r, why) for r in picked if (why := real_disagreement(r)) is not None]
         print(f"{name:>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree (real files)")
+        print(f"               {label(held_out_set(KERAS_REAL, held_out=held))}")
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")

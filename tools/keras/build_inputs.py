@@ -205,6 +205,9 @@ def _facts(document):
 
 
 def cmd_pack(args):
+    sys.path.insert(0, os.path.dirname(HERE))  # tools/: provenance (packing runs in 3.7+)
+    from provenance import source_record
+
     table = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
@@ -220,7 +223,13 @@ def cmd_pack(args):
             known["measured_in"].append(runtime)
     ordered = {k: table[k] for k in sorted(table, key=version_key)}
     with open(args.out, "w") as f:
-        json.dump({"source": "tools/keras/build_inputs.py", "keras": ordered}, f, indent=1)
+        source = source_record(
+            "tools/keras/build_inputs.py",
+            "each Keras's load of a TF 2.2-style Sequential H5 asked for (1, 4), and "
+            "Embedding.from_config with input_length",
+            list(dict.fromkeys(r for v in ordered.values() for r in v["measured_in"])),
+        )
+        json.dump({"source": source, "keras": ordered}, f, indent=1)
         f.write("\n")
     print("%d Keras versions in %s" % (len(ordered), args.out))
 

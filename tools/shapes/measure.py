@@ -39,8 +39,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 
 from cases import all_cases  # noqa: E402
+from provenance import cpu_wheels, source_record  # noqa: E402
 
 PROBE = HERE / "probe.py"
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "output_shapes.json"
@@ -188,6 +190,13 @@ def build_table(answers: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "how": "Graph.create_op on placeholders, in each release's own Python; dims bound "
         "to two sets of primes and left unknown",
         "releases": releases,
+        "source": source_record(
+            "tools/shapes/measure.py",
+            "tools/shapes/probe.py in each release's own Python: Graph.create_op on "
+            "placeholders, in each release's own Python; dims bound to two sets of primes "
+            "and left unknown",
+            cpu_wheels(releases),
+        ),
         "cases_probed": len(by_case),
         "ops_probed": len({c["op"] for c in by_case.values()}),
         "cases_with_changed_shapes": differ_templates,

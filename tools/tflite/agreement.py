@@ -6,7 +6,8 @@ For each fixture set (tests/fixtures/tflite: converter models; tests/fixtures/tf
 files PyPI packages ship) and apart for its in-sample and held-out rows
 (tests/tflite_truth.py says which are which): rows, how many got a null answer
 (`loads` or `serves` unknown), and agreement of `loads`, `serves`, the first error's
-code, and all three at once, with the runtime's observed outcome.
+code, and all three at once, with the runtime's observed outcome. Under a held-out
+line: its first-measured figure (tests/fixtures/held_out.json), the held-out one.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.held_out import held_out_set  # noqa: E402
 from tests.tflite_truth import Row, outcome, predicted, rows  # noqa: E402
 
 
@@ -48,6 +50,9 @@ def main() -> int:
                 misses.append(f"{row.id}: real {want} predicted {got} {row.error[:160]!r}")
         n = len(members)
         print(f"{name:<12} {part:<10} {n:>5} {null:>5} {loads:>6} {serves:>6} {code:>6} {both:>6}")
+        if part == "held-out":
+            found = held_out_set(Path("tests/fixtures") / name, held_out=True)
+            print(f"{'':<23} {found.label() if found else 'no first-measured record'}")
     for line in misses[: args.misses]:
         print(line)
     if len(misses) > args.misses:

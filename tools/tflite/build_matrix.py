@@ -189,6 +189,11 @@ def _write_rows(models_doc: dict[str, object]) -> None:
     (FIXTURES / "matrix.jsonl").write_text(
         "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
     )
+    sys.path.insert(0, str(HERE.parent))
+    from fixture_sources import record  # the files' source records (sources.json)
+
+    record(FIXTURES / "models.json")
+    record(FIXTURES / "matrix.jsonl")
     print(f"wrote {len(models_doc)} models, {len(rows)} rows to {FIXTURES}")
 
 

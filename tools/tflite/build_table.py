@@ -40,6 +40,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: provenance
+from provenance import source_record  # noqa: E402
 from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, Runtime, python_of, ready, runtimes
 
 PROBES = REPO / "build" / "tflite" / "probes"
@@ -293,10 +295,13 @@ def pack(partial: bool = False) -> dict[str, object]:
         )
     return {
         "format": FORMAT,
-        "method": "tools/tflite/build_table.py: probe_ops.py (builtin codes and versions), "
-        "probe_custom_ops.py (custom ops of the default resolver), probe_delegate_ops.py "
-        "(custom ops the default delegate runs) and the 2.12 converter's Flex model, each "
-        "in the runtime's own environment",
+        "source": source_record(
+            "tools/tflite/build_table.py",
+            "probe_ops.py (builtin codes and versions), probe_custom_ops.py (custom ops of the "
+            "default resolver), probe_delegate_ops.py (custom ops the default delegate runs) "
+            "and the 2.12 converter's Flex model, each in the runtime's own environment",
+            [f"{row['family']}=={row['version']}" for row in rows],
+        ),
         "names": dict(sorted(names.items(), key=lambda kv: int(kv[0]))),
         "runtimes": rows,
     }

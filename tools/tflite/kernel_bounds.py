@@ -21,6 +21,7 @@ stay held out.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections import defaultdict
@@ -34,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 from tests.tflite_truth import CONVERTED, REAL, Row, artifact, rows  # noqa: E402
 from worker.catalog.tflite import DATA, KERNELS_FILE  # noqa: E402
 from worker.compat.tflite import has_feature  # noqa: E402
-
 
 FROM_ROWS = ("tensorflow", "tflite-runtime")
 
@@ -98,6 +98,7 @@ def main() -> int:
         print(change["op"], change["feature"], json.dumps(found))
         change["has"] = {**change["has"], **found}
     if args.write:
+        doc["source"]["date"] = dt.date.today().isoformat()  # the bounds it rewrote
         path.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 

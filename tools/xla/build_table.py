@@ -18,8 +18,8 @@ Standard library only.
 
 from __future__ import annotations
 
-import os
 import argparse
+import os
 import json
 import subprocess
 import sys
@@ -29,6 +29,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 DEFAULT_OUT = REPO / "worker" / "catalog" / "data" / "xla_call_module.json"
+sys.path.insert(0, str(HERE.parent))  # tools/: provenance
+
+from provenance import cpu_wheels, source_record  # noqa: E402
+
 FORMAT = "tfcompat-xla-call-module/1"
 
 
@@ -111,7 +115,9 @@ def summarize(doc: dict) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jax", required=True, help="a Python with jaxlib (modules.py)")
-    parser.add_argument("--venvs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
+    parser.add_argument(
+        "--venvs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs"))
+    )
     parser.add_argument("--releases", default="", help="minors, e.g. 2.12,2.21 (default all READY)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
@@ -147,15 +153,17 @@ def main() -> int:
             r = releases[venv.name]
             newest = r["stablehlo_newest"]
             sys.stderr.write(f"{venv.name}: versions {r['versions']} stablehlo <= {newest}\n")
+    ordered = dict(sorted(releases.items(), key=lambda kv: release_key(kv[0])))
     out = {
         "format": FORMAT,
-        "source": (
-            "tools/xla/build_table.py --jax <python with jaxlib> [--venvs $TFENVS]: "
+        "source": source_record(
+            "tools/xla/build_table.py",
             "XlaCallModule built and run once in a Session on the CPU of each release's "
             f"CPU wheel; StableHLO artifacts by jaxlib (stablehlo {grid['jaxlib_current']}), "
-            f"stamped {grid['targets'][0]}..{grid['targets'][-1]} (patches 0-99)"
+            f"stamped {grid['targets'][0]}..{grid['targets'][-1]} (patches 0-99)",
+            [*cpu_wheels(ordered), f"jaxlib (StableHLO {grid['jaxlib_current']})"],
         ),
-        "releases": dict(sorted(releases.items(), key=lambda kv: release_key(kv[0]))),
+        "releases": ordered,
     }
     args.out.write_text(json.dumps(out, indent=1, sort_keys=False) + "\n")
     sys.stderr.write(f"wrote {args.out} ({len(releases)} releases)\n")

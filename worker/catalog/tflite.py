@@ -29,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 
 from worker.errors import UnknownRelease
 from worker.model.consumer import Consumer
+from worker.model.findings import SeenOnly
 from worker.model.tflite import (
     LITERT,
     TENSORFLOW,
@@ -92,7 +93,12 @@ class TfliteCatalog:
             for k in kernels_doc.get("kernel_changes", [])
         ]
         required = tuple(
-            RequiredVersion(r["op"], r["feature"], int(r["version"]))
+            RequiredVersion(
+                r["op"],
+                r["feature"],
+                int(r["version"]),
+                SeenOnly(r["seen_in"]) if r.get("seen_only") else None,
+            )
             for r in kernels_doc.get("required_versions", [])
         )
         runtimes = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from worker.catalog.sources import Source, source_of
 from worker.model.xla import XlaCallModuleSupport, version_key
 
 XLA_CALL_MODULE_FORMAT = "tfcompat-xla-call-module/1"
@@ -64,7 +65,7 @@ class ShippedXlaCallModule:
         doc = json.loads(data)
         if doc.get("format") != XLA_CALL_MODULE_FORMAT:
             raise ValueError(f"xla_call_module: unknown format {doc.get('format')!r}")
-        self.source: str = doc["source"]
+        self.source: Source = source_of(doc, "xla_call_module.json")
         self._by_minor: dict[str, XlaCallModuleSupport] = {}
         for release, row in sorted(doc["releases"].items(), key=lambda kv: version_key(kv[0])):
             self._by_minor[_minor(release)] = _support(release, row)

@@ -18,29 +18,51 @@ run a model:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from worker.compat.functions import scope_of
 from worker.compat.memo import kinds_in_scope, ops_in, per_object
 from worker.compat.subject import Subject
 from worker.model.artifact import Graph, NodeKind
-from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
+from worker.model.findings import Code, Finding, Fix, FixKind, SeenOnly, Stage, error
+
+
+@dataclass(frozen=True)
+class FailingOp:
+    """An op that loads and fails when a request runs it, and the one case it was seen in
+    (no tool lists such ops per release: the rows are seen-only)."""
+
+    op: str
+    why: str
+    evidence: SeenOnly
+
 
 # Ops that load in a CPU build and fail on the first request that runs them
 # (measured: 2.18's `new_op` and `function_op` use CheckPinned; they load in
 # 2.18-2.21 and every run fails "to check pinnedness, must be built with
 # `--config=cuda`").
-OP_RUNS_ONLY_WITH_CUDA: dict[str, str] = {
-    "CheckPinned": "to check pinnedness, TensorFlow must be built with --config=cuda",
+OP_RUNS_ONLY_WITH_CUDA: dict[str, FailingOp] = {
+    "CheckPinned": FailingOp(
+        "CheckPinned",
+        "to check pinnedness, TensorFlow must be built with --config=cuda",
+        SeenOnly("tests/fixtures/tf-real tf2.18/new_op and tf2.18/function_op"),
+    ),
 }
 
 # Ops that touch checkpoint files: in the saver's own functions they are what
 # saving does; on a request path they merge (and delete) files named in the graph
 # on every request (measured: 2.11's `function_attr_default_unstripped` holds a
 # MergeV2Checkpoints in the served function; every run fails, 2.5 to 2.21).
-CHECKPOINT_FILE_OPS = frozenset({"MergeV2Checkpoints"})
+CHECKPOINT_FILE_OPS: dict[str, FailingOp] = {
+    "MergeV2Checkpoints": FailingOp(
+        "MergeV2Checkpoints",
+        "it merges and deletes checkpoint files named in the graph",
+        SeenOnly("tests/fixtures/tf-real tf2.11/function_attr_default_unstripped"),
+    ),
+}
 
 VARIABLE_OPS = frozenset({"VarHandleOp"})
-_FAILING_OPS = frozenset(OP_RUNS_ONLY_WITH_CUDA) | CHECKPOINT_FILE_OPS
+_FAILING_OPS = frozenset(OP_RUNS_ONLY_WITH_CUDA) | frozenset(CHECKPOINT_FILE_OPS)
 
 
 def _shared_name(kind: NodeKind) -> str:
@@ -126,11 +148,11 @@ def failing_kernels(s: Subject) -> list[Finding]:
                 error(
                     Code.OP_NEEDS_CUDA,
                     f"{kind.op} ({where}) loads, and every request that runs it fails on a "
-                    f"build without CUDA: {OP_RUNS_ONLY_WITH_CUDA[kind.op]}.",
+                    f"build without CUDA: {OP_RUNS_ONLY_WITH_CUDA[kind.op].why}.",
                     op=kind.op,
                     fix=Fix(FixKind.USE_CUDA_BUILD, op=kind.op),
                     stage=Stage.REQUEST,
-                )
+                ).seen_only(OP_RUNS_ONLY_WITH_CUDA[kind.op].evidence)
             )
         elif kind.op in CHECKPOINT_FILE_OPS and kind.function is not None:
             seen.add(kind.op)
@@ -143,7 +165,7 @@ def failing_kernels(s: Subject) -> list[Finding]:
                     op=kind.op,
                     fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op=kind.op),
                     stage=Stage.REQUEST,
-                )
+                ).seen_only(CHECKPOINT_FILE_OPS[kind.op].evidence)
             )
     return findings
 

@@ -353,7 +353,7 @@ def _kernels(model: TfliteModel, table: TfliteRuntime, run: _Run) -> None:
                         f"version {versions[1]}: node number {kind.position} "
                         f"({opcode.name}) fails to prepare.",
                         op=opcode.name,
-                    ),
+                    ).seen_only(needed.evidence),
                 )
             )
         for change, present in table.kernels:

@@ -7,7 +7,7 @@ read a release number back out of a sentence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -190,6 +190,18 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class SeenOnly:
+    """A fact a rule holds only from the fixture or model it was seen in, not generated
+    from the releases by a tool: the finding holds for that case; whether the fact holds
+    beyond it (other ops, layers or features of the same kind) is not verified."""
+
+    seen_in: str  # the fixture or model, as the repository names it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seen_only": True, "seen_in": self.seen_in}
+
+
+@dataclass(frozen=True)
 class Finding:
     code: Code
     severity: Severity
@@ -198,6 +210,7 @@ class Finding:
     attr: str | None = None
     fix: Fix | None = None
     stage: Stage = Stage.LOAD  # for errors: when it fails
+    evidence: SeenOnly | None = None  # set when the rule's fact is seen-only
 
     @property
     def fails_load(self) -> bool:
@@ -218,7 +231,16 @@ class Finding:
         }
         if self.severity == Severity.ERROR:
             data["stage"] = str(self.stage)
+        if self.evidence is not None:
+            data["evidence"] = self.evidence.to_json()
         return data
+
+    def seen_only(self, evidence: SeenOnly | None) -> Finding:
+        """This finding, saying its fact was seen only in `evidence.seen_in` (None: as is)."""
+        if evidence is None:
+            return self
+        note = f" (A fact seen only in {evidence.seen_in}, not measured over the releases.)"
+        return replace(self, message=self.message + note, evidence=evidence)
 
 
 def error(

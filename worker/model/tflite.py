@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from worker.model.findings import SeenOnly
+
 CUSTOM = 32
 """BuiltinOperator_CUSTOM: the OperatorCode names its op in `custom_code`."""
 
@@ -154,6 +156,8 @@ class RequiredVersion:
     op: str
     feature: str
     version: int
+    # set when the row was seen in one fixture, not read from op_version.cc for every op
+    evidence: SeenOnly | None = None
 
 
 @dataclass(frozen=True)
