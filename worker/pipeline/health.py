@@ -197,15 +197,13 @@ def check_worker(settings: Settings, node: str, timeout: float) -> dict[str, str
 
 
 def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
-    import boto3
+    from worker.sinks.aws import aws_client
 
     result = {"broker": _outcome(lambda: ping_broker(settings), detail=True)}
     if not queue_url:
         result["queue"] = "error: no queue (TFCOMPAT_SQS_QUEUE_URL)"
         return result
-    sqs = boto3.client(
-        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
-    )
+    sqs = aws_client("sqs", settings)
     result["queue"] = _outcome(
         lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
         detail=True,
