@@ -115,8 +115,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Buckets and key prefixes events may name (JSON list of globs: `models-*`, "
         "`ml-data/prod/*`); an event naming anything else is refused (403) and the receiver, "
-        "the SQS bridge and the worker's task never read it. Required by the receiver and "
-        "the bridge unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` is set",
+        "the SQS bridge and the worker's task never read it; an MLflow version, SageMaker "
+        "package or pull-request pointer on S3 is read only inside it too. Required by the "
+        "receiver and the bridge unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` is set",
     )
     allow_unauthenticated_events: bool = Field(
         False,
@@ -253,7 +254,9 @@ class Settings(BaseSettings):
         30.0, description="Seconds every AWS client waits for a response's next bytes"
     )
     aws_max_attempts: int = Field(
-        3, description="Attempts of one AWS call, the first included (botocore retries)"
+        4,
+        description="Attempts of one AWS call, the first included (botocore's "
+        "`total_max_attempts`)",
     )
     aws_retry_mode: Literal["standard", "adaptive", "legacy"] = Field(
         "standard", description="botocore retry mode of every AWS client"

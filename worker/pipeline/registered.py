@@ -46,6 +46,7 @@ from worker.notify.dispatch import Notifier
 from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
 from worker.pipeline.services import Services
+from worker.redact import strip_userinfo
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import TagPlan, plan_tags, version_tags
 from worker.settings import Settings
@@ -144,7 +145,7 @@ def version_document(
         for report in reports:
             report["metadata"] = metadata.get(report["path"])
     else:
-        reports, ranges, min_release = [invalid_report(uri, error)], [], None
+        reports, ranges, min_release = [invalid_report(strip_userinfo(uri), error)], [], None
     return {
         "format": REPORT_FORMAT,
         "model_version": {
@@ -152,7 +153,7 @@ def version_document(
             "server": registry_url,
             "name": job.name,
             "version": job.version,
-            "artifact_uri": uri,
+            "artifact_uri": strip_userinfo(uri),
             "artifact": target.path if target else None,
             "found_by": target.found_by if target else None,
         },

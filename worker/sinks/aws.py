@@ -21,7 +21,7 @@ def aws_config(settings: Settings) -> Any:
     return Config(
         connect_timeout=settings.aws_connect_timeout,
         read_timeout=settings.aws_read_timeout,
-        retries={"max_attempts": settings.aws_max_attempts, "mode": settings.aws_retry_mode},
+        retries={"total_max_attempts": settings.aws_max_attempts, "mode": settings.aws_retry_mode},
     )
 
 
