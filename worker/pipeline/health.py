@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.model.health import OK
+from worker.redact import redact_text
 from worker.settings import Settings
 
 ROLES = ("serve", "worker", "sqs-bridge")
@@ -40,7 +41,8 @@ def _error(exc: BaseException, detail: bool) -> str:
     """ "error: <type>"; with `detail` (a local command, not the public /healthz, which
     must not tell strangers our hosts) the error's own first line too."""
     text = str(exc).splitlines()[0] if detail and str(exc).strip() else ""
-    return f"error: {type(exc).__name__}" + (f": {text}" if text else "")
+    # A vendor's message may quote a URL with its password (a broker, a tracking server).
+    return f"error: {type(exc).__name__}" + (f": {redact_text(text)}" if text else "")
 
 
 def _outcome(check: Callable[[], Any], detail: bool = False) -> str:
