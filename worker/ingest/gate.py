@@ -4,7 +4,8 @@
 builds its policy from the settings and records each decision: a refusal is
 logged with its reason and counted in `tfcompat_read_decisions_total` (so is
 every allowed read), under the entry point that asked (`receiver`, `sqs-bridge`,
-`task`, `mlflow`, `sagemaker`, `fix`, `recheck`).
+`task`, `mlflow` (a webhook's version and every fleet re-check), `sagemaker`,
+`fix`, `github`).
 """
 
 from __future__ import annotations

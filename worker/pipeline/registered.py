@@ -1,9 +1,10 @@
 """What one registered MLflow model version's check does, as a plain function over ports.
 
 `check_model_version` asks the tracking server for the version and its
-download URI, opens the version's model directory as a Tree (the artifact
-proxy for `mlflow-artifacts:`, the object store for `s3://`, the file system
-for a local or NFS path), reads `MLmodel` and the TensorFlow artifact it
+download URI, asks the read rule (`worker.formats.access`) whether it may read
+it, opens the version's model directory as a Tree (the artifact proxy for
+`mlflow-artifacts:`, the object store for `s3://` inside `TFCOMPAT_BUCKETS`, the
+file system for a local or NFS path under `TFCOMPAT_LOCAL_ROOTS`), reads `MLmodel` and the TensorFlow artifact it
 describes, checks it against the fleet and the catalog as an upload is
 checked, stores the report, then writes our tags on the version.
 
