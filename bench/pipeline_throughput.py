@@ -205,6 +205,7 @@ def tfcompat_worker(broker: str, endpoint: str) -> Iterator[Celery]:
 
 def report_size(data: bytes) -> int:
     """The size of the report tfcompat writes for the bench's model."""
+    from worker.formats.access import ReadPolicy
     from worker.model.events import ObjectEvent
     from worker.pipeline.process import ReportLocation, process_event
     from worker.pipeline.services import build_checker
@@ -215,7 +216,8 @@ def report_size(data: bytes) -> int:
     store.put("bench", "m/frozen.pb", data)
     checker = build_checker(Settings(fleet=str(ROOT / "config/fleet.yaml")))
     event = ObjectEvent("bench", "m/frozen.pb", "ObjectCreated:Put")
-    outcome = process_event(event, store, checker, ReportLocation(None, "tfcompat-reports/"))
+    location = ReportLocation(None, "tfcompat-reports/")
+    outcome = process_event(event, store, checker, location, ReadPolicy())
     return len(store.objects[("bench", outcome.report or "")])
 
 

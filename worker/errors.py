@@ -76,3 +76,14 @@ class CertificateUnavailable(SnsRejected, TransientError):
 
     Transient: the message may be genuine and the fetch may work next time, so
     the caller answers 503 and SNS retries the delivery under its retry policy."""
+
+
+class SourceRefused(TfcompatError):
+    """The read rule (`worker.formats.access`) does not let the worker read this model
+    source: outside `TFCOMPAT_BUCKETS`, a local path outside `TFCOMPAT_LOCAL_ROOTS`, a
+    scheme the worker never reads. Permanent: the message names the setting to change."""
+
+
+class DeadlineExceeded(TransientError):
+    """A registry check spent longer than `TFCOMPAT_CHECK_DEADLINE` reading its model.
+    Transient: a slow server may answer faster on the next try."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any, Literal
 
 Format = Literal["json", "console", "plain"]
@@ -24,6 +25,17 @@ def _plain(logger: Any, method: str, event: dict[str, Any]) -> str:
     event.pop("timestamp", None)
     extras = " ".join(f"{key}={value}" for key, value in event.items())
     return f"{level}: {text} {extras}".rstrip()
+
+
+def redact_userinfo(
+    logger: Any, method: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """The backstop for credentials in URIs: `user:password@` in any logged string
+    (an event's values, a rendered exception) is masked before it is written. Adapters
+    strip userinfo themselves; this catches what a vendor's message carries."""
+    from worker.redact import redact_value
+
+    return {key: redact_value(value) for key, value in event.items()}
 
 
 def _renderer(fmt: Format) -> Any:
@@ -56,6 +68,7 @@ def configure_logging(level: str = "INFO", fmt: Format = "json") -> None:
             structlog.processors.add_log_level,
             stamp,
             structlog.processors.format_exc_info,
+            redact_userinfo,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(number),
@@ -78,6 +91,7 @@ def configure_logging(level: str = "INFO", fmt: Format = "json") -> None:
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
+                redact_userinfo,
                 renderer,
             ],
         )

@@ -36,3 +36,8 @@ BYTES_READ = Counter(
 NOTIFY_FAILURES = Counter(
     "tfcompat_notification_failures_total", "Notifications that failed", ["sink"]
 )
+READ_DECISIONS = Counter(
+    "tfcompat_read_decisions_total",
+    "Model sources decided by the read rule, by entry point, kind and decision",
+    ["entry", "kind", "decision"],
+)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL_PATTERNS = (
@@ -40,7 +40,7 @@ MLflow server to talk to)."""
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TFCOMPAT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TFCOMPAT_", extra="ignore", populate_by_name=True)
 
     broker_url: str = Field(
         "redis://127.0.0.1:6379/0",
@@ -115,8 +115,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Buckets and key prefixes events may name (JSON list of globs: `models-*`, "
         "`ml-data/prod/*`); an event naming anything else is refused (403) and the receiver, "
-        "the SQS bridge and the worker's task never read it. Required by the receiver and "
-        "the bridge unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` is set",
+        "the SQS bridge and the worker's task never read it; an MLflow version, SageMaker "
+        "package or pull-request pointer on S3 is read only inside it too. Required by the "
+        "receiver and the bridge unless `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS` is set",
     )
     allow_unauthenticated_events: bool = Field(
         False,
@@ -192,7 +193,10 @@ class Settings(BaseSettings):
         "(`http://host:5000`); unset: MLflow webhooks are refused",
     )
     mlflow_tracking_token: SecretStr | None = Field(
-        None, description="Bearer token for the MLflow tracking server, when it asks for one"
+        None,
+        validation_alias=AliasChoices("TFCOMPAT_MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_TOKEN"),
+        description="Bearer token for the MLflow tracking server, when it asks for one "
+        "(MLflow's own `MLFLOW_TRACKING_TOKEN` is read too)",
     )
     mlflow_webhook_secret: SecretStr | None = Field(
         None,
@@ -298,6 +302,63 @@ class Settings(BaseSettings):
         "a directory that does not exist is refused",
     )
 
+    # Reading models: what the worker may read, registry credentials, bounded outbound
+    # calls (docs/reading-models.md).
+    local_roots: str = Field(
+        "",
+        description="Directories (comma-separated) under which the worker may read a model "
+        "named by a local path or `file://` URI (an MLflow version's source); compared after "
+        "symlinks and `..` are resolved. Empty: local paths are refused",
+    )
+    mlflow_tracking_username: str | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "TFCOMPAT_MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_USERNAME"
+        ),
+        description="HTTP basic auth user for the MLflow tracking server (MLflow's own "
+        "`MLFLOW_TRACKING_USERNAME` is read too); a `user:password@` in "
+        "`TFCOMPAT_MLFLOW_TRACKING_URI` works the same and wins",
+    )
+    mlflow_tracking_password: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "TFCOMPAT_MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_PASSWORD"
+        ),
+        description="HTTP basic auth password for the MLflow tracking server (MLflow's own "
+        "`MLFLOW_TRACKING_PASSWORD` is read too)",
+    )
+    aws_connect_timeout: float = Field(
+        5.0, description="Seconds every AWS client (S3, SQS, SageMaker) waits to connect"
+    )
+    aws_read_timeout: float = Field(
+        30.0, description="Seconds every AWS client waits for a response's next bytes"
+    )
+    aws_max_attempts: int = Field(
+        4,
+        description="Attempts of one AWS call, the first included (botocore's "
+        "`total_max_attempts`)",
+    )
+    aws_retry_mode: Literal["standard", "adaptive", "legacy"] = Field(
+        "standard", description="botocore retry mode of every AWS client"
+    )
+    sqs_endpoint_url: str | None = Field(
+        None,
+        description="SQS endpoint of the SQS bridge and the health check (a local SQS, "
+        "moto); AWS's if unset. Never taken from `TFCOMPAT_S3_ENDPOINT_URL`",
+    )
+    read_max_response_bytes: int = Field(
+        256 << 20,
+        description="Largest response body read from the MLflow tracking server in one "
+        "request; a server that ignores `Range` and sends more is refused (the version is "
+        "recorded as invalid with this setting named, never retried)",
+    )
+    check_deadline: float = Field(
+        900.0,
+        description="Seconds one registry check (an MLflow version, a SageMaker package) "
+        "may spend reading its model; past it the check stops with an error and is retried "
+        "later",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         """Settings that contradict each other are refused with one line, before any
@@ -316,6 +377,11 @@ class Settings(BaseSettings):
             "ui_preview_memory_mb",
             "ui_preview_ttl",
             "ui_previews_in_flight",
+            "aws_connect_timeout",
+            "aws_read_timeout",
+            "aws_max_attempts",
+            "read_max_response_bytes",
+            "check_deadline",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")
@@ -394,12 +460,20 @@ def settings_problems(exc: Any) -> str:
 
 
 def masked(settings: Settings) -> dict[str, Any]:
-    """Every setting with secrets masked, for `tfcompat settings` and logs."""
+    """Every setting with secrets masked, for `tfcompat settings` and logs: SecretStr
+    values whole, and the password of any URI-valued setting (a broker URL, a tracking
+    URI with `user:password@`)."""
+    from worker.redact import mask_password
+
     shown: dict[str, Any] = {}
     for name in type(settings).model_fields:
         value = getattr(settings, name)
         if isinstance(value, SecretStr):
             value = "********" if value.get_secret_value() else ""
+        elif isinstance(value, str) and "://" in value:
+            value = mask_password(value)
+        elif isinstance(value, list):
+            value = [mask_password(v) if isinstance(v, str) and "://" in v else v for v in value]
         shown[f"TFCOMPAT_{name.upper()}"] = value
     return shown
 

@@ -19,6 +19,7 @@ GETTING_STARTED = ROOT / "docs" / "getting-started.md"
 def kept(state: Path) -> str:
     stack = Stack(state)
     stack.env["TFCOMPAT_UI_TOKEN"] = "t0ken"
+    stack.env["TFCOMPAT_UI_PORT"] = "8124"  # the page's own listener
     return demo.next_steps(stack, "8123")
 
 
@@ -29,7 +30,7 @@ def test_the_getting_started_page_quotes_the_kept_demo_s_instructions_verbatim()
 def test_a_kept_demo_prints_its_instructions_as_they_are() -> None:
     printed = kept(demo.STATE)
     assert printed.endswith(demo.KEPT_INSTRUCTIONS.rstrip("\n"))
-    assert "http://127.0.0.1:8123/ui" in printed and "t0ken" in printed
+    assert "http://127.0.0.1:8124/ui" in printed and "t0ken" in printed
     assert "not var/demo/env.sh" not in printed
 
 

@@ -19,6 +19,7 @@ from worker.compat.report import release_verdicts
 from worker.fleet.digests import consumer_digest
 from worker.fleet.impact import assess
 from worker.fleet.releases import release_lookup, release_record, releases_of
+from worker.formats.access import ReadPolicy
 from worker.formats.read import read_path
 from worker.model.artifact import Artifact
 from worker.model.consumer import Loader
@@ -139,6 +140,7 @@ def test_the_record_survives_the_index_and_the_upload_path_writes_it() -> None:
         store,
         checker,
         ReportLocation(None, "reports/"),
+        ReadPolicy(),
     )
     assert outcome.document is not None
     entry = model_from_report(outcome.document, "b", outcome.report or "")

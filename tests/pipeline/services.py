@@ -145,6 +145,7 @@ def worker_env(endpoint: str, redis_db: int, **extra: str) -> dict[str, str]:
         **RECEIVER_ENV,
         "TFCOMPAT_BROKER_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
+        "TFCOMPAT_SQS_ENDPOINT_URL": endpoint,  # moto speaks both
         "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
         "TFCOMPAT_VISIBILITY_TIMEOUT": "20",
         "TFCOMPAT_LOG_FORMAT": "json",

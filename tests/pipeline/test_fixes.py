@@ -7,6 +7,7 @@ from tests.truth import OWN
 from worker.catalog.catalog import load_catalog
 from worker.compat.policy import Policy
 from worker.fleet.checker import Checker
+from worker.formats.access import ReadPolicy
 from worker.model.events import ObjectEvent
 from worker.pipeline.fixes import fix_hook, write_fixed_copies
 from worker.pipeline.process import ReportLocation, process_event
@@ -25,9 +26,9 @@ EVENT = ObjectEvent("b", "m/1/saved_model.pb", "ObjectCreated:Put")
 def test_a_fixable_consumer_gets_a_checked_and_linked_copy() -> None:
     store = store_with(MODEL, "m/1")
     original = dict(store.objects)
-    outcome = process_event(EVENT, store, CHECKER, LOCATION)
+    outcome = process_event(EVENT, store, CHECKER, LOCATION, ReadPolicy())
     assert outcome.status == "incompatible"
-    links = write_fixed_copies(EVENT, outcome, store, CHECKER, LOCATION, "fixed/")
+    links = write_fixed_copies(EVENT, outcome, store, CHECKER, LOCATION, "fixed/", ReadPolicy())
     (link,) = links
     base = "fixed/m/1/saved_model.pb/for-legacy-edge"
     assert link["consumer"] == "legacy-edge"
@@ -56,6 +57,8 @@ def test_a_fixable_consumer_gets_a_checked_and_linked_copy() -> None:
 def test_copies_are_never_fixed_again_and_the_hook_is_off_by_default() -> None:
     store = store_with(MODEL, "fixed/m/1")
     event = ObjectEvent("b", "fixed/m/1/saved_model.pb", "ObjectCreated:Put")
-    outcome = process_event(event, store, CHECKER, LOCATION)
-    assert write_fixed_copies(event, outcome, store, CHECKER, LOCATION, "fixed/") == []
-    assert fix_hook(None, store, CHECKER, LOCATION) is None
+    outcome = process_event(event, store, CHECKER, LOCATION, ReadPolicy())
+    assert (
+        write_fixed_copies(event, outcome, store, CHECKER, LOCATION, "fixed/", ReadPolicy()) == []
+    )
+    assert fix_hook(None, store, CHECKER, LOCATION, ReadPolicy()) is None

@@ -4,6 +4,7 @@ in-memory object store for reports, and the Slack port recorded."""
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.pipeline.mlflow_server import model_directory, pyfunc_mlmodel, tensorflow_mlmodel
 from worker.errors import TransientError
+from worker.formats.access import ReadPolicy
 from worker.model.registry import RegistryJob
 from worker.notify.dispatch import MemoryNotifier
 from worker.once import MemoryClaims
@@ -25,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TF221 = ROOT / "tests" / "fixtures" / "tf-real" / "artifacts" / "tf2.21"
 SETTINGS = Settings(fleet=str(ROOT / "config" / "fleet.yaml"))
 LOCATION = ReportLocation("reports", "tfcompat-reports/")
+# model_directory() makes its models under the temporary directory: the one local root.
+POLICY = ReadPolicy(local_roots=(tempfile.gettempdir(),))
 
 
 @dataclass
@@ -68,7 +72,7 @@ def new_op_registry(**kw: object) -> MemoryRegistry:
 
 def test_a_checked_version_gets_our_tags_and_its_report() -> None:
     registry, store = new_op_registry(tags={"owner": "ranking"}), MemoryObjectStore()
-    outcome = check_model_version(JOB, registry, store, build_checker(SETTINGS), LOCATION)
+    outcome = check_model_version(JOB, registry, store, build_checker(SETTINGS), LOCATION, POLICY)
     assert outcome.action == "checked" and outcome.status == "incompatible"
     assert registry.tags["owner"] == "ranking"
     assert registry.tags["tfcompat.consumer.serving-prod"] == "incompatible"
@@ -83,9 +87,9 @@ def test_a_checked_version_gets_our_tags_and_its_report() -> None:
 def test_a_second_check_writes_nothing() -> None:
     registry, store = new_op_registry(), MemoryObjectStore()
     checker = build_checker(SETTINGS)
-    check_model_version(JOB, registry, store, checker, LOCATION)
+    check_model_version(JOB, registry, store, checker, LOCATION, POLICY)
     written = len(registry.writes)
-    check_model_version(JOB, registry, store, checker, LOCATION)
+    check_model_version(JOB, registry, store, checker, LOCATION, POLICY)
     assert len(registry.writes) == written
 
 
@@ -97,13 +101,14 @@ def test_a_version_still_registering_is_retried() -> None:
             MemoryObjectStore(),
             build_checker(SETTINGS),
             LOCATION,
+            POLICY,
         )
 
 
 def test_a_version_without_tensorflow_is_not_tagged() -> None:
     registry = MemoryRegistry(model_directory({"model.pkl": ROOT / "README.md"}, pyfunc_mlmodel()))
     outcome = check_model_version(
-        JOB, registry, MemoryObjectStore(), build_checker(SETTINGS), LOCATION
+        JOB, registry, MemoryObjectStore(), build_checker(SETTINGS), LOCATION, POLICY
     )
     assert outcome.action == "not-tensorflow" and registry.tags == {}
 
@@ -114,7 +119,7 @@ def test_an_unreadable_model_is_tagged_invalid() -> None:
     )
     registry = MemoryRegistry(directory)
     outcome = check_model_version(
-        JOB, registry, MemoryObjectStore(), build_checker(SETTINGS), LOCATION
+        JOB, registry, MemoryObjectStore(), build_checker(SETTINGS), LOCATION, POLICY
     )
     assert outcome.status == "invalid" and registry.tags["tfcompat.status"] == "invalid"
 
@@ -156,7 +161,7 @@ def test_owners_are_told_once_routed_by_name_or_version_tags(
     settings = Settings(fleet=SETTINGS.fleet, owners=str(owners))
     registry = new_op_registry(tags=tags)
     outcome = check_model_version(
-        job, registry, MemoryObjectStore(), build_checker(settings), LOCATION
+        job, registry, MemoryObjectStore(), build_checker(settings), LOCATION, POLICY
     )
     notifier, claims = MemoryNotifier(), MemoryClaims()
     notify_version_owner(settings, outcome, notifier, claims)
@@ -174,6 +179,6 @@ def test_a_version_on_s3_outside_the_bucket_allowlist_is_never_read() -> None:
         MemoryObjectStore(),
         build_checker(SETTINGS),
         LOCATION,
-        allows=lambda bucket, key: bucket == "models",
+        ReadPolicy(("models",), POLICY.local_roots),
     )
     assert outcome.action == "refused" and registry.tags == {}

@@ -21,6 +21,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from worker.compat.ranges import tag_value
+from worker.formats.access import ReadPolicy
 from worker.ingest.app import create_http_app
 from worker.model.registry import RegistryJob
 from worker.pipeline.packages import check_model_package
@@ -173,6 +174,7 @@ def test_a_package_is_checked_against_the_fleet_and_its_image(
         store,
         build_checker(SETTINGS),
         ReportLocation("reports", "tfcompat-reports/"),
+        ReadPolicy(),
     )
     tags = registry.package_tags
     assert outcome.action == "checked" and tags["team"] == "ranking"
@@ -221,6 +223,6 @@ def test_a_package_outside_the_bucket_allowlist_is_never_read(aws: tuple[Any, An
         S3ObjectStore(s3, SETTINGS),
         build_checker(SETTINGS),
         ReportLocation("reports", "tfcompat-reports/"),
-        allows=lambda bucket, key: bucket == "other-models",
+        ReadPolicy(("other-models",)),
     )
     assert outcome.action == "refused" and registry.package_tags == {"team": "ranking"}

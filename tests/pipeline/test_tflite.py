@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.pipeline.services import s3
+from worker.formats.access import ReadPolicy
 from worker.formats.read import read_path
 from worker.ingest.events import EventFilter
 from worker.model.events import ObjectEvent
@@ -36,7 +37,7 @@ def test_a_tflite_upload_is_tagged_with_its_status_and_releases() -> None:
     store.put("b", "mobile/model.tflite", INT8.read_bytes())
     checker = build_checker(Settings(fleet="config/fleet.yaml"))
     event = ObjectEvent("b", "mobile/model.tflite", "ObjectCreated:Put")
-    outcome = process_event(event, store, checker, ReportLocation(None, "reports/"))
+    outcome = process_event(event, store, checker, ReportLocation(None, "reports/"), ReadPolicy())
     tags = {t["Key"]: t["Value"] for t in store.get_tags("b", "mobile/model.tflite", None)}
     # legacy-edge runs TensorFlow 1.15: it runs the file and answers zeros
     assert tags["tfcompat:status"] == "incompatible"
@@ -59,9 +60,11 @@ def test_a_tflite_upload_gets_no_fixed_copy() -> None:
     checker = build_checker(Settings(fleet="config/fleet.yaml"))
     event = ObjectEvent("b", "mobile/model.tflite", "ObjectCreated:Put")
     location = ReportLocation(None, "reports/")
-    outcome = process_event(event, store, checker, location)
+    outcome = process_event(event, store, checker, location, ReadPolicy())
     assert outcome.status == "incompatible"
-    assert write_fixed_copies(event, outcome, store, checker, location, "fixed/") == []
+    assert (
+        write_fixed_copies(event, outcome, store, checker, location, "fixed/", ReadPolicy()) == []
+    )
     assert not any(key.startswith("fixed/") for _, key in store.objects)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.pipeline.services import AWS_ENV, s3
 from tests.truth import SHARED
+from worker.formats.access import ReadPolicy
 from worker.model.events import ObjectEvent
 from worker.notify.dispatch import MemoryNotifier
 from worker.once import MemoryClaims
@@ -78,7 +79,9 @@ def test_a_frozen_graph_costs_its_get_the_report_and_the_tags_and_routes_on_its_
     assert notify is not None
     calls = counted(client)
     event = ObjectEvent("requests", "edge/frozen.pb", "ObjectCreated:Put")
-    outcome = process_event(event, store, build_checker(settings), ReportLocation(None, "r/"))
+    outcome = process_event(
+        event, store, build_checker(settings), ReportLocation(None, "r/"), ReadPolicy()
+    )
     notify(event, outcome)
     assert outcome.action == "checked"
     assert [destination.key for destination, _ in notifier.sent] == [

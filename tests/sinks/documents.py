@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.truth import ROOT, SHARED
 from worker.fleet.checker import Checker
+from worker.formats.access import ReadPolicy
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
 from worker.pipeline.process import ReportLocation, process_event
@@ -51,4 +52,4 @@ def checked(
     key = upload(store, model, bucket, prefix, tags)
     etag = store.head(bucket, key, version_id).etag
     event = ObjectEvent(bucket, key, "ObjectCreated:Put", version_id=version_id, etag=etag)
-    return event, process_event(event, store, checker(), LOCATION), store
+    return event, process_event(event, store, checker(), LOCATION, ReadPolicy()), store

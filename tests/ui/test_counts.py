@@ -29,6 +29,7 @@ from tests.truth import BASE, ROOT
 from worker.catalog.catalog import load_catalog
 from worker.cli.preview_run import change_view
 from worker.fleet.fleet import load_fleet
+from worker.formats.access import ReadPolicy
 from worker.model.events import ObjectEvent
 from worker.model.verdict import Status, consumer_status_json
 from worker.pipeline.process import process_event
@@ -96,7 +97,7 @@ def indexed() -> Iterator[tuple[ModelIndex, Store, int]]:
                 continue
             etag = store.head("models", key, None).etag
             event = ObjectEvent("models", key, "ObjectCreated:Put", etag=etag)
-            outcome = process_event(event, store, checker(), LOCATION)
+            outcome = process_event(event, store, checker(), LOCATION, ReadPolicy())
             assert outcome.action == "checked", (key, outcome)
             record(event, outcome)
             events += 1

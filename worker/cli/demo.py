@@ -121,6 +121,7 @@ def start_stack(stack: Stack) -> tuple[Any, str]:
             **CREDENTIALS,
             "TFCOMPAT_BROKER_URL": broker,
             "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
+            "TFCOMPAT_SQS_ENDPOINT_URL": endpoint,  # moto speaks both
             "TFCOMPAT_FLEET": str(ROOT / "config" / "fleet.yaml"),
             "TFCOMPAT_INDEX_BUCKETS": json.dumps([BUCKET]),
             # The receiver and the bridge take events for the demo bucket only, and the

@@ -157,14 +157,13 @@ def fleet_page(settings: Any) -> list[Any]:
 def cmd_sqs_bridge(args: argparse.Namespace) -> int:
     import threading
 
-    import boto3
-
     from worker.ingest.access import bucket_allowlist, bucket_gaps, require_closed
     from worker.ingest.app import event_filter
     from worker.ingest.sqs_bridge import install_stop_signals, run_bridge
     from worker.logs import configure_logging
     from worker.pipeline.app import object_enqueuer
     from worker.settings import load_settings
+    from worker.sinks.aws import aws_client
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
@@ -182,9 +181,7 @@ def cmd_sqs_bridge(args: argparse.Namespace) -> int:
     if not queue_url:
         raise UsageError("no queue: pass --queue-url or set TFCOMPAT_SQS_QUEUE_URL")
     start_metrics(settings, args.metrics_port, directory=None)  # one process: its registry
-    sqs = boto3.client(
-        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
-    )
+    sqs = aws_client("sqs", settings)
     stop = threading.Event()
     install_stop_signals(stop)
     run_bridge(

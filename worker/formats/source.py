@@ -12,10 +12,12 @@ S3 prefix. Format detection works on trees.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from worker.errors import InvalidArtifact, NotFound
+from worker.errors import DeadlineExceeded, InvalidArtifact, NotFound
 
 FILE_NAMES = frozenset({"saved_model.pb", "saved_model.pbtxt", "variables.index"})
 """Names a model reader opens as files; a directory so named is refused."""
@@ -196,3 +198,60 @@ class MappingTree:
             return self._sources[name]
         except KeyError as exc:
             raise NotFound(f"{self._name}: no member {name}") from exc
+
+
+class DeadlineTree:
+    """Another tree, read only until a deadline (`TFCOMPAT_CHECK_DEADLINE`): past it,
+    listing, opening or reading raises `DeadlineExceeded`, so a slow or dripping server
+    cannot hold a check for longer than its budget (each request keeps its own
+    timeout; this bounds their sum)."""
+
+    def __init__(
+        self, tree: Tree, seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._tree, self._clock = tree, clock
+        self._seconds = seconds
+        self._until = clock() + seconds
+
+    @property
+    def name(self) -> str:
+        return self._tree.name
+
+    def check(self) -> None:
+        if self._clock() > self._until:
+            raise DeadlineExceeded(
+                f"{self._tree.name}: reading took longer than TFCOMPAT_CHECK_DEADLINE "
+                f"({self._seconds:g} s)"
+            )
+
+    def names(self) -> list[str]:
+        self.check()
+        return self._tree.names()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tree, name)
+
+    def open(self, name: str) -> Source:
+        self.check()
+        return DeadlineSource(self._tree.open(name), self)
+
+
+class DeadlineSource:
+    def __init__(self, source: Source, tree: DeadlineTree) -> None:
+        self._source, self._tree = source, tree
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    @property
+    def size(self) -> int:
+        return self._source.size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        self._tree.check()
+        return self._source.read_at(offset, length)
+
+    def __getattr__(self, name: str) -> Any:
+        # What else the source offers (`sha256`, `path`) stays visible to the readers.
+        return getattr(self._source, name)

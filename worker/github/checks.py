@@ -43,7 +43,14 @@ import structlog
 import yaml
 
 from worker.compat.report import artifact_report
-from worker.errors import ConfigError, InvalidArtifact, NotFound, TfcompatError, TransientError
+from worker.errors import (
+    ConfigError,
+    InvalidArtifact,
+    NotFound,
+    SourceRefused,
+    TfcompatError,
+    TransientError,
+)
 from worker.fleet.checker import Checker
 from worker.fleet.fleet import load_fleet, load_yaml
 from worker.fleet.impact import Impact
@@ -169,7 +176,7 @@ def read_target(
         if data.startswith(LFS_POINTER):
             return [], None, "a Git LFS pointer; commit a .tfmodel pointer to the stored model"
         return read_source(BytesSource(path, data), path), None, None
-    except (InvalidArtifact, NotFound) as exc:
+    except (InvalidArtifact, NotFound, SourceRefused) as exc:
         return [], source, str(exc)
 
 

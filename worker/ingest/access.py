@@ -7,16 +7,17 @@ GitHub webhook secret) and the buckets events may name are listed
 (`TFCOMPAT_BUCKETS`). `TFCOMPAT_ALLOW_UNAUTHENTICATED_EVENTS=1` is the one,
 explicit way past that, and every start under it logs what is open.
 
-Pure: settings in, reasons out. The HTTP app, the SQS bridge and the task apply it.
+Pure: settings in, reasons out. The HTTP app, the SQS bridge and the task apply it;
+the rule itself is `worker.formats.access`'s, the one every reader goes through.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from worker.errors import ConfigError
+from worker.formats.access import bucket_allowed
 from worker.model.events import ObjectEvent
 from worker.settings import RECEIVER_ROUTES, Settings
 
@@ -33,17 +34,7 @@ class BucketAllowlist:
     entries: tuple[str, ...]
 
     def allows(self, bucket: str, key: str) -> bool:
-        if not self.entries:
-            return True
-        for entry in self.entries:
-            bucket_glob, slash, key_glob = entry.partition("/")
-            if not fnmatch.fnmatchcase(bucket, bucket_glob):
-                continue
-            if not slash or fnmatch.fnmatchcase(
-                key, key_glob + ("*" if key_glob.endswith("/") else "")
-            ):
-                return True
-        return False
+        return bucket_allowed(self.entries, bucket, key)
 
     def outside(self, events: Iterable[ObjectEvent]) -> list[ObjectEvent]:
         """The events that name an object the list does not allow."""

@@ -41,6 +41,7 @@ from worker.ingest.access import (
     require_closed,
 )
 from worker.ingest.events import Enqueue, EventFilter, parse_eventbridge_body, parse_s3_body
+from worker.ingest.gate import refused_events
 from worker.ingest.handoff import Handoff
 from worker.ingest.packages import EnqueueJob, hand_over_package, model_package_event
 from worker.ingest.sns_route import handle_sns
@@ -104,7 +105,7 @@ async def hand_over(
 ) -> JSONResponse:
     """Enqueue the events that start work; 202 once the broker has every one of them.
     A delivery naming any object outside the allowlist is refused whole (403)."""
-    outside = (allowlist or bucket_allowlist(settings)).outside(events)
+    outside = refused_events(allowlist or bucket_allowlist(settings), events, "receiver")
     if outside:
         reason = refused_message(outside)
         metrics.EVENTS_REJECTED.labels(source, "bucket").inc()

@@ -21,6 +21,7 @@ from worker import metrics
 from worker.errors import MalformedEvent
 from worker.ingest.access import BucketAllowlist, refused_message
 from worker.ingest.events import Enqueue, EventFilter, is_test_event, parse_queue_message
+from worker.ingest.gate import refused_events
 
 log = structlog.get_logger(__name__)
 
@@ -60,7 +61,7 @@ def handle_message(
         metrics.EVENTS_REJECTED.labels("sqs", "malformed").inc()
         log.warning("sqs.malformed", error=str(exc), note="left for the dead-letter queue")
         return False
-    outside = allowlist.outside(events) if allowlist else []
+    outside = refused_events(allowlist, events, "sqs-bridge") if allowlist else []
     if outside:
         stats.refused += 1
         metrics.EVENTS_REJECTED.labels("sqs", "bucket").inc()

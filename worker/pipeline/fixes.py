@@ -21,7 +21,9 @@ import structlog
 from worker.fix.copy import CopyFile, copy_tree
 from worker.fix.rewrite import render
 from worker.fleet.checker import Checker
+from worker.formats.access import ReadPolicy
 from worker.formats.layout import read_object
+from worker.ingest.gate import gate_object
 from worker.model.events import ObjectEvent
 from worker.model.outcome import Outcome
 from worker.pipeline.process import ReportLocation, check_and_record, event_tree
@@ -48,8 +50,11 @@ def write_fixed_copies(
     checker: Checker,
     location: ReportLocation,
     prefix: str,
+    policy: ReadPolicy,
 ) -> list[dict[str, Any]]:
-    """Write, check and link a fixed copy for each fleet consumer that needs one."""
+    """Write, check and link a fixed copy for each fleet consumer that needs one. The
+    original is read again only if the read rule (`policy`) allows it, and a copy is
+    written only where the rule lets it be read back."""
     if outcome.action != "checked" or outcome.document is None:
         return []
     if event.key.startswith(prefix.strip("/") + "/"):
@@ -58,6 +63,8 @@ def write_fixed_copies(
         return []
     if any(a.get("format") == "tflite" for a in outcome.document.get("artifacts", [])):
         return []  # a .tflite is converted again, never rewritten
+    if not gate_object(policy, event.bucket, event.key, "fix").allowed:
+        return []
     tree, root = store.model_tree(event.bucket, event.key, event.version_id)
     display = f"s3://{event.bucket}/{event.key}"
     links = []
@@ -67,6 +74,8 @@ def write_fixed_copies(
         if "fixed" not in states or not copy.writable or copy.archive is not None:
             continue
         base = copy_prefix(prefix, event.key, consumer.name)
+        if not gate_object(policy, event.bucket, f"{base}/", "fix").allowed:
+            continue
         model_key = ""
         for item in copy.files:
             key = f"{base}/{item.name}"
@@ -79,7 +88,7 @@ def write_fixed_copies(
         copy_event = ObjectEvent(
             event.bucket, model_key, "ObjectCreated:Put", source="tfcompat-fix"
         )
-        tree, name, display = event_tree(copy_event, store)
+        tree, name, display = event_tree(copy_event, store, policy)
         artifacts = read_object(tree, name, display)
         checked = check_and_record(copy_event, artifacts, store, checker, location)
         links.append(
@@ -100,12 +109,14 @@ def write_fixed_copies(
     return links
 
 
-def fix_hook(prefix: str | None, store: Any, checker: Checker, location: ReportLocation) -> Any:
+def fix_hook(
+    prefix: str | None, store: Any, checker: Checker, location: ReportLocation, policy: ReadPolicy
+) -> Any:
     """The after-check hook, or None when fixed copies are off."""
     if not prefix:
         return None
 
     def write(event: ObjectEvent, outcome: Outcome) -> None:
-        write_fixed_copies(event, outcome, store, checker, location, prefix)
+        write_fixed_copies(event, outcome, store, checker, location, prefix, policy)
 
     return write

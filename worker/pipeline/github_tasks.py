@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 from celery import Task, shared_task
 
-from worker.errors import ConfigError, MalformedEvent
+from worker.errors import ConfigError, MalformedEvent, SourceRefused
 from worker.github.checks import check_commit, describe, fleet_from_head
+from worker.ingest.gate import gate, read_policy, require
+from worker.model.artifact import Artifact
 from worker.model.github import GithubJob
 from worker.pipeline.app import RETRY_POLICY, TASK_GITHUB_EVENT, settings_of
 from worker.pipeline.impact_run import assess_index
 from worker.pipeline.notifications import breakage_notifier
 from worker.pipeline.reevaluate import logged_progress, reevaluate
 from worker.pipeline.services import services_for
+from worker.settings import Settings
 from worker.sinks.github import github_clients_for
 from worker.sinks.s3 import read_s3_artifacts
 
@@ -43,7 +47,7 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
             services.checker,
             fleet_path=settings.github_fleet_path,
             patterns=settings.model_patterns,
-            read_pointer=lambda url: read_s3_artifacts(url, settings),
+            read_pointer=pointer_reader(settings),
             fleet_impact=lambda checker: assess_index(
                 services.index,
                 checker.consumers,
@@ -56,6 +60,21 @@ def github_event(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         log.error("github.not_configured", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
     return {"action": "checked", **describe(output)}
+
+
+def pointer_reader(settings: Settings) -> Callable[[str], list[Artifact]]:
+    """Reads the `s3://` object a `.tfmodel` pointer in a pull request names, only when
+    the read rule allows it (anyone who can open a pull request writes pointers):
+    SourceRefused otherwise, reported on that file of the check run."""
+    policy = read_policy(settings)
+
+    def read(url: str) -> list[Artifact]:
+        decision = require(gate(policy, url, "github"))
+        if decision.kind != "s3":
+            raise SourceRefused(f"{decision.uri}: a pointer names an s3:// object")
+        return read_s3_artifacts(url, settings)
+
+    return read
 
 
 def reevaluate_pushed_fleet(

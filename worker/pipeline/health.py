@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.model.health import OK
+from worker.redact import redact_text
 from worker.settings import Settings
 
 ROLES = ("serve", "worker", "sqs-bridge")
@@ -41,7 +42,8 @@ def _error(exc: BaseException, detail: bool) -> str:
     """ "error: <type>"; with `detail` (a local command, not the public /healthz, which
     must not tell strangers our hosts) the error's own first line too."""
     text = str(exc).splitlines()[0] if detail and str(exc).strip() else ""
-    return f"error: {type(exc).__name__}" + (f": {text}" if text else "")
+    # A vendor's message may quote a URL with its password (a broker, a tracking server).
+    return f"error: {type(exc).__name__}" + (f": {redact_text(text)}" if text else "")
 
 
 def _outcome(check: Callable[[], Any], detail: bool = False) -> str:
@@ -221,15 +223,13 @@ def check_worker(settings: Settings, node: str, timeout: float) -> dict[str, str
 
 
 def check_bridge(settings: Settings, queue_url: str | None) -> dict[str, str]:
-    import boto3
+    from worker.sinks.aws import aws_client
 
     result = {"broker": _outcome(lambda: ping_broker(settings), detail=True)}
     if not queue_url:
         result["queue"] = "error: no queue (TFCOMPAT_SQS_QUEUE_URL)"
         return result
-    sqs = boto3.client(
-        "sqs", endpoint_url=settings.s3_endpoint_url, region_name=settings.aws_region
-    )
+    sqs = aws_client("sqs", settings)
     result["queue"] = _outcome(
         lambda: sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"]),
         detail=True,

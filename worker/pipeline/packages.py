@@ -11,24 +11,20 @@ The report and tags are recorded as for an MLflow version
 from __future__ import annotations
 
 import posixpath
-import urllib.parse
 from dataclasses import replace
 
 import structlog
 
 from worker.errors import InvalidArtifact, NotFound, TransientError
 from worker.fleet.checker import Checker
+from worker.formats.access import ReadPolicy
 from worker.formats.layout import read_object
+from worker.formats.source import DeadlineTree, Tree
+from worker.ingest.gate import gate
 from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.pipeline.process import ReportLocation
-from worker.pipeline.registered import (
-    Allows,
-    VersionOutcome,
-    outside,
-    record,
-    version_document,
-)
+from worker.pipeline.registered import VersionOutcome, record, version_document
 from worker.registries.mlmodel import Target
 from worker.registries.sagemaker import image_consumer
 from worker.registries.tags import TagPlan
@@ -44,7 +40,8 @@ def check_model_package(
     store: ObjectStore,
     checker: Checker,
     location: ReportLocation,
-    allows: Allows | None = None,
+    policy: ReadPolicy,
+    deadline: float | None = None,
 ) -> VersionOutcome:
     """Check one SageMaker model package (`job.version` is its ARN) and record the result:
     its first container's `ModelDataUrl` read from S3 (a `model.tar.gz` is read as an
@@ -63,22 +60,22 @@ def check_model_package(
     if not urls:
         return VersionOutcome("unreadable")
     image, url = urls[0]
-    parsed = urllib.parse.urlparse(url)
-    if parsed.scheme != "s3":
-        return VersionOutcome("unreadable")
-    if outside(url, allows):
-        log.error("sagemaker.refused_bucket", package=job.version, url=url)
-        return VersionOutcome("refused")
+    decision = gate(policy, url, "sagemaker")
+    if not decision.allowed or decision.kind != "s3":
+        # ModelDataUrl is read from S3 only: a local path or another scheme never is.
+        return VersionOutcome("refused", error=decision.reason or f"{url}: not an s3:// URL")
     consumer = image_consumer(image, checker.catalog)
     if consumer is not None:
         checker = replace(checker, consumers=(*checker.consumers, consumer))
-    key = parsed.path.lstrip("/")
+    key = decision.key
     folder, name = posixpath.split(key)
     error: str | None = None
     artifacts: list[Artifact] = []
     try:
-        tree = store.tree(parsed.netloc, folder)
-        artifacts = read_object(tree, name, f"s3://{parsed.netloc}/{folder}".rstrip("/"))
+        tree: Tree = store.tree(decision.bucket, folder)
+        if deadline is not None:
+            tree = DeadlineTree(tree, deadline)
+        artifacts = read_object(tree, name, f"s3://{decision.bucket}/{folder}".rstrip("/"))
     except NotFound as exc:
         log.warning("sagemaker.unreadable", package=job.version, error=str(exc))
         return VersionOutcome("unreadable")
@@ -96,4 +93,4 @@ def check_model_package(
     def current() -> dict[str, str]:
         return registry.tags(job.version)
 
-    return record(job, document, url, store, checker, location, current, write)
+    return record(job, document, url, store, checker, location, current, write, policy)

@@ -37,10 +37,11 @@ from worker.compat.report import (
     release_verdicts,
 )
 from worker.compat.unsafe import unsafe_tag
-from worker.errors import InvalidArtifact, NotFound, Superseded
+from worker.errors import InvalidArtifact, NotFound, SourceRefused, Superseded
 from worker.fleet.checker import Checker
 from worker.fleet.digests import consumer_digest
 from worker.fleet.releases import release_lookup, release_record
+from worker.formats.access import ReadPolicy, decide_object
 from worker.formats.layout import model_folder, read_object
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
@@ -234,9 +235,15 @@ def is_current(event: ObjectEvent, store: ObjectStore) -> bool:
         return False
 
 
-def event_tree(event: ObjectEvent, store: ObjectStore) -> tuple[ObjectTree, str, str]:
+def event_tree(
+    event: ObjectEvent, store: ObjectStore, policy: ReadPolicy
+) -> tuple[ObjectTree, str, str]:
     """(tree, name in it, display) to read the object version the event names from:
-    the tree is pinned to that version (or, unversioned, to its ETag)."""
+    the tree is pinned to that version (or, unversioned, to its ETag). SourceRefused
+    when the read rule refuses the object."""
+    decided = decide_object(policy, event.bucket, event.key)
+    if not decided.allowed:
+        raise SourceRefused(decided.reason)
     folder = model_folder(event.key)
     name = event.key[len(folder) + 1 :] if folder else event.key
     pin = Pin(event.version_id, None if event.version_id else event.etag)
@@ -245,16 +252,21 @@ def event_tree(event: ObjectEvent, store: ObjectStore) -> tuple[ObjectTree, str,
 
 
 def process_event(
-    event: ObjectEvent, store: ObjectStore, checker: Checker, location: ReportLocation
+    event: ObjectEvent,
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    policy: ReadPolicy,
 ) -> Outcome:
-    """Check one object version and record the result (report, then tags)."""
+    """Check one object version and record the result (report, then tags); an object the
+    read rule (`policy`) refuses is never read (`refused`)."""
     bucket, key = location.of(event)
     if event.removed:
         if event.version_id is None:
             store.delete(bucket, key)
         return Outcome("removed", report=key)
     try:
-        tree, name, display = event_tree(event, store)
+        tree, name, display = event_tree(event, store, policy)
         try:
             artifacts = read_object(tree, name, display)
         except InvalidArtifact as exc:
@@ -262,6 +274,9 @@ def process_event(
                 event, [], store, checker, location, str(exc), seen=tree.seen(name)
             )
         return check_and_record(event, artifacts, store, checker, location, seen=tree.seen(name))
+    except SourceRefused as exc:
+        log.error("event.refused", reason=str(exc))
+        return Outcome("refused")
     except Superseded as exc:
         log.info("event.stale", reason=str(exc))
         return Outcome("stale")

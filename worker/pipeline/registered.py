@@ -1,11 +1,13 @@
 """What one registered MLflow model version's check does, as a plain function over ports.
 
 `check_model_version` asks the tracking server for the version and its
-download URI, opens the version's model directory as a Tree (the artifact
-proxy for `mlflow-artifacts:`, the object store for `s3://`, the file system
-for a local or NFS path), reads `MLmodel` and the TensorFlow artifact it
-describes, checks it against the fleet and the catalog as an upload is
-checked, stores the report, then writes our tags on the version.
+download URI, asks the read rule (`worker.formats.access`) whether it may read
+it, opens the version's model directory as a Tree (the artifact proxy for
+`mlflow-artifacts:`, the object store for `s3://` inside `TFCOMPAT_BUCKETS`, the
+file system for a local or NFS path under `TFCOMPAT_LOCAL_ROOTS`), reads `MLmodel`
+and the TensorFlow artifact it describes, checks it against the fleet and the
+catalog as an upload is checked, stores the report, then writes our tags on the
+version.
 
 Safe to repeat: the report's bytes depend on the version and the verdict only,
 and a tag is written only when its value changes. The version's tags are read
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -31,13 +32,15 @@ from worker.compat.report import invalid_report
 from worker.errors import (
     InvalidArtifact,
     NotFound,
+    SourceRefused,
     TfcompatError,
     TransientError,
-    UnsupportedArtifact,
 )
 from worker.fleet.checker import Checker
-from worker.formats.source import DirectoryTree, Tree
+from worker.formats.access import Decision, ReadPolicy, decide
+from worker.formats.source import DeadlineTree, DirectoryTree, Tree
 from worker.formats.summary import inspect_json
+from worker.ingest.gate import gate
 from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.model.verdict import Status
@@ -45,10 +48,11 @@ from worker.notify.dispatch import Notifier
 from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
 from worker.pipeline.services import Services
+from worker.redact import strip_userinfo
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import TagPlan, plan_tags, version_tags
 from worker.settings import Settings
-from worker.sinks.mlflow import ModelVersion, ProxiedTree, proxied_path
+from worker.sinks.mlflow import ModelVersion, ProxiedTree
 from worker.sinks.ports import ObjectStore
 from worker.sinks.reports import REPORT_FORMAT, encode, tag_safe_key
 
@@ -82,23 +86,24 @@ class VersionOutcome:
     report: str | None = None  # s3:// URL of the report
     document: dict[str, Any] | None = None
     version_tags: dict[str, str] | None = None  # every tag of the version after ours
+    error: str | None = None  # why it was refused (the read rule's reason)
 
 
-def open_model_tree(uri: str, registry: VersionRegistry, store: ObjectStore) -> Tree:
-    """The version's model directory as a Tree; UnsupportedArtifact for a URI scheme
-    the worker cannot read (gs://, wasbs://, dbfs:/ ...)."""
-    proxied = proxied_path(uri)
-    if proxied is not None:
-        return ProxiedTree(registry, proxied)
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme in ("s3", "s3a"):
-        return store.tree(parsed.netloc, parsed.path.strip("/"))
-    if parsed.scheme == "file" or (not parsed.scheme and uri.startswith("/")):
-        path = urllib.parse.unquote(parsed.path) if parsed.scheme else uri
-        if not os.path.isdir(path):
-            raise NotFound(f"{uri}: not a directory this worker can read")
-        return DirectoryTree(path)
-    raise UnsupportedArtifact(f"{uri}: the worker reads s3://, mlflow-artifacts: and local paths")
+def open_model_tree(decision: Decision, registry: VersionRegistry, store: ObjectStore) -> Tree:
+    """The version's model directory as a Tree, opened from what the read rule allowed
+    (`decision`): the artifact proxy, the object store, or the resolved local path.
+    SourceRefused for a refused decision, whatever the caller did with it."""
+    if not decision.allowed:
+        raise SourceRefused(decision.reason)
+    if decision.kind == "mlflow-artifacts":
+        return ProxiedTree(registry, decision.proxied)
+    if decision.kind == "s3":
+        return store.tree(decision.bucket, decision.key.strip("/"))
+    if decision.kind == "local":
+        if not os.path.isdir(decision.path):
+            raise NotFound(f"{decision.uri}: not a directory this worker can read")
+        return DirectoryTree(decision.path)
+    raise SourceRefused(f"{decision.uri}: no reader for {decision.kind}")
 
 
 def report_key(prefix: str, job: RegistryJob) -> str:
@@ -109,12 +114,18 @@ def report_key(prefix: str, job: RegistryJob) -> str:
     return f"{prefix}{job.registry}/{digest}.json"
 
 
-def report_place(location: ReportLocation, job: RegistryJob, uri: str) -> tuple[str, str] | None:
+def report_place(
+    location: ReportLocation, job: RegistryJob, uri: str, policy: ReadPolicy
+) -> tuple[str, str] | None:
     """(bucket, key) of the version's report: the report bucket, else the bucket of an
-    `s3://` model; None when there is neither (no report is stored, none is tagged)."""
+    `s3://` model when the read rule allows that model (a registry user never makes the
+    worker write into a bucket it may not read); None when there is neither (no report
+    is stored, none is tagged)."""
     bucket = location.bucket
-    if bucket is None and urllib.parse.urlparse(uri).scheme in ("s3", "s3a"):
-        bucket = urllib.parse.urlparse(uri).netloc
+    if bucket is None:
+        decided = decide(policy, uri)
+        if decided.allowed and decided.kind == "s3":
+            bucket = decided.bucket
     return (bucket, report_key(location.prefix, job)) if bucket else None
 
 
@@ -136,7 +147,7 @@ def version_document(
         for report in reports:
             report["metadata"] = metadata.get(report["path"])
     else:
-        reports, ranges, min_release = [invalid_report(uri, error)], [], None
+        reports, ranges, min_release = [invalid_report(strip_userinfo(uri), error)], [], None
     return {
         "format": REPORT_FORMAT,
         "model_version": {
@@ -144,7 +155,7 @@ def version_document(
             "server": registry_url,
             "name": job.name,
             "version": job.version,
-            "artifact_uri": uri,
+            "artifact_uri": strip_userinfo(uri),
             "artifact": target.path if target else None,
             "found_by": target.found_by if target else None,
         },
@@ -156,28 +167,20 @@ def version_document(
     }
 
 
-Allows = Callable[[str, str], bool]
-"""Whether the worker may read (bucket, key): `TFCOMPAT_BUCKETS` (`ingest.access`)."""
-
-
-def outside(uri: str, allows: Allows | None) -> bool:
-    """An `s3://` model the bucket allowlist does not cover: a registry user must not
-    make the worker read a bucket an uploader could not (the worker's credentials)."""
-    parsed = urllib.parse.urlparse(uri)
-    if allows is None or parsed.scheme not in ("s3", "s3a"):
-        return False
-    return not allows(parsed.netloc, parsed.path.lstrip("/"))
-
-
 def check_model_version(
     job: RegistryJob,
     registry: VersionRegistry,
     store: ObjectStore,
     checker: Checker,
     location: ReportLocation,
-    allows: Allows | None = None,
+    policy: ReadPolicy,
+    deadline: float | None = None,
 ) -> VersionOutcome:
-    """Check one registered version and record the result (report, then tags)."""
+    """Check one registered version and record the result (report, then tags). Its
+    source is read only when the read rule (`policy`: buckets, local roots, the tracking
+    server's proxy) allows it; a refused version is recorded as `refused`, never
+    retried and never tagged. `deadline`: seconds the model may take to read
+    (`TFCOMPAT_CHECK_DEADLINE`; DeadlineExceeded past it)."""
     try:
         version = registry.model_version(job.name, job.version)
     except NotFound:
@@ -187,14 +190,16 @@ def check_model_version(
     if version.status == "FAILED_REGISTRATION":
         return VersionOutcome("failed-registration")
     uri = registry.download_uri(job.name, job.version)
-    if outside(uri, allows):
-        log.error("mlflow.refused_bucket", name=job.name, version=job.version, uri=uri)
-        return VersionOutcome("refused")
+    decision = gate(policy, uri, "mlflow")
+    if not decision.allowed:
+        return VersionOutcome("refused", error=decision.reason)
     target: Target | None = None
     artifacts: list[Artifact] = []
     error: str | None = None
     try:
-        tree = open_model_tree(uri, registry, store)
+        tree = open_model_tree(decision, registry, store)
+        if deadline is not None:
+            tree = DeadlineTree(tree, deadline)
         artifacts, target = read_registered_model(tree, uri.rstrip("/"))
     except NoTensorFlowModel as exc:
         log.info("mlflow.not_tensorflow", name=job.name, version=job.version, reason=str(exc))
@@ -215,7 +220,7 @@ def check_model_version(
     def current() -> dict[str, str]:
         return registry.model_version(job.name, job.version).tags
 
-    return record(job, document, uri, store, checker, location, current, write)
+    return record(job, document, uri, store, checker, location, current, write, policy)
 
 
 def record(
@@ -227,10 +232,11 @@ def record(
     location: ReportLocation,
     current_tags: Callable[[], dict[str, str]],
     write: Callable[[TagPlan], None],
+    policy: ReadPolicy,
 ) -> VersionOutcome:
     """The report first, so a tag never points at a missing report, then our tags,
     read (`current_tags`) and written (`write`) back to back."""
-    place = report_place(location, job, uri)
+    place = report_place(location, job, uri, policy)
     report_url = f"s3://{place[0]}/{place[1]}" if place else None
     ours = version_tags(document, report_url)
     document["tags"] = ours
@@ -256,6 +262,7 @@ def recheck_registered(
     checker: Checker,
     location: ReportLocation,
     delivery: str,
+    policy: ReadPolicy,
 ) -> dict[str, int]:
     """Check every registered version again against `checker`'s fleet (a fleet change),
     one after the other; a version that cannot be checked now is logged and counted, and
@@ -264,7 +271,7 @@ def recheck_registered(
     for name, version in versions:
         job = RegistryJob("mlflow", name, version, delivery)
         try:
-            action = check_model_version(job, registry, store, checker, location).action
+            action = check_model_version(job, registry, store, checker, location, policy).action
         except TfcompatError as exc:
             log.warning("mlflow.recheck_failed", model=name, version=version, error=str(exc))
             action = "failed"
@@ -278,6 +285,7 @@ def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> d
     if not settings.mlflow_tracking_uri:
         return {}
     from worker.fleet.fleet import load_fleet
+    from worker.ingest.gate import read_policy
     from worker.sinks.mlflow import mlflow_registry
 
     fleet = load_fleet(fleet_path, services.checker.catalog)
@@ -285,7 +293,13 @@ def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> d
     registry = mlflow_registry(settings)
     versions = registry.versions()
     counts = recheck_registered(
-        registry, versions, services.store, checker, services.location, f"fleet:{fleet_path}"
+        registry,
+        versions,
+        services.store,
+        checker,
+        services.location,
+        f"fleet:{fleet_path}",
+        read_policy(settings),
     )
     log.info("mlflow.rechecked", versions=len(versions), outcomes=counts)
     return counts

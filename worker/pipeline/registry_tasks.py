@@ -8,7 +8,7 @@ import structlog
 from celery import Task, shared_task
 
 from worker.errors import ConfigError, MalformedEvent
-from worker.ingest.access import bucket_allowlist
+from worker.ingest.gate import read_policy
 from worker.model.registry import RegistryJob
 from worker.pipeline.app import (
     REGISTRY_RETRY_POLICY,
@@ -47,7 +47,8 @@ def _finished(settings: Settings, outcome: VersionOutcome, **logged: Any) -> dic
         notify_version_owner(settings, outcome)
     except Exception:
         log.exception("hook.failed", hook="notify_version_owner")
-    return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+    answer = {"action": outcome.action, "status": outcome.status, "report": outcome.report}
+    return {**answer, "error": outcome.error} if outcome.error else answer
 
 
 @shared_task(bind=True, name=TASK_MLFLOW_VERSION, **REGISTRY_RETRY_POLICY)
@@ -62,9 +63,15 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         log.error("mlflow.not_configured", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
     services = services_for(settings)
-    allows = bucket_allowlist(settings).allows
+    policy = read_policy(settings)
     outcome = check_model_version(
-        parsed, registry, services.store, services.checker, services.location, allows
+        parsed,
+        registry,
+        services.store,
+        services.checker,
+        services.location,
+        policy,
+        settings.check_deadline,
     )
     return _finished(
         settings, outcome, deleted=list(outcome.deleted), bytes_read=registry.bytes_read
@@ -79,8 +86,14 @@ def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, An
     settings = settings_of(self.app)
     services = services_for(settings)
     registry = sagemaker_registry(settings)
-    allows = bucket_allowlist(settings).allows
+    policy = read_policy(settings)
     outcome = check_model_package(
-        parsed, registry, services.store, services.checker, services.location, allows
+        parsed,
+        registry,
+        services.store,
+        services.checker,
+        services.location,
+        policy,
+        settings.check_deadline,
     )
     return _finished(settings, outcome)

@@ -58,6 +58,7 @@ def build_checker(settings: Settings) -> Checker:
 
 
 def build_services(settings: Settings) -> Services:
+    from worker.ingest.gate import read_policy
     from worker.pipeline.fixes import fix_hook
     from worker.pipeline.notifications import notification_hook
     from worker.pipeline.observe import metrics_hook
@@ -68,7 +69,7 @@ def build_services(settings: Settings) -> Services:
     index = build_index(settings, store)
     location = ReportLocation(settings.report_bucket, settings.report_prefix)
     checker = build_checker(settings)
-    fixes = fix_hook(settings.fix_prefix, store, checker, location)
+    fixes = fix_hook(settings.fix_prefix, store, checker, location, read_policy(settings))
     return Services(
         store=store,
         checker=checker,

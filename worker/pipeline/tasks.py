@@ -11,7 +11,8 @@ import structlog
 from celery import Task, shared_task
 
 from worker.errors import MalformedEvent
-from worker.ingest.access import bucket_allowlist, refused_message
+from worker.ingest.access import refused_message
+from worker.ingest.gate import gate_object, read_policy
 from worker.model.events import ObjectEvent
 from worker.pipeline.app import RETRY_POLICY, TASK_CHECK_OBJECT, TASK_FLEET_CHANGED, settings_of
 from worker.pipeline.process import process_event
@@ -30,12 +31,13 @@ def check_object(self: Task[Any, Any], event: dict[str, Any]) -> dict[str, Any]:
         log.error("task.malformed", error=str(exc))
         return {"action": "rejected", "error": str(exc)}
     settings = settings_of(self.app)
-    if not bucket_allowlist(settings).allows(parsed.bucket, parsed.key):
+    policy = read_policy(settings)
+    if not gate_object(policy, parsed.bucket, parsed.key, "task").allowed:
         # Whatever enqueued it (an older receiver, a hand-made task), it is never read.
         log.error("task.refused_bucket", error=refused_message([parsed]))
         return {"action": "refused", "error": refused_message([parsed])}
     services = services_for(settings)
-    outcome = process_event(parsed, services.store, services.checker, services.location)
+    outcome = process_event(parsed, services.store, services.checker, services.location, policy)
     log.info(
         "task.done",
         action=outcome.action,

@@ -10,10 +10,18 @@ reader asks for and not the variables' data.
 HTTP errors stop here: connection trouble, 429 and 5xx are `TransientError`,
 404 / `RESOURCE_DOES_NOT_EXIST` is `NotFound`, 401 and 403 are `ConfigError`
 (the token is wrong), anything else `TfcompatError`.
+
+Credentials are taken the way MLflow's own client takes them: a `user:password@`
+in the tracking URI, or `MLFLOW_TRACKING_USERNAME` / `MLFLOW_TRACKING_PASSWORD`,
+become HTTP basic auth, and `MLFLOW_TRACKING_TOKEN` a bearer token. The URL
+requests go to, every message and `base_url` (what reports name) never carry
+them. No response body is read past `max_response` bytes (a server that ignores
+`Range` and sends a whole large file is refused, `ResponseTooLarge`).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import posixpath
 import urllib.error
@@ -24,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from worker.errors import ConfigError, NotFound, TfcompatError, TransientError
+from worker.errors import ConfigError, LimitExceeded, NotFound, TfcompatError, TransientError
 from worker.formats.source import Source, truncated
+from worker.redact import redact_text, split_userinfo
 from worker.settings import Settings
 
 API = "/api/2.0/mlflow/"
@@ -33,6 +42,7 @@ ARTIFACTS = "/api/2.0/mlflow-artifacts/artifacts"
 BLOCK = 1 << 20
 KEPT_BLOCKS = 8
 TIMEOUT = 30.0
+MAX_RESPONSE = 256 << 20
 
 
 class ArtifactProxy(Protocol):
@@ -53,14 +63,49 @@ class ModelVersion:
     tags: dict[str, str] = field(default_factory=dict)
 
 
-class MlflowRegistry:
-    """One tracking server. `token`: a bearer token, when the server asks for one."""
+class ResponseTooLarge(LimitExceeded):
+    """A response body longer than `TFCOMPAT_READ_MAX_RESPONSE_BYTES`. Permanent: the
+    server sends the same body again."""
 
-    def __init__(self, base_url: str, token: str | None = None, timeout: float = TIMEOUT) -> None:
-        self.base_url = base_url.rstrip("/")
+
+class MlflowRegistry:
+    """One tracking server. `token`: a bearer token; `username`/`password`: basic auth
+    (a `user:password@` in `base_url` is taken as that, and removed from it)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = TIMEOUT,
+        username: str | None = None,
+        password: str | None = None,
+        max_response: int = MAX_RESPONSE,
+    ) -> None:
+        bare, user, secret = split_userinfo(base_url)
+        self.base_url = bare.rstrip("/")
         self._token = token
+        self._basic: str | None = None
+        if user is not None or secret is not None:
+            username, password = user or "", secret or ""
+        if username is not None or password is not None:
+            pair = f"{username or ''}:{password or ''}".encode()
+            self._basic = base64.b64encode(pair).decode("ascii")
         self._timeout = timeout
+        self._max_response = max_response
         self.bytes_read = 0
+
+    def __repr__(self) -> str:
+        return f"MlflowRegistry({self.base_url!r})"
+
+    def _body(self, response: Any, shown: str) -> bytes:
+        """The body, never more than `max_response` bytes read (nor held)."""
+        declared = response.headers.get("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_response:
+            raise ResponseTooLarge(too_large(shown, int(declared), self._max_response))
+        body: bytes = response.read(self._max_response + 1)
+        if len(body) > self._max_response:
+            raise ResponseTooLarge(too_large(shown, None, self._max_response))
+        return body
 
     def _request(
         self,
@@ -79,16 +124,18 @@ class MlflowRegistry:
             request.add_header("Content-Type", "application/json")
         if self._token:
             request.add_header("Authorization", f"Bearer {self._token}")
+        elif self._basic:
+            request.add_header("Authorization", f"Basic {self._basic}")
         for name, value in (headers or {}).items():
             request.add_header(name, value)
         shown = f"{method} {self.base_url}{path}"
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                return response.status, dict(response.headers), response.read()
+                return response.status, dict(response.headers), self._body(response, shown)
         except urllib.error.HTTPError as exc:
-            raise http_error(shown, exc.code, exc.read()) from None
+            raise http_error(shown, exc.code, exc.read(4096)) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise TransientError(f"{shown}: {exc}") from None
+            raise TransientError(redact_text(f"{shown}: {exc}")) from None
 
     def _json(
         self, method: str, path: str, query: dict[str, str] | None = None, **kw: Any
@@ -170,6 +217,14 @@ class MlflowRegistry:
         return body, status == 206
 
 
+def too_large(shown: str, declared: int | None, cap: int) -> str:
+    size = f"{declared} bytes" if declared is not None else "more"
+    return (
+        f"{shown}: the response is {size}, over TFCOMPAT_READ_MAX_RESPONSE_BYTES ({cap}); "
+        "a server that ignores Range sends whole files"
+    )
+
+
 def http_error(shown: str, code: int, body: bytes) -> TfcompatError:
     try:
         error = json.loads(body).get("error_code", "")
@@ -178,7 +233,10 @@ def http_error(shown: str, code: int, body: bytes) -> TfcompatError:
     if code == 404 or error == "RESOURCE_DOES_NOT_EXIST":
         return NotFound(f"{shown}: {code} {error}".strip())
     if code in (401, 403):
-        return ConfigError(f"{shown}: {code}: check TFCOMPAT_MLFLOW_TRACKING_TOKEN")
+        return ConfigError(
+            f"{shown}: {code}: check TFCOMPAT_MLFLOW_TRACKING_TOKEN, or the user and password "
+            "(TFCOMPAT_MLFLOW_TRACKING_USERNAME / _PASSWORD, or user:password@ in the URI)"
+        )
     if code == 429 or code >= 500:
         return TransientError(f"{shown}: {code} {error}".strip())
     return TfcompatError(f"{shown}: {code} {error}".strip())
@@ -285,4 +343,11 @@ def mlflow_registry(settings: Settings) -> MlflowRegistry:
     if not settings.mlflow_tracking_uri:
         raise ConfigError("TFCOMPAT_MLFLOW_TRACKING_URI is not set: MLflow versions cannot be read")
     token = settings.mlflow_tracking_token
-    return MlflowRegistry(settings.mlflow_tracking_uri, token.get_secret_value() if token else None)
+    password = settings.mlflow_tracking_password
+    return MlflowRegistry(
+        settings.mlflow_tracking_uri,
+        token.get_secret_value() if token else None,
+        username=settings.mlflow_tracking_username,
+        password=password.get_secret_value() if password else None,
+        max_response=settings.read_max_response_bytes,
+    )

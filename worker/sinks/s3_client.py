@@ -35,28 +35,28 @@ PRECONDITION_CODES = {"PreconditionFailed", "412"}
 
 
 def s3_client(settings: Settings) -> Any:
-    """A new client with its own connection pool (prefer `shared_client`)."""
-    import boto3
-    from botocore.config import Config
+    """A new client with its own connection pool (prefer `shared_client`), bounded by
+    the timeouts and retries every AWS client of ours has (`sinks.aws`)."""
+    from worker.sinks.aws import aws_client
 
-    return boto3.client(
-        "s3",
-        endpoint_url=settings.s3_endpoint_url,
-        region_name=settings.aws_region,
-        config=Config(
-            retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=30
-        ),
+    return aws_client("s3", settings)
+
+
+_CLIENTS: dict[tuple[int, str | None, str, str], Any] = {}
+
+
+def aws_bounds(settings: Settings) -> str:
+    return (
+        f"{settings.aws_connect_timeout}/{settings.aws_read_timeout}/"
+        f"{settings.aws_max_attempts}/{settings.aws_retry_mode}"
     )
-
-
-_CLIENTS: dict[tuple[int, str | None, str], Any] = {}
 
 
 def shared_client(settings: Settings) -> Any:
     """This process's client for the settings' endpoint, built once: every request
     reuses its connection pool. Keyed by process id, so a forked worker child
     never shares its parent's sockets."""
-    key = (os.getpid(), settings.s3_endpoint_url, settings.aws_region)
+    key = (os.getpid(), settings.s3_endpoint_url, settings.aws_region, aws_bounds(settings))
     client = _CLIENTS.get(key)
     if client is None:
         client = _CLIENTS[key] = s3_client(settings)

@@ -92,6 +92,6 @@ class SageMakerRegistry:
 
 
 def sagemaker_registry(settings: Settings) -> SageMakerRegistry:
-    import boto3
+    from worker.sinks.aws import aws_client
 
-    return SageMakerRegistry(boto3.client("sagemaker", region_name=settings.aws_region))
+    return SageMakerRegistry(aws_client("sagemaker", settings))
