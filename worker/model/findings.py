@@ -50,6 +50,9 @@ class Code(StrEnum):
     ATTR_BELOW_MINIMUM = "attr.below-minimum"
     INPUTS_MISMATCH = "node.inputs-mismatch"
     EDGE_TYPE = "edge.type-mismatch"
+    # a data type the consumer's DataType enum lacks, or was not measured for (compat.data_types)
+    DTYPE_UNKNOWN = "dtype.unknown"
+    DTYPE_UNMEASURED = "dtype.unmeasured"
     EDGE_OUTPUT = "edge.invalid-output"
     # a recorded `_output_shapes` the consumer's shape function contradicts (compat.output_shapes)
     OUTPUT_SHAPES = "import.output-shapes"
