@@ -27,6 +27,7 @@ from functools import partial
 from packaging.version import Version
 
 from worker.compat.data_types import data_type_findings, data_types_unknown
+from worker.compat.devices import device_findings
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.kernel_changes import kernel_change_findings
@@ -422,6 +423,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "xla": xla_findings,
     "kernel-changes": kernel_change_findings,
     "kernels-unmeasured": unmeasured_kernel_findings,
+    "devices": device_findings,
     "runs": run_findings,
     "objects": object_findings,
     "keras": check_keras,
