@@ -110,3 +110,18 @@ def test_a_release_without_a_measured_enum_is_not_judged() -> None:
 def test_a_manifest_enum_is_exact() -> None:
     types = DataTypes(frozenset(BASE), frozenset(BASE), "manifest m.json", {})
     assert types.lacks("DT_FLOAT8_E5M2") and not types.unmeasured("DT_INT4")
+
+
+# Facts of the shipped table (tools/build_data_types.py from each release's types_pb2).
+def test_the_shipped_table_says_when_each_measured_release_learned_the_new_types() -> None:
+    catalog = load_catalog()
+
+    def types(release: str) -> DataTypes:
+        registry = catalog.registry(catalog.resolve(release))
+        assert registry is not None and registry.data_types is not None
+        return registry.data_types
+
+    assert types("2.8").lacks("DT_FLOAT8_E5M2") and types("1.15").lacks("DT_INT4")
+    assert not types("2.12").lacks("DT_FLOAT8_E5M2") and types("2.12").lacks("DT_INT4")
+    assert types("2.10").unmeasured("DT_FLOAT8_E5M2")  # between 2.8.4 and 2.12.1
+    assert not types("2.21").lacks("DT_FLOAT4_E2M1FN")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.compat.devices import device_type, unplaceable
+from worker.formats.read import read_path
 from worker.model.artifact import Artifact, Edge, Graph, NodeKind, PinnedDevice, VersionDef
 from worker.model.consumer import Loader
 from worker.model.findings import Code, FixKind, Stage
@@ -86,4 +88,37 @@ def test_a_consumer_with_a_gpu_places_the_gpu_pin() -> None:
 def test_a_cpu_pin_is_placed() -> None:
     catalog = load_catalog()
     verdict = check_artifact(_artifact("/cpu:0"), catalog.consumer("2.15", Loader.GRAPH_IMPORT))
+    assert not [f for f in verdict.findings if f.code == Code.DEVICE_UNAVAILABLE]
+
+
+# The reader keeps what real exports wrote (tests/fixtures/tf-devices, 1.15.5's Builder).
+DEVICES = Path(__file__).resolve().parents[1] / "fixtures" / "tf-devices" / "artifacts"
+
+
+def _pins(case: str) -> set[str]:
+    (artifact,) = read_path(str(DEVICES / "tf1.15" / case))
+    return {p.device for g in artifact.graphs() for p in g.devices}
+
+
+def test_the_reader_keeps_the_devices_an_export_wrote() -> None:
+    assert "/device:GPU:0" in _pins("gpu_model_ops")
+    assert "/job:localhost/replica:0/task:0/device:GPU:0" in _pins("gpu_full_name")
+
+
+def test_an_export_with_clear_devices_keeps_no_gpu_pin() -> None:
+    assert not {d for d in _pins("gpu_cleared") if "GPU" in d.upper()}
+
+
+def test_a_pin_inside_a_function_body_is_placed_softly() -> None:
+    kinds = (NodeKind("Identity", {"T": {"type": "DT_FLOAT"}}, 1, 1, "y", "f"),)
+    graph = Graph(
+        VersionDef(producer=1500),
+        0,
+        kinds,
+        (),
+        functions=("f",),
+        devices=(PinnedDevice("/device:GPU:0", "Identity", "y", "f"),),
+    )
+    artifact = Artifact("m.pb", "graphdef", 1, "0" * 64, graph=graph)
+    verdict = check_artifact(artifact, load_catalog().consumer("2.15", Loader.GRAPH_IMPORT))
     assert not [f for f in verdict.findings if f.code == Code.DEVICE_UNAVAILABLE]

@@ -20,12 +20,16 @@ knows the type can still lack a kernel for an op on it: the kernel tables say so
 
 from __future__ import annotations
 
+from packaging.version import InvalidVersion, Version
+
+from worker.compat.kernels import kernel_gap
 from worker.compat.memo import ObjectTable
 from worker.compat.order import place
+from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
-from worker.model.artifact import AttrJSON, Graph
+from worker.model.artifact import AttrJSON, Graph, NodeKind
 from worker.model.consumer import DataTypes, minor
-from worker.model.findings import Code, Finding, Fix, FixKind, error, info
+from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, info
 
 # Every release from 1.13 holds these (the enum up to DT_UINT64 = 23, measured): a graph
 # holding nothing else needs no lookup.
@@ -37,6 +41,14 @@ _ALWAYS_KNOWN = frozenset(
         "DT_HALF", "DT_RESOURCE", "DT_VARIANT", "DT_UINT32", "DT_UINT64",
     }
 )  # fmt: skip
+
+# Casts a release knows the types of and whose CPU kernel refuses them when it is built at
+# the first run ("Cast float to int4 is not supported", UnimplementedError): measured in
+# 2.15.1 and 2.21.0 (float32 -> int4, in the main graph and in a function; both loaders).
+# The releases between them are taken to share the kernel; others are not judged.
+CAST_UNSUPPORTED_RELEASES = ("2.15", "2.21")
+_NARROW_INTS = frozenset({"DT_INT4", "DT_UINT4"})
+_FLOATS = frozenset({"DT_FLOAT", "DT_HALF", "DT_DOUBLE", "DT_BFLOAT16"})
 
 # (kind index, attr, DataType name) of every type value outside `_ALWAYS_KNOWN`
 _Uses = tuple[tuple[int, str, str], ...]
@@ -81,6 +93,10 @@ def data_type_findings(s: Subject) -> list[Finding]:
     uses = data_type_uses(graph)
     if not uses:
         return []
+    if not any(
+        registry.data_types.lacks(n) or registry.data_types.unmeasured(n) for _, _, n in uses
+    ):
+        return restore_kernel_findings(s) + cast_findings(s)
     types = registry.data_types
     scope = s.scope.reachable if s.scope is not None else frozenset()
     # tf.saved_model.load meets the top-level graph's types in the object graph's
@@ -104,7 +120,71 @@ def data_type_findings(s: Subject) -> list[Finding]:
             seen.add(name)
             found.append((kind.function is None, _unmeasured(s, types, kind.op, attr, name)))
     found.sort(key=lambda item: not item[0])  # the top-level graph's first
-    return [f for _, f in found]
+    return [f for _, f in found] + restore_kernel_findings(s) + cast_findings(s)
+
+
+def cast_findings(s: Subject) -> list[Finding]:
+    """A float <-> int4/uint4 Cast a request runs, in a release whose Cast kernel refuses it."""
+    release = s.consumer.tensorflow
+    if s.graph is None or release is None or not data_type_uses(s.graph):
+        return []
+    try:
+        low, high = (Version(v) for v in CAST_UNSUPPORTED_RELEASES)
+        if not low <= Version(minor(release)) <= high:
+            return []
+    except InvalidVersion:
+        return []
+    for kind in request_kinds(s):
+        if kind.op != "Cast":
+            continue
+        src = str(kind.attrs.get("SrcT", {}).get("type", ""))
+        dst = str(kind.attrs.get("DstT", {}).get("type", ""))
+        if (src in _FLOATS and dst in _NARROW_INTS) or (dst in _FLOATS and src in _NARROW_INTS):
+            return [
+                error(
+                    Code.KERNEL_MISSING,
+                    f"Cast {src} to {dst} is not supported ({kind.where}): {_release(s)}'s Cast "
+                    "kernel refuses it when the request first runs it (measured in 2.15.1 and "
+                    "2.21.0). The model loads and every request fails.",
+                    op="Cast",
+                    fix=Fix(FixKind.REEXPORT_WITHOUT_OP, op="Cast"),
+                    stage=Stage.REQUEST,
+                )
+            ]
+    return []
+
+
+def restore_kernel_findings(s: Subject) -> list[Finding]:
+    """tf.saved_model.load restores each variable by assigning it (AssignVariableOp of the
+    variable's dtype) at load: a release that knows a new type may have no kernel to assign
+    it (measured: 2.12.1 loading a float8_e5m2 variable: "No OpKernel was registered to
+    support Op 'AssignVariableOp'"). The v1 loader's restore is judged with the whole graph
+    (`worker.compat.runs`)."""
+    registry = s.consumer.registry
+    if s.graph is None or registry is None or registry.kernels is None or not s.tf2_load:
+        return []
+    for index, attr, name in data_type_uses(s.graph):
+        kind = s.graph.kinds[index]
+        if kind.op != "VarHandleOp" or attr != "dtype" or kind.function is not None:
+            continue
+        if registry.data_types is not None and name not in registry.data_types.known:
+            continue  # the enum check speaks for it
+        assign = NodeKind("AssignVariableOp", {"dtype": {"type": name}}, 2, 1, kind.example)
+        gap = kernel_gap(
+            assign, registry.ops.get("AssignVariableOp"), registry.kernels, s.consumer.gpu
+        )
+        if gap is not None:
+            return [
+                error(
+                    Code.KERNEL_MISSING,
+                    f"No OpKernel was registered to support Op 'AssignVariableOp' with dtype "
+                    f"{name}: tf.saved_model.load restores variable {kind.example} by assigning "
+                    f"it, and {gap.reason}. The load fails.",
+                    op="AssignVariableOp",
+                    fix=Fix(FixKind.UPGRADE_TO, release=None, op="AssignVariableOp"),
+                )
+            ]
+    return []
 
 
 def _release(s: Subject) -> str:

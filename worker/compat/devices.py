@@ -2,15 +2,19 @@
 
 A SavedModel exported without `clear_devices=True` keeps each node's `device`
 (`tf.device("/device:GPU:0")` around the model, or a training graph's placements).
-A Session places every node of the graph at its first run (the restore, else the
-init op, else the first request; `worker.compat.runs`), inlined function bodies
-included, and honours a node's device as a hard constraint unless the session
-allows soft placement (`ConfigProto.allow_soft_placement`, false by default; TF
-Serving's session and `tf.compat.v1.Session()` leave it off): the placer fails
-"Cannot assign a device for operation X: ... explicitly assigned to /device:GPU:0
-but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 ]"
+A Session places every node of the top-level graph at its first run (the restore,
+else the init op, else the first request; `worker.compat.runs`) and honours a node's
+device as a hard constraint unless the session allows soft placement
+(`ConfigProto.allow_soft_placement`, false by default; TF Serving's session and
+`tf.compat.v1.Session()` leave it off): the placer fails "Cannot assign a device for
+operation X: ... explicitly assigned to /device:GPU:0 but available devices are
+[ /job:localhost/replica:0/task:0/device:CPU:0 ]"
 (`core/common_runtime/placer.cc`, `colocation_graph.cc`). `tf.saved_model.load`
-places softly (eager's soft device placement is on) and loads it.
+places softly (eager's soft device placement is on) and loads it. A pin inside a
+function body is not judged: the function runtime places a called function's body
+softly (measured: a `tf.device("/device:GPU:0")` inside a tf.function, saved by
+2.15.1's `tf.saved_model.save` with or without SAVE_VARIABLE_DEVICES, loads and
+serves under the v1 loader of 2.12.1, 2.15.1 and 2.21.0 on a CPU-only machine).
 
 What a consumer has: the CPU of `/job:localhost/replica:0/task:0`, and a GPU when its
 fleet entry says `gpu: true`; a node naming another job (a parameter server's
@@ -68,10 +72,9 @@ def device_findings(s: Subject) -> list[Finding]:
     graph = s.graph
     if graph is None or not graph.devices or s.consumer.loader == Loader.SAVED_MODEL_V2:
         return []
-    reachable = s.scope.reachable if s.scope is not None else frozenset()
     for pinned in graph.devices:
-        if pinned.function is not None and pinned.function not in reachable:
-            continue
+        if pinned.function is not None:
+            continue  # placed softly by the function runtime
         why = unplaceable(pinned.device, s.consumer.gpu)
         if why is not None:
             return [_finding(s, pinned, why)]

@@ -60,8 +60,8 @@ _OP_LIST_FIRST = (
     "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
-    "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
-    "data-types", "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "data-types",
+    "function-ops", "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
     "output-shapes", "objects",
     "serving", "xla", "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras",
     "unsafe", "policy",
