@@ -14,6 +14,7 @@ from worker.formats.read import read_path
 from worker.model.artifact import Artifact, Edge, Graph, NodeKind, PinnedDevice, VersionDef
 from worker.model.consumer import Loader
 from worker.model.findings import Code, FixKind, Stage
+from worker.notify.fixes import fix_text
 
 
 # How TensorFlow's device names read (DeviceNameUtils: full names and the legacy form).
@@ -122,3 +123,8 @@ def test_a_pin_inside_a_function_body_is_placed_softly() -> None:
     artifact = Artifact("m.pb", "graphdef", 1, "0" * 64, graph=graph)
     verdict = check_artifact(artifact, load_catalog().consumer("2.15", Loader.GRAPH_IMPORT))
     assert not [f for f in verdict.findings if f.code == Code.DEVICE_UNAVAILABLE]
+
+
+def test_the_fix_tells_to_re_export_with_devices_cleared() -> None:
+    text = fix_text({"kind": "clear_devices"}, "tf-2.15")
+    assert "clear_devices=True" in text and "tf-2.15" in text

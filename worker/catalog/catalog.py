@@ -197,7 +197,10 @@ class Catalog:
                 )
             kernels = self._kernels.kernels(release.registry_version) if self._kernels else None
             revived = self._revived.revived(release.registry_version) if self._revived else None
-            types = self._data_types.data_types(release.version) if self._data_types else None
+            # per minor, as the registry: the release measured for it stands in for it
+            types = (
+                self._data_types.data_types(release.registry_version) if self._data_types else None
+            )
             found = self._registries[release.version] = Registry(
                 ops, source, kernels=kernels, revived=revived, data_types=types
             )

@@ -188,7 +188,9 @@ def restore_kernel_findings(s: Subject) -> list[Finding]:
 
 
 def _release(s: Subject) -> str:
-    return f"TensorFlow {s.consumer.tensorflow}" if s.consumer.tensorflow else "this build"
+    """The consumer's minor: the patch releases of a minor share a verdict class, so the
+    same words (`worker.compat.verdict_class`)."""
+    return f"TensorFlow {minor(s.consumer.tensorflow)}" if s.consumer.tensorflow else "this build"
 
 
 def _lacks(s: Subject, types: DataTypes, op: str, where: str, attr: str, name: str) -> Finding:
