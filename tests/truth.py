@@ -36,6 +36,8 @@ SERVE = ROOT / "tests" / "fixtures" / "tf-serve"  # the loader's steps and the f
 REAL = ROOT / "tests" / "fixtures" / "real-models"  # models PyPI packages ship (not committed)
 SHAPES = ROOT / "tests" / "fixtures" / "tf-shapes"  # graphs whose _output_shapes an import checks
 XLA = ROOT / "tests" / "fixtures" / "tf-xla"  # jax models: XlaCallModule at the first request
+DTYPES = ROOT / "tests" / "fixtures" / "tf-dtypes"  # data types newer than the consumer
+DEVICES = ROOT / "tests" / "fixtures" / "tf-devices"  # nodes pinned to devices (no soft placement)
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -45,7 +47,9 @@ def matrix_path(fixture_set: Path) -> Path:
     return plain if plain.exists() else fixture_set / "matrix.jsonl.gz"
 
 
-FIXTURE_SETS = [p for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA) if matrix_path(p).exists()]
+FIXTURE_SETS = [
+    p for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA, DTYPES, DEVICES) if matrix_path(p).exists()
+]
 
 LOADERS = {
     "v1_loader": Loader.SAVED_MODEL_V1,
@@ -222,6 +226,15 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("must have non-empty platforms", frozenset({"xla.platform"})),
     ("is not among the platforms required", frozenset({"xla.platform"})),
     ("Cannot deserialize", frozenset({"xla.stablehlo-version"})),
+    # data types the consumer's DataType enum lacks (tests/fixtures/tf-dtypes)
+    ("invalid DataType enum", frozenset({"dtype.unknown"})),
+    # a node pinned to a device the session has not (tests/fixtures/tf-devices)
+    ("Cannot assign a device", frozenset({"device.unavailable"})),
+    ("does not correspond to a valid tensorflow::DataType", frozenset({"dtype.unknown"})),
+    ("to int4 is not supported", frozenset({"kernel.missing"})),
+    # tf.saved_model.load's message is cut before the kernel's text (load.py keeps 300
+    # characters); in tf-dtypes only the int4 Cast fails at a node named Cast
+    ("Detected at node Cast defined at", frozenset({"kernel.missing"})),
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),

@@ -14,6 +14,8 @@ Two data files ship with the package, both built from real TensorFlow:
 - `data/output_shapes.json`: what each release's shape functions infer, for the ops
   whose inferred shapes changed between releases (`tools/shapes/measure.py`,
   `output_shapes`).
+- `data/data_types.json`: each release's DataType enum, read from its own
+  `types_pb2` (`tools/build_data_types.py`, `data_types`).
 - `data/xla_call_module.json`: what each release's XlaCallModule runs (versions,
   platforms, StableHLO stamps), measured by running it (`tools/xla/build_table.py`,
   `xla`).
@@ -42,6 +44,7 @@ from worker.catalog.behaviour import (
     release_version,
     validates_library_at_load,
 )
+from worker.catalog.data_types import ShippedDataTypes
 from worker.catalog.keras import keras_of_release, pythons_of_release
 from worker.catalog.keras_objects import keras_tables
 from worker.catalog.kernel_changes import ShippedKernelChanges
@@ -107,6 +110,7 @@ class Catalog:
         kernel_changes: ShippedKernelChanges | None = None,
         output_shapes: ShippedOutputShapes | None = None,
         xla: ShippedXlaCallModule | None = None,
+        data_types: ShippedDataTypes | None = None,
     ) -> None:
         self._shipped = registries
         self.attr_effects = attr_effects
@@ -115,6 +119,7 @@ class Catalog:
         self.xla = xla
         self._kernels = kernels
         self._revived = revived
+        self._data_types = data_types
         self._registries: dict[str, Registry] = {}
         # One ops mapping per registry: the patch releases of a minor share it, and
         # checks recognise consumers with the same ops by it (compat.check).
@@ -192,8 +197,12 @@ class Catalog:
                 )
             kernels = self._kernels.kernels(release.registry_version) if self._kernels else None
             revived = self._revived.revived(release.registry_version) if self._revived else None
+            # per minor, as the registry: the release measured for it stands in for it
+            types = (
+                self._data_types.data_types(release.registry_version) if self._data_types else None
+            )
             found = self._registries[release.version] = Registry(
-                ops, source, kernels=kernels, revived=revived
+                ops, source, kernels=kernels, revived=revived, data_types=types
             )
         return found
 
@@ -351,6 +360,7 @@ def load_catalog() -> Catalog:
     changes = _read_data("kernel_changes.json")
     shapes = _read_data("output_shapes.json")
     xla = _read_data("xla_call_module.json")
+    data_types = _read_data("data_types.json")
     return Catalog(
         json.loads(releases) if releases else None,
         ShippedRegistries(registries) if registries else None,
@@ -360,4 +370,5 @@ def load_catalog() -> Catalog:
         ShippedKernelChanges(changes) if changes else None,
         ShippedOutputShapes(shapes) if shapes else None,
         ShippedXlaCallModule(xla) if xla else None,
+        ShippedDataTypes(data_types) if data_types else None,
     )

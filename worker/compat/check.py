@@ -26,6 +26,8 @@ from functools import partial
 
 from packaging.version import Version
 
+from worker.compat.data_types import data_type_findings, data_types_unknown
+from worker.compat.devices import device_findings
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.kernel_changes import kernel_change_findings
@@ -410,6 +412,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "checkpoint": check_checkpoint,
     "registry": check_registry_available,
     "ops": partial(check_ops, in_functions=False),
+    "data-types": data_type_findings,
     "nodes": partial(check_nodes, in_functions=False),
     "edges": partial(check_edges, in_functions=False),
     "function-ops": partial(check_ops, in_functions=True),
@@ -420,6 +423,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "xla": xla_findings,
     "kernel-changes": kernel_change_findings,
     "kernels-unmeasured": unmeasured_kernel_findings,
+    "devices": device_findings,
     "runs": run_findings,
     "objects": object_findings,
     "keras": check_keras,
@@ -531,7 +535,7 @@ def check_artifact(
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)
     fails_request = any(f.fails_request for f in findings)
-    unknown = registry_unknown(subject) or keras_unknown(subject)
+    unknown = registry_unknown(subject) or keras_unknown(subject) or data_types_unknown(findings)
     loads: bool | None = False if fails_load else (None if unknown else True)
     serves: bool | None = False if fails_load or fails_request else loads
     if serves and xla_unknown(findings):

@@ -49,21 +49,22 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 # tf.saved_model.load instantiates the function library before the graph.
 _GRAPH_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
-    "nodes", "edges", "output-shapes", "function-ops", "function-nodes", "function-edges",
-    "objects", "serving", "xla",
-    "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
+    "data-types", "nodes", "edges", "output-shapes", "function-ops", "function-nodes",
+    "function-edges", "objects", "serving", "xla",
+    "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
-    "nodes", "edges", "output-shapes", "function-ops", "function-nodes", "function-edges",
-    "objects", "serving", "xla",
-    "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
+    "data-types", "nodes", "edges", "output-shapes", "function-ops", "function-nodes",
+    "function-edges", "objects", "serving", "xla",
+    "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
-    "saved-model-tags", "graph-versions", "checkpoint", "registry", "function-ops",
-    "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
+    "saved-model-tags", "graph-versions", "checkpoint", "registry", "data-types",
+    "function-ops", "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
     "output-shapes", "objects",
-    "serving", "xla", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
+    "serving", "xla", "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras",
+    "unsafe", "policy",
 )  # fmt: skip
 
 

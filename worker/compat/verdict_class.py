@@ -9,6 +9,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable
 
+from worker.compat.data_types import data_type_uses
+from worker.compat.devices import unplaceable
 from worker.compat.kernel_changes import dtype_of
 from worker.compat.kernels import kernel_gap, kernel_gaps
 from worker.compat.memo import (
@@ -27,7 +29,7 @@ from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
 from worker.compat.xla import holds_xla
 from worker.model.artifact import Artifact, Graph, NodeKind
-from worker.model.consumer import Consumer, Loader
+from worker.model.consumer import Consumer, Loader, minor
 
 _CLASSES: ObjectTable[Hashable, tuple[Hashable, bool]] = ObjectTable("verdict_class")
 
@@ -131,8 +133,32 @@ def _class_of(
         _kernel_change_signature(graph, consumer, history),
         _output_shape_signature(graph, consumer, history),
         _xla_signature(graph, consumer, history),
+        _data_type_signature(graph, consumer),
+        _device_signature(graph, consumer),
     )
     return found, by_release
+
+
+def _device_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
+    """Which top-level pins the consumer cannot place (`device.unavailable` reads `gpu`)."""
+    if graph is None or not graph.devices:
+        return None
+    return tuple(unplaceable(p.device, consumer.gpu) for p in graph.devices if p.function is None)
+
+
+def _data_type_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
+    """What the consumer's DataType enum says of the graph's newer types, and its minor
+    (the int4 Cast kernel is judged by release: `worker.compat.data_types`)."""
+    registry = consumer.registry
+    if graph is None or registry is None or registry.data_types is None:
+        return None
+    uses = data_type_uses(graph)
+    if not uses:
+        return None
+    types = registry.data_types
+    names = sorted({name for _, _, name in uses})
+    release = minor(consumer.tensorflow) if consumer.tensorflow else None
+    return ("dtypes", release, tuple((n, types.lacks(n), types.unmeasured(n)) for n in names))
 
 
 def _xla_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:

@@ -19,7 +19,9 @@ The manifest holds:
 - the kernel registry: for each op, the devices it has kernels for and each
   kernel's type constraints (what "No OpKernel was registered" is decided by);
 - the object types `tf.saved_model.load` revives by identifier (optimizers whose
-  slot variables it restores through `add_slot`).
+  slot variables it restores through `add_slot`);
+- the names of its `DataType` enum (`types_pb2`): a node whose type attr holds a
+  value the enum lacks fails validation ("AttrValue has invalid DataType enum").
 """
 
 from __future__ import print_function
@@ -161,6 +163,16 @@ def _revived_types():
     return found
 
 
+def _data_types():
+    """The DataType names this binary's own `types.proto` holds (its `types_pb2`), or
+    None when the module cannot be read."""
+    try:
+        from tensorflow.core.framework import types_pb2
+    except ImportError:
+        return None
+    return sorted(name for name, _ in types_pb2.DataType.items())
+
+
 def _read_version_header(tf):
     """Version macros from the `version.h` the package ships, or {} if absent."""
     found = {}
@@ -242,6 +254,7 @@ def build_manifest(import_modules, op_libraries):
         "kernels": _kernel_table(devices),
         "devices": devices,
         "revived_types": _revived_types(),
+        "data_types": _data_types(),
     }
 
 

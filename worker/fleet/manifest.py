@@ -17,7 +17,7 @@ from worker.catalog.behaviour import (
 from worker.catalog.kernels import revived_types_from_json
 from worker.catalog.opdefs import OpDefCache
 from worker.errors import ConfigError
-from worker.model.consumer import Consumer, KernelDefs, Loader, Registry
+from worker.model.consumer import Consumer, DataTypes, KernelDefs, Loader, Registry
 from worker.model.digest import digest
 
 MANIFEST_FORMAT = "tfcompat-manifest/1"
@@ -82,6 +82,7 @@ def consumer_from_manifest(
             doc_fingerprint(doc),
             kernels=_kernels(doc.get("kernels")),
             revived=revived_types_from_json(doc.get("revived_types")),
+            data_types=_data_types(doc.get("data_types"), path),
         ),
         loader=loader,
         rejects_unknown_attrs=rejects,
@@ -89,6 +90,15 @@ def consumer_from_manifest(
         looks_up_op_list_first=op_list_first,
         lifted_reads_empty=lifted_empty,
     )
+
+
+def _data_types(raw: Any, path: object) -> DataTypes | None:
+    """A manifest's DataType enum, exactly what the binary holds (manifests dumped
+    before it was recorded: None, not measured)."""
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        return None
+    names = frozenset(raw)
+    return DataTypes(names, names, f"manifest {path}", {})
 
 
 def _kernels(raw: Any) -> KernelDefs | None:

@@ -26,7 +26,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
@@ -34,7 +34,7 @@ from worker.errors import InvalidArtifact, LimitExceeded
 from worker.formats.output_shapes import shaped_nodes
 from worker.formats.skim import skim
 from worker.formats.source import Source
-from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, VersionDef
+from worker.model.artifact import AttrJSON, Edge, Graph, NodeKind, PinnedDevice, VersionDef
 from worker.model.xla import module_header
 from worker.proto import tensorflow_subset_pb2 as pb
 from worker.proto import views_pb2 as views
@@ -100,6 +100,8 @@ class GraphBuilder:
         self._entries: dict[bytes, tuple[str, AttrJSON | None]] = {}
         self.node_count = 0
         self.library_node_count = 0
+        # (device, op, function) -> [example node, count], for nodes that name a device
+        self._devices: dict[tuple[str, str, str | None], list[Any]] = {}
 
     def add_function(self, name: str, raw_nodes: Sequence[bytes], nodes: NodeViews) -> None:
         self._functions.append(name)
@@ -145,6 +147,9 @@ class GraphBuilder:
             self._kind_list.append(NodeKind(op, attr_values, len(inputs), 0, node.name, function))
             self._counts.append(0)
         self._counts[index] += count
+        if node.device:
+            pinned = self._devices.setdefault((node.device, op, function), [node.name, 0])
+            pinned[1] += count
         if function is not None:
             # Function bodies name outputs "node:arg:index" and the function's own
             # inputs by their bare arg name (no edge between kinds).
@@ -226,6 +231,12 @@ class GraphBuilder:
             edges=tuple(edges),
             functions=tuple(sorted(self._functions)),
             library_node_count=self.library_node_count,
+            devices=tuple(
+                PinnedDevice(device, op, example, function, count)
+                for (device, op, function), (example, count) in sorted(
+                    self._devices.items(), key=lambda item: (item[0][2] or "", item[0][:2])
+                )
+            ),
         )
 
 

@@ -128,6 +128,18 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class PinnedDevice:
+    """Nodes that name a device (`NodeDef.device`), per device, op and function: what a
+    Session's placer must honour (an export that did not clear devices keeps them)."""
+
+    device: str  # as written: "/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:0"
+    op: str
+    example: str  # one node's name, for messages
+    function: str | None = None  # the library function holding them; None: top-level graph
+    count: int = 1
+
+
+@dataclass(frozen=True)
 class Graph:
     versions: VersionDef | None
     node_count: int
@@ -138,6 +150,8 @@ class Graph:
     # Top-level nodes of ops whose shape functions changed, with the `_output_shapes`
     # their producer recorded (worker.model.shapes); () when none, or not read
     shaped_nodes: tuple[ShapedNode, ...] = ()
+    # Nodes pinned to a device (worker.compat.devices); () when none
+    devices: tuple[PinnedDevice, ...] = ()
 
     def ops(self) -> list[str]:
         return sorted({k.op for k in self.kinds if k.op not in self.functions})
@@ -236,6 +250,7 @@ def graph_from_json(d: dict[str, Any]) -> Graph:
         functions=tuple(d["functions"]),
         library_node_count=d["library_node_count"],
         shaped_nodes=tuple(shaped_node_from_json(n) for n in d.get("shaped_nodes", ())),
+        devices=tuple(PinnedDevice(**p) for p in d.get("devices", ())),
     )
 
 

@@ -53,6 +53,28 @@ RevivedTypes = Mapping[str, tuple[RevivedType, ...]]
 
 
 @dataclass(frozen=True)
+class DataTypes:
+    """What a binary's `DataType` enum holds (`types.proto`, append-only across releases).
+
+    A node whose type attr holds a value the enum lacks fails validation ("AttrValue has
+    invalid DataType enum: N"). `known`: names it surely holds; `at_most`: the names it
+    can hold at most (None: no measurement bounds it); a name in `at_most` and not in
+    `known` was not measured for this binary. `first`: per name, the oldest measured
+    release that knows it (the upgrade a fix names)."""
+
+    known: frozenset[str]
+    at_most: frozenset[str] | None
+    source: str
+    first: Mapping[str, str]
+
+    def lacks(self, name: str) -> bool:
+        return name not in self.known and self.at_most is not None and name not in self.at_most
+
+    def unmeasured(self, name: str) -> bool:
+        return name not in self.known and not self.lacks(name)
+
+
+@dataclass(frozen=True)
 class Registry:
     """The ops a consumer's binary registers, and the kernels it has for them."""
 
@@ -61,6 +83,7 @@ class Registry:
     fingerprint: str = ""  # names the contents: a manifest's sha256 (a re-dump changes it)
     kernels: KernelDefs | None = None  # None: not measured for this binary
     revived: RevivedTypes | None = None  # what tf.saved_model.load revives (None: unknown)
+    data_types: DataTypes | None = None  # its DataType enum (None: not measured)
 
 
 @dataclass(frozen=True)

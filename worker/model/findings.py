@@ -50,6 +50,11 @@ class Code(StrEnum):
     ATTR_BELOW_MINIMUM = "attr.below-minimum"
     INPUTS_MISMATCH = "node.inputs-mismatch"
     EDGE_TYPE = "edge.type-mismatch"
+    # a data type the consumer's DataType enum lacks, or was not measured for (compat.data_types)
+    DTYPE_UNKNOWN = "dtype.unknown"
+    DTYPE_UNMEASURED = "dtype.unmeasured"
+    # a node pinned to a device the consumer's session cannot place it on (compat.devices)
+    DEVICE_UNAVAILABLE = "device.unavailable"
     EDGE_OUTPUT = "edge.invalid-output"
     # a recorded `_output_shapes` the consumer's shape function contradicts (compat.output_shapes)
     OUTPUT_SHAPES = "import.output-shapes"
@@ -161,6 +166,9 @@ class FixKind(StrEnum):
     # XlaCallModule: attr (version, platforms, module) re-exported with `value` (a jax
     # serialization version, a platform); release: the oldest measured one that runs it
     REEXPORT_XLA = "reexport_xla"
+    # re-export with the devices cleared: Builder.add_meta_graph_and_variables(...,
+    # clear_devices=True), or tf.compat.v1.train.export_meta_graph(clear_devices=True)
+    CLEAR_DEVICES = "clear_devices"
 
 
 @dataclass(frozen=True)

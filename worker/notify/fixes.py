@@ -81,6 +81,11 @@ def fix_text(fix: Mapping[str, Any] | None, consumer: str | None, quote: Quote =
         return "List the fleet's banned releases in the model's bad_consumers at export"
     if kind == "reexport_xla":
         return _xla_fix_text(fix, who, quote)
+    if kind == "clear_devices":
+        return (
+            f"Re-export with {quote('clear_devices=True')} (no node pinned to a device), "
+            f"or give {who} the device the graph names"
+        )
     return (
         _runs_fix_text(kind, who, item, quote)
         or _tflite_fix_text(kind, fix, who, item, quote)

@@ -42,6 +42,7 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DT_UINT4: _ClassVar[DataType]
     DT_INT2: _ClassVar[DataType]
     DT_UINT2: _ClassVar[DataType]
+    DT_FLOAT4_E2M1FN: _ClassVar[DataType]
     DT_FLOAT_REF: _ClassVar[DataType]
     DT_DOUBLE_REF: _ClassVar[DataType]
     DT_INT32_REF: _ClassVar[DataType]
@@ -74,6 +75,7 @@ class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DT_UINT4_REF: _ClassVar[DataType]
     DT_INT2_REF: _ClassVar[DataType]
     DT_UINT2_REF: _ClassVar[DataType]
+    DT_FLOAT4_E2M1FN_REF: _ClassVar[DataType]
 DT_INVALID: DataType
 DT_FLOAT: DataType
 DT_DOUBLE: DataType
@@ -107,6 +109,7 @@ DT_INT4: DataType
 DT_UINT4: DataType
 DT_INT2: DataType
 DT_UINT2: DataType
+DT_FLOAT4_E2M1FN: DataType
 DT_FLOAT_REF: DataType
 DT_DOUBLE_REF: DataType
 DT_INT32_REF: DataType
@@ -139,6 +142,7 @@ DT_INT4_REF: DataType
 DT_UINT4_REF: DataType
 DT_INT2_REF: DataType
 DT_UINT2_REF: DataType
+DT_FLOAT4_E2M1FN_REF: DataType
 
 class VersionDef(_message.Message):
     __slots__ = ("producer", "min_consumer", "bad_consumers")

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bviews.proto\x12\rtfcompat.view\"\x1a\n\nGraphNodes\x12\x0c\n\x04node\x18\x01 \x03(\x0c\"!\n\rFunctionNodes\x12\x10\n\x08node_def\x18\x03 \x03(\x0c\"A\n\x08NodeView\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x03(\t\x12\x0c\n\x04\x61ttr\x18\x05 \x03(\x0c\"2\n\tGraphView\x12%\n\x04node\x18\x01 \x03(\x0b\x32\x17.tfcompat.view.NodeView\"9\n\x0c\x46unctionView\x12)\n\x08node_def\x18\x03 \x03(\x0b\x32\x17.tfcompat.view.NodeViewb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bviews.proto\x12\rtfcompat.view\"\x1a\n\nGraphNodes\x12\x0c\n\x04node\x18\x01 \x03(\x0c\"!\n\rFunctionNodes\x12\x10\n\x08node_def\x18\x03 \x03(\x0c\"Q\n\x08NodeView\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02op\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x03(\t\x12\x0e\n\x06\x64\x65vice\x18\x04 \x01(\t\x12\x0c\n\x04\x61ttr\x18\x05 \x03(\x0c\"2\n\tGraphView\x12%\n\x04node\x18\x01 \x03(\x0b\x32\x17.tfcompat.view.NodeView\"9\n\x0c\x46unctionView\x12)\n\x08node_def\x18\x03 \x03(\x0b\x32\x17.tfcompat.view.NodeViewb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,9 +36,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FUNCTIONNODES']._serialized_start=58
   _globals['_FUNCTIONNODES']._serialized_end=91
   _globals['_NODEVIEW']._serialized_start=93
-  _globals['_NODEVIEW']._serialized_end=158
-  _globals['_GRAPHVIEW']._serialized_start=160
-  _globals['_GRAPHVIEW']._serialized_end=210
-  _globals['_FUNCTIONVIEW']._serialized_start=212
-  _globals['_FUNCTIONVIEW']._serialized_end=269
+  _globals['_NODEVIEW']._serialized_end=174
+  _globals['_GRAPHVIEW']._serialized_start=176
+  _globals['_GRAPHVIEW']._serialized_end=226
+  _globals['_FUNCTIONVIEW']._serialized_start=228
+  _globals['_FUNCTIONVIEW']._serialized_end=285
 # @@protoc_insertion_point(module_scope)

@@ -19,16 +19,18 @@ class FunctionNodes(_message.Message):
     def __init__(self, node_def: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class NodeView(_message.Message):
-    __slots__ = ("name", "op", "input", "attr")
+    __slots__ = ("name", "op", "input", "device", "attr")
     NAME_FIELD_NUMBER: _ClassVar[int]
     OP_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
     ATTR_FIELD_NUMBER: _ClassVar[int]
     name: str
     op: str
     input: _containers.RepeatedScalarFieldContainer[str]
+    device: str
     attr: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, name: _Optional[str] = ..., op: _Optional[str] = ..., input: _Optional[_Iterable[str]] = ..., attr: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., op: _Optional[str] = ..., input: _Optional[_Iterable[str]] = ..., device: _Optional[str] = ..., attr: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class GraphView(_message.Message):
     __slots__ = ("node",)

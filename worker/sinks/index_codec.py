@@ -53,6 +53,7 @@ from worker.model.artifact import (
     MetaGraph,
     NodeKind,
     OpDef,
+    PinnedDevice,
     VersionDef,
     artifact_from_json,
     op_def_from_dict,
@@ -105,8 +106,10 @@ class Encoder:
         # Edges inside function bodies also name their output arg: (edge position, arg).
         args = [[n, e.output_arg] for n, e in enumerate(graph.edges) if e.output_arg]
         shaped = {"shaped_nodes": [asdict(n) for n in graph.shaped_nodes]}
+        pinned = {"devices": [asdict(p) for p in graph.devices]}
         return {
             **(shaped if graph.shaped_nodes else {}),  # most graphs have none: no key
+            **(pinned if graph.devices else {}),
             "versions": graph.versions,
             "node_count": graph.node_count,
             "library_node_count": graph.library_node_count,
@@ -306,6 +309,7 @@ class Decoder:
             functions=tuple(data["functions"]),
             library_node_count=data["library_node_count"],
             shaped_nodes=tuple(shaped_node_from_json(n) for n in data.get("shaped_nodes", ())),
+            devices=tuple(PinnedDevice(**p) for p in data.get("devices", ())),
         )
 
     def entry(self, blob: bytes) -> IndexedModel:
