@@ -27,6 +27,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from provenance import cpu_wheels, source_record  # tools/, the script's own folder
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "data_types.json"
 KERNELS = REPO / "worker" / "catalog" / "data" / "kernels.json.gz"
@@ -94,13 +96,14 @@ def main() -> None:
         releases[version] = read_enum(venv / "bin" / "python", types)
         read.append(version)
         print(f"{version}: {len(releases[version])} DataType names")
-    source = {
-        "tool": "tools/build_data_types.py",
-        "read": "tensorflow/core/framework/types_pb2.py (DataType) of each installed release",
-        "releases_read": sorted(set(read) | set(doc.get("source", {}).get("releases_read", []))),
-        "date": dt.date.today().isoformat(),
-    }
-    source["at_least"] = "DataType names in each release's kernel table (data/kernels.json.gz)"
+    source = source_record(
+        "tools/build_data_types.py",
+        "the DataType enum of tensorflow/core/framework/types_pb2.py in each installed "
+        "release (exact); at_least: the DataType names in each release's measured kernel "
+        "table (data/kernels.json.gz), a lower bound for the releases not installed",
+        cpu_wheels(sorted(set(read) | set(releases))),
+        dt.date.today(),
+    )
     at_least = kernel_table_names(KERNELS) if KERNELS.exists() else {}
     out = {"format": FORMAT, "source": source, "releases": releases, "at_least": at_least}
     args.output.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")

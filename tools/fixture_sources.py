@@ -216,6 +216,18 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         "held out",
         _keyed_wheels,
     ),
+    "tf-dtypes/matrix.jsonl.gz": (
+        SERVE,
+        f"data-type cases (--script dtype_cases) made in each producer release, {LOADED}",
+        _tf_matrix,
+    ),
+    "tf-dtypes/artifacts.json": (SERVE, HELD, _tf_artifacts),
+    "tf-devices/matrix.jsonl.gz": (
+        SERVE,
+        f"device-pin cases (--script device_cases) made in each producer release, {LOADED}",
+        _tf_matrix,
+    ),
+    "tf-devices/artifacts.json": (SERVE, HELD, _tf_artifacts),
     "tflite-real/matrix.jsonl": (
         "tools/tflite/real_models.py",
         "each real .tflite loaded and invoked by every runtime (load_real.py in the runtime's "
