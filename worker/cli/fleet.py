@@ -272,3 +272,35 @@ def ui_sources(settings: Any) -> Any:
         owners=load_owners_or_default(settings.owners),
         preview=fleet_previewer(settings, index, catalog),
     )
+
+
+def cmd_fleet_plan(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.cli.plan_render import render_plan, render_plan_csv
+    from worker.fleet.changes import Progress
+    from worker.fleet.fleet import load_fleet
+    from worker.fleet.plan import build_plan, upgrade_ranges
+    from worker.fleet.plan_advice import plan_json
+    from worker.settings import load_settings
+    from worker.sinks.index import gc_paused
+
+    settings = load_settings()
+    catalog = load_catalog()
+    path = args.fleet or settings.fleet
+    fleet = load_fleet(path, catalog)
+    ranges = upgrade_ranges(path)
+    index, _ = _index_and_store(settings)
+    progress = Progress(index.count(), "planning", sys.stderr.write, sys.stderr.isatty())
+    with gc_paused():
+        plan = build_plan(index.models(), fleet, catalog, ranges, progress=progress)
+    if args.json:
+        json.dump(plan_json(plan), sys.stdout, indent=1)
+        print()
+    elif args.csv:
+        sys.stdout.write(render_plan_csv(plan))
+    else:
+        print(render_plan(plan), end="")
+    blocked = any(
+        cp.recommended is not None and cp.tallies[cp.recommended].misses for cp in plan.consumers
+    )
+    return 1 if blocked else 0

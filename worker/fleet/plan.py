@@ -1,0 +1,525 @@
+"""Which release each consumer should move to, and what each move would serve: a pure
+function over the index.
+
+`worker.fleet.impact` answers "what if I make this one change"; a plan asks it of
+every change a platform team could make to one consumer at a time: each consumer
+moved to each candidate release (`candidates`: the newest patch of every catalog
+minor the fleet file's `upgrade_to` allows, by default every one not older than the
+consumer's own), its loader, GPU, Keras, Python, custom objects and TF Serving kept.
+
+Every (consumer, candidate) verdict on a model is decided exactly as `assess` decides
+the verdict of that consumer replaced by that candidate (`tests/fleet/test_plan.py`
+holds every fixture to it): the recorded verdict when the definition is unchanged,
+the verdict of a consumer defined alike unless a failure, the verdict the catalog
+release was recorded to have at upload, else a check from stored metadata, once per
+verdict class of the model. The first three read only the model's recorded verdicts
+and release record, so models with equal records are decided once (`_group_key`): a
+fleet of catalog releases with the default loader costs a dictionary lookup per
+model. Each model's outcomes under every candidate form its signature; models are
+counted per signature, so the tallies cost per distinct signature, not per model.
+
+A failure's cause is its first error finding (code, message, fix): taken from the
+check where one ran, else from one check of the first model with those recorded
+errors (the record keeps messages, not codes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from worker.catalog.catalog import Catalog
+from worker.catalog.keras import keras_of_release
+from worker.compat.check import check_artifact
+from worker.compat.policy import Policy
+from worker.compat.tflite import applies
+from worker.compat.verdict_class import verdict_class
+from worker.errors import ConfigError
+from worker.fleet.digests import consumer_digest
+from worker.fleet.fleet import Fleet, fleet_file, load_yaml
+from worker.fleet.impact import FAILS, verdict_state
+from worker.fleet.releases import release_lookup
+from worker.model.consumer import Consumer
+from worker.model.findings import FixKind, Severity
+from worker.model.index import IndexedModel
+from worker.model.verdict import Status, parse_status
+
+LISTED = 10  # models named per cause (the counts are always whole)
+_LINE = "__line__"  # set by fleet.load_yaml on every mapping
+
+# Fixes a model's owner applies (a re-export, a `tfcompat fix` copy), as opposed to a
+# consumer's (upgrade, load a library, change loader): `worker.model.findings.FixKind`.
+MODEL_FIXES = frozenset(
+    {
+        FixKind.STRIP_DEFAULT_ATTRS,
+        FixKind.SET_ATTR_DEFAULT,
+        FixKind.DROP_ATTR,
+        FixKind.REEXPORT_WITHOUT_OP,
+        FixKind.REEXPORT_WITH,
+        FixKind.STRIP_OUTPUT_SHAPES,
+        FixKind.USE_MODEL_EXPORT,
+        FixKind.EXPORT_SAVED_MODEL,
+        FixKind.RESAVE_AS_H5,
+        FixKind.RESAVE_AS_KERAS3,
+        FixKind.REPLACE_LAMBDA,
+        FixKind.RESAVE_WITH_PYTHON,
+        FixKind.FLOAT_LAYER_DTYPE,
+        FixKind.CONVERT_WITH,
+        FixKind.EXPORT_SERVE_TAG,
+        FixKind.ADD_INIT_OP,
+        FixKind.SAVE_VARIABLES,
+        FixKind.FEED_PLACEHOLDER,
+        FixKind.ADD_SIGNATURE,
+        FixKind.EXPORT_WITHOUT_OPTIMIZER,
+        FixKind.SHIP_ASSETS,
+        FixKind.REEXPORT_XLA,
+        FixKind.LIST_BANNED_RELEASES,
+    }
+)
+SERVES = frozenset({Status.COMPATIBLE, Status.AT_RISK})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One consumer at one release: `definition` is what `fleet impact` would be given
+    (the consumer replaced, its name kept)."""
+
+    consumer: str
+    release: str
+    definition: Consumer
+    current: bool = False
+
+
+def _declared_keras(consumer: Consumer) -> str | None:
+    """The Keras the fleet entry declared (None: the one its release brings, which moves
+    with the release)."""
+    derived = keras_of_release(consumer.tensorflow)
+    return consumer.keras if consumer.keras != derived else None
+
+
+def moved(consumer: Consumer, release: str, catalog: Catalog) -> Consumer:
+    """`consumer` running `release`: its loader, GPU, declared Keras and Python, custom
+    objects, TF Serving, environment and owners kept."""
+    base = catalog.consumer(release, consumer.loader, name=consumer.name)
+    return replace(
+        base,
+        environment=consumer.environment,
+        owners=consumer.owners,
+        keras=_declared_keras(consumer) or base.keras,
+        python=consumer.python,
+        tf_serving=consumer.tf_serving,
+        gpu=consumer.gpu,
+        custom_objects=consumer.custom_objects,
+    )
+
+
+def plannable(consumer: Consumer) -> str | None:
+    """Why a consumer has no candidates (None: it has): a TFLite runtime of its own or a
+    build of no known release moves along no catalog."""
+    if consumer.tflite is not None and consumer.tflite.standalone:
+        return "a TFLite runtime: no TensorFlow release to move to"
+    if consumer.tensorflow is None:
+        return "no TensorFlow release known (a custom build)"
+    return None
+
+
+def candidates(
+    consumer: Consumer, catalog: Catalog, allowed: SpecifierSet | None = None
+) -> list[Candidate]:
+    """The consumer as it is, then at the newest patch of every catalog minor (with an op
+    registry) that `allowed` admits, by default every one not older than its own,
+    ascending. Empty when it cannot move (`plannable`)."""
+    if plannable(consumer) is not None:
+        return []
+    assert consumer.tensorflow is not None
+    current = Version(consumer.tensorflow)
+    newest: dict[tuple[int, int], str] = {}
+    for release in catalog.releases:
+        if release.registry_version is None:
+            continue
+        version = release.key
+        if allowed is not None:
+            if not allowed.contains(version, prereleases=True):
+                continue
+        elif (version.major, version.minor) < (current.major, current.minor):
+            continue
+        newest[(version.major, version.minor)] = release.version
+    found = [Candidate(consumer.name, consumer.tensorflow, consumer, current=True)]
+    for version_text in sorted(newest.values(), key=Version):
+        if version_text != consumer.tensorflow:
+            found.append(
+                Candidate(consumer.name, version_text, moved(consumer, version_text, catalog))
+            )
+    return found
+
+
+class Cause(NamedTuple):
+    """A failure's first error finding."""
+
+    code: str
+    message: str
+    fix: tuple[tuple[str, str], ...]  # the fix's fields (`Fix.to_json`), sorted
+
+
+class Outcome(NamedTuple):
+    state: str | None  # as `fleet impact` says it; None: the consumer does not judge it
+    cause: int | None  # into the plan's causes
+    reasons: tuple[str, ...] = ()
+
+
+_CHECK = -1  # a signature slot a check decides
+
+
+def _group_key(model: IndexedModel) -> Hashable:
+    """What the record-decided verdicts depend on: equal keys, equal verdicts."""
+    return (
+        model.invalid,
+        tuple(model.verdicts.items()),
+        tuple(model.consumer_digests.items()),
+        model.releases,
+    )
+
+
+class _Judge:
+    """`assess`'s decision for one consumer slot, split in the part the records decide
+    (per group of models) and the check (per model, once per verdict class)."""
+
+    def __init__(self, slots: Sequence[Candidate], catalog: Catalog, policy: Policy) -> None:
+        self.slots = slots
+        self.catalog = catalog
+        self.policy = policy
+        self.recheck_all = bool(policy.bad_consumers)
+        self.releases = (
+            release_lookup(catalog) if not self.recheck_all and policy == Policy() else None
+        )
+        self.digests = [consumer_digest(s.definition) for s in slots]
+        self.outcomes: list[Outcome] = []
+        self._outcome_ids: dict[Outcome, int] = {}
+        self.causes: list[Cause] = []
+        self._cause_ids: dict[Cause, int] = {}
+        self._recorded_causes: dict[tuple[str, tuple[str, ...]], int | None] = {}
+        self.checks = 0
+        self.recorded = 0
+
+    def outcome(self, state: str | None, cause: int | None, reasons: tuple[str, ...]) -> int:
+        key = Outcome(state, cause, reasons)
+        found = self._outcome_ids.get(key)
+        if found is None:
+            found = self._outcome_ids[key] = len(self.outcomes)
+            self.outcomes.append(key)
+        return found
+
+    def cause(self, verdicts: Iterable[Any]) -> int | None:
+        first = next(
+            (f for v in verdicts for f in v.findings if f.severity == Severity.ERROR), None
+        )
+        if first is None:
+            return None
+        fix = tuple(sorted(first.fix.to_json().items())) if first.fix else ()
+        key = Cause(str(first.code), first.message, fix)
+        found = self._cause_ids.get(key)
+        if found is None:
+            found = self._cause_ids[key] = len(self.causes)
+            self.causes.append(key)
+        return found
+
+    def recorded_part(self, model: IndexedModel) -> tuple[int, ...]:
+        """Every slot's outcome the records decide; `_CHECK` where a check must."""
+        judged: dict[str, str] | None = None
+        states, digests = model.verdicts, model.consumer_digests
+        found: list[int] = []
+        for slot, digest in zip(self.slots, self.digests, strict=True):
+            name = slot.consumer
+            recorded = states.get(name)
+            if model.invalid or (
+                recorded is not None and not self.recheck_all and digests.get(name) == digest
+            ):
+                found.append(self._unchanged(model, slot, digest, recorded))
+                continue
+            if not self.recheck_all:
+                if judged is None:
+                    judged = {
+                        digests[n]: s for n, s in states.items() if n in digests
+                    }  # fmt: skip
+                same = judged.get(digest)
+                if same is not None and same != FAILS:
+                    found.append(self.outcome(same, None, ()))
+                    continue
+                release = self.releases.verdict(model, digest) if self.releases else None
+                if release is not None:
+                    state, reasons = release
+                    self.recorded += 1
+                    cause = self._recorded_cause(model, slot, state, reasons)
+                    found.append(self.outcome(state, cause, reasons))
+                    continue
+            found.append(_CHECK)
+        return tuple(found)
+
+    def _unchanged(
+        self, model: IndexedModel, slot: Candidate, digest: str, recorded: str | None
+    ) -> int:
+        """The recorded verdict of an unchanged consumer; a failure's cause from the
+        release record when the consumer is a catalog release (the index keeps no
+        findings of the fleet's own verdicts)."""
+        if (
+            recorded is not None
+            and self.releases is not None
+            and not model.invalid
+            and parse_status(recorded) == FAILS
+        ):
+            release = self.releases.verdict(model, digest)
+            if release is not None and parse_status(release[0]) == FAILS:
+                cause = self._recorded_cause(model, slot, release[0], release[1])
+                return self.outcome(recorded, cause, release[1])
+        return self.outcome(recorded, None, ())
+
+    def _recorded_cause(
+        self, model: IndexedModel, slot: Candidate, state: str, reasons: tuple[str, ...]
+    ) -> int | None:
+        """A recorded failure's cause: one check of the first model that has those errors
+        for that release (the record keeps the messages only)."""
+        if not reasons or parse_status(state) != FAILS:
+            return None
+        key = (slot.release, reasons)
+        if key not in self._recorded_causes:
+            applicable = [a for a in model.artifacts if applies(a, slot.definition)]
+            verdicts = [check_artifact(a, slot.definition, self.catalog) for a in applicable]
+            self.checks += len(verdicts)
+            self._recorded_causes[key] = self.cause(verdicts)
+        return self._recorded_causes[key]
+
+    def checked(self, model: IndexedModel, part: tuple[int, ...]) -> tuple[int, ...]:
+        """`part` with every `_CHECK` slot checked from the model's stored metadata, once
+        per verdict class (as `assess` checks a consumer added or changed)."""
+        classes: dict[tuple[Hashable | None, ...], int] = {}
+        found = list(part)
+        for n, value in enumerate(part):
+            if value != _CHECK:
+                continue
+            consumer = self.slots[n].definition
+            applicable = [a for a in model.artifacts if applies(a, consumer)]
+            if not applicable:
+                found[n] = self.outcome(None, None, ())
+                continue
+            key = tuple(verdict_class(a, consumer, self.catalog, self.policy) for a in applicable)
+            alike = None if None in key else classes.get(key)
+            if alike is None:
+                verdicts = [
+                    check_artifact(a, consumer, self.catalog, self.policy) for a in applicable
+                ]
+                self.checks += len(verdicts)
+                errors = (f.message for v in verdicts for f in v.findings if f.severity == "error")
+                reasons = tuple(islice(errors, 5))
+                alike = self.outcome(str(verdict_state(verdicts)), self.cause(verdicts), reasons)
+                if None not in key:
+                    classes[key] = alike
+            found[n] = alike
+        return tuple(found)
+
+
+@dataclass
+class Tally:
+    """What one candidate does with the models its consumer is judged on."""
+
+    serves: int = 0  # compatible
+    at_risk: int = 0  # serves, with a named hazard
+    fails: int = 0
+    unknown: int = 0
+    gains: int = 0  # served here, not at the current release
+    loses: int = 0  # served at the current release, not here
+    still_fails: int = 0  # fails here and at the current release
+    misses: int = 0  # models the consumer must serve (valid, judged now) it does not
+    causes: dict[int, list[int]] = field(default_factory=dict)  # cause -> models failing
+    at_risk_models: list[int] = field(default_factory=list)
+    missed_models: list[int] = field(default_factory=list)
+    lost_models: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    location: str
+    version_id: str | None
+    owners: tuple[str, ...]
+
+
+@dataclass
+class ConsumerPlan:
+    consumer: Consumer
+    candidates: list[Candidate]
+    tallies: list[Tally]
+    must: int = 0  # valid models judged by the consumer now
+    skipped: str | None = None  # why no candidate (plannable)
+    slots: range = range(0)  # its candidates' places in every model's signature
+
+    @property
+    def recommended(self) -> int | None:
+        """The lowest candidate serving every model the consumer must serve (the current
+        release when it does), else the one missing fewest (lowest among equals)."""
+        if not self.candidates:
+            return None
+        if self.tallies[0].misses == 0:
+            return 0
+        clean = [n for n, t in enumerate(self.tallies) if t.misses == 0]
+        if clean:
+            return clean[0]
+        return min(range(len(self.tallies)), key=lambda n: (self.tallies[n].misses, n))
+
+
+@dataclass
+class Plan:
+    consumers: list[ConsumerPlan]
+    models: list[ModelRef]
+    causes: list[Cause]
+    examined: int = 0
+    checks: int = 0
+    recorded: int = 0
+    groups: int = 0  # models with distinct records
+    signatures: int = 0  # models with distinct outcomes under every candidate
+    served_everywhere: list[bool] = field(default_factory=list)  # per model, now
+    outcomes: list[Outcome] = field(default_factory=list)
+    signature_of: list[tuple[int, ...]] = field(default_factory=list)  # per model
+
+    def state(self, model: int, consumer: int, candidate: int) -> str | None:
+        """The model's verdict under one consumer's candidate, as `fleet impact` with
+        that one change says it (None: the consumer would not judge it)."""
+        slot = self.consumers[consumer].slots[candidate]
+        return self.outcomes[self.signature_of[model][slot]].state
+
+
+def build_plan(
+    models: Iterable[IndexedModel],
+    fleet: Fleet,
+    catalog: Catalog,
+    allowed: Mapping[str, SpecifierSet] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Plan:
+    """Every consumer's candidates and what each would serve, from the index alone."""
+    allowed = allowed or {}
+    per_consumer = [candidates(c, catalog, allowed.get(c.name)) for c in fleet.consumers]
+    slots = [s for found in per_consumer for s in found]
+    judge = _Judge(slots, catalog, fleet.policy)
+    groups: dict[Hashable, tuple[int, ...]] = {}
+    signatures: dict[tuple[int, ...], list[int]] = {}
+    refs: list[ModelRef] = []
+    everywhere: list[bool] = []
+    signature_of: list[tuple[int, ...]] = []
+    names = fleet.names()
+    for model in models:
+        key = _group_key(model)
+        part = groups.get(key)
+        if part is None:
+            part = groups[key] = judge.recorded_part(model)
+        signature = judge.checked(model, part) if _CHECK in part else part
+        number = len(refs)
+        refs.append(ModelRef(model.location, model.version_id, model.owners))
+        everywhere.append(
+            not model.invalid
+            and all(
+                (s := model.verdicts.get(n)) is not None and parse_status(s) in SERVES
+                for n in names
+            )
+        )
+        signatures.setdefault(signature, []).append(number)
+        signature_of.append(signature)
+        if progress:
+            progress(1)
+    plans = []
+    start = 0
+    for consumer, found in zip(fleet.consumers, per_consumer, strict=True):
+        plans.append(_tallied(consumer, found, range(start, start + len(found)), signatures, judge))
+        start += len(found)
+    return Plan(
+        plans,
+        refs,
+        judge.causes,
+        examined=len(refs),
+        checks=judge.checks,
+        recorded=judge.recorded,
+        groups=len(groups),
+        signatures=len(signatures),
+        served_everywhere=everywhere,
+        outcomes=judge.outcomes,
+        signature_of=signature_of,
+    )
+
+
+def _state(outcome: Outcome) -> Status | None:
+    return parse_status(outcome.state) if outcome.state else None
+
+
+def _tallied(
+    consumer: Consumer,
+    found: list[Candidate],
+    slots: range,
+    signatures: Mapping[tuple[int, ...], list[int]],
+    judge: _Judge,
+) -> ConsumerPlan:
+    plan = ConsumerPlan(
+        consumer, found, [Tally() for _ in found], skipped=plannable(consumer), slots=slots
+    )
+    if not found:
+        return plan
+    outcomes = judge.outcomes
+    for signature, members in signatures.items():
+        now = outcomes[signature[slots[0]]]
+        now_state = _state(now)
+        must = now_state is not None and now_state != Status.INVALID
+        served_now = now_state in SERVES
+        if must:
+            plan.must += len(members)
+        for n, slot in enumerate(slots):
+            outcome = outcomes[signature[slot]]
+            state = _state(outcome)
+            tally = plan.tallies[n]
+            count = len(members)
+            if state == Status.COMPATIBLE:
+                tally.serves += count
+            elif state == Status.AT_RISK:
+                tally.at_risk += count
+                tally.at_risk_models += members
+            elif state == Status.INCOMPATIBLE:
+                tally.fails += count
+                if outcome.cause is not None:
+                    tally.causes.setdefault(outcome.cause, []).extend(members)
+                if now_state == Status.INCOMPATIBLE:
+                    tally.still_fails += count
+            elif state == Status.UNKNOWN:
+                tally.unknown += count
+            serves = state in SERVES
+            if serves and not served_now and now_state is not None:
+                tally.gains += count
+            if served_now and not serves:
+                tally.loses += count
+                tally.lost_models += members
+            if must and not serves:
+                tally.misses += count
+                tally.missed_models += members
+    return plan
+
+
+def upgrade_ranges(path: str | Path) -> dict[str, SpecifierSet]:
+    """Each consumer's `upgrade_to` in the fleet file (a PEP 440 specifier such as
+    ">=2.12,<2.19": the releases it may move to); ConfigError naming the line of one
+    that is not a specifier."""
+    data = load_yaml(fleet_file(path))
+    found: dict[str, SpecifierSet] = {}
+    for entry in data.get("consumers") or []:
+        if not isinstance(entry, dict) or entry.get("upgrade_to") is None:
+            continue
+        value = entry["upgrade_to"]
+        where = f"{fleet_file(path)}:{entry.get(_LINE, '?')}"
+        try:
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidSpecifier(repr(value))
+            found[str(entry.get("name"))] = SpecifierSet(value)
+        except InvalidSpecifier:
+            raise ConfigError(
+                f'{where}: upgrade_to must be a version range like ">=2.12,<2.19" (got {value!r})'
+            ) from None
+    return found
