@@ -20,8 +20,10 @@ from worker.fleet.fleet import Fleet
 from worker.fleet.impact import assess
 from worker.fleet.plan import Cause, build_plan, candidates, upgrade_ranges
 from worker.fleet.plan_advice import decisions, export_advice, plan_json, reexport_fix
+from worker.fleet.releases import releases_of
 from worker.formats.read import read_path
 from worker.model.index import IndexedModel
+from worker.sinks.index_codec import Decoder, Encoder
 
 CATALOG = load_catalog()
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -142,3 +144,32 @@ def test_an_upgrade_range_that_is_no_specifier_names_its_line(tmp_path: Path) ->
         upgrade_ranges(fleet)
     fleet.write_text("consumers:\n  - name: ok\n    tensorflow: '2.12'\n    upgrade_to: '>=2.12'\n")
     assert upgrade_ranges(fleet) == {"ok": SpecifierSet(">=2.12")}
+
+
+def test_a_failures_cause_is_read_from_the_release_record_without_a_check() -> None:
+    fleet = two_consumers()
+    models = indexed(fleet)
+    plan = build_plan(models, fleet, CATALOG)
+    assert plan.checks == 0 and plan.recorded > 0
+    # a record written before causes were kept: one check per release and errors
+    older = [replace(m, releases=replace(m.releases, causes=())) for m in models if m.releases]
+    again = build_plan(older, fleet, CATALOG)
+    assert again.checks > 0
+    assert {(c.code, c.fix) for c in again.causes} == {(c.code, c.fix) for c in plan.causes}
+
+
+def test_the_recorded_causes_survive_the_index_and_malformed_ones_are_dropped() -> None:
+    (model,) = indexed(Fleet((CATALOG.consumer("2.12", name="batch"),)))[:1]
+    assert model.releases is not None and model.releases.causes
+    encoder = Encoder()
+    blob = encoder.entry(model)
+    decoded = Decoder(dict(encoder.parts), lambda ref: None).entry(blob).releases
+    assert decoded == model.releases
+    record = {
+        "digest": "d",
+        "runs": [["incompatible", 0, 1]],
+        "errors": [["x"]],
+        "causes": [["op.not-registered", {"kind": 3}]],
+    }
+    kept = releases_of([{"release_verdicts": record}])
+    assert kept is not None and kept.errors == (("x",),) and kept.causes == ()

@@ -222,7 +222,9 @@ class _Judge:
         if first is None:
             return None
         fix = tuple(sorted(first.fix.to_json().items())) if first.fix else ()
-        key = Cause(str(first.code), first.message, fix)
+        return self._cause_id(Cause(str(first.code), first.message, fix))
+
+    def _cause_id(self, key: Cause) -> int:
         found = self._cause_ids.get(key)
         if found is None:
             found = self._cause_ids[key] = len(self.causes)
@@ -255,7 +257,7 @@ class _Judge:
                 if release is not None:
                     state, reasons = release
                     self.recorded += 1
-                    cause = self._recorded_cause(model, slot, state, reasons)
+                    cause = self._recorded_cause(model, slot, digest, state, reasons)
                     found.append(self.outcome(state, cause, reasons))
                     continue
             found.append(_CHECK)
@@ -275,17 +277,30 @@ class _Judge:
         ):
             release = self.releases.verdict(model, digest)
             if release is not None and parse_status(release[0]) == FAILS:
-                cause = self._recorded_cause(model, slot, release[0], release[1])
+                cause = self._recorded_cause(model, slot, digest, release[0], release[1])
                 return self.outcome(recorded, cause, release[1])
         return self.outcome(recorded, None, ())
 
     def _recorded_cause(
-        self, model: IndexedModel, slot: Candidate, state: str, reasons: tuple[str, ...]
+        self,
+        model: IndexedModel,
+        slot: Candidate,
+        digest: str,
+        state: str,
+        reasons: tuple[str, ...],
     ) -> int | None:
-        """A recorded failure's cause: one check of the first model that has those errors
-        for that release (the record keeps the messages only)."""
+        """A recorded failure's cause: the code and fix the record keeps beside its
+        errors, else (a record written before it kept them) one check of the first model
+        that has those errors for that release."""
         if not reasons or parse_status(state) != FAILS:
             return None
+        assert self.releases is not None
+        position = self.releases.positions.get(digest)
+        record = model.releases
+        kept = record.cause_at(position) if record and position is not None else None
+        if kept is not None:
+            code, fix = kept
+            return self._cause_id(Cause(code, reasons[0], fix))
         key = (slot.release, reasons)
         if key not in self._recorded_causes:
             applicable = [a for a in model.artifacts if applies(a, slot.definition)]
