@@ -70,9 +70,8 @@ def test_a_model_served_at_risk_is_counted_at_risk_never_as_served() -> None:
     fleet = two_consumers()
     plan = build_plan(indexed(fleet), fleet, CATALOG)
     for tally in plan.consumers[0].tallies:
-        assert tally.at_risk == 1 and len(tally.at_risk_models) == 1
-        (model,) = tally.at_risk_models
-        assert plan.models[model].owners == ("ads",)
+        assert tally.at_risk == 1 and plan.count(tally.at_risk_groups) == 1
+        assert plan.owners(tally.at_risk_groups, "-") == {"ads"}
     document = plan_json(plan)
     recommended = next(c for c in document["consumers"][0]["candidates"] if c["recommended"])
     assert recommended["at_risk"] == 1 and recommended["serves"] == len(MODELS) - 1
@@ -88,7 +87,7 @@ def test_an_upgrade_range_limits_the_candidates_and_names_what_blocks_the_best()
     assert not decision.serves_all
     (blocker,) = decision.blockers
     assert blocker.cause is not None and blocker.cause.code == "op.not-registered"
-    assert blocker.owners == ["ranking"] and len(blocker.models) == 1
+    assert blocker.owners == ["ranking"] and blocker.models == 1
     assert blocker.reexport == {"kind": "reexport_without_op", "op": "DecodeWebP"}
 
 

@@ -40,7 +40,7 @@ TEXT_LISTED = 3  # models named per cause in text (--json names more)
 def _group_lines(plan: Any, group: CauseGroup, consumer: str) -> list[str]:
     cause = group.cause
     head = f"{cause.code}" if cause else group.state
-    lines = [f"    {head}: {len(group.models)} model(s); owners: {', '.join(group.owners)}"]
+    lines = [f"    {head}: {group.models} model(s); owners: {', '.join(group.owners)}"]
     fix = dict(cause.fix) if cause and cause.fix else None
     if cause:
         lines.append(f"      e.g. {cause.message}")
@@ -54,10 +54,10 @@ def _group_lines(plan: Any, group: CauseGroup, consumer: str) -> list[str]:
             lines.append(f"      or re-export: {text or group.reexport['kind']}")
         else:
             lines.append("      re-export: no model-side fix known")
-    shown = listed(plan, group.models)[:TEXT_LISTED]
+    shown = listed(plan, group.groups, TEXT_LISTED)
     lines += [f"      - {m}" for m in shown]
-    if len(group.models) > len(shown):
-        lines.append(f"      ... and {len(group.models) - len(shown)} more")
+    if group.models > len(shown):
+        lines.append(f"      ... and {group.models - len(shown)} more")
     return lines
 
 
@@ -127,7 +127,7 @@ def render_plan(plan: Any) -> str:
             for group in decision.stay:
                 lines += _group_lines(plan, group, c.name)
         elif decision.stay and decision.moves:
-            codes = ", ".join(f"{g.cause.code if g.cause else g.state} {len(g.models)}"
+            codes = ", ".join(f"{g.cause.code if g.cause else g.state} {g.models}"
                               for g in decision.stay)  # fmt: skip
             owners = sorted({o for g in decision.stay for o in g.owners})
             lines.append(

@@ -160,7 +160,8 @@ def candidates(
 
 
 class Cause(NamedTuple):
-    """A failure's first error finding."""
+    """A failure's first error finding: its code and fix, and the message of the first
+    model found failing so (`_Judge._cause_id`)."""
 
     code: str
     message: str
@@ -174,6 +175,18 @@ class Outcome(NamedTuple):
 
 
 _CHECK = -1  # a signature slot a check decides
+_CAUSE = -2  # a recorded failure whose cause a check names (the index keeps none)
+
+
+_STATUSES: dict[str, Status] = {}
+
+
+def _status(text: str) -> Status:
+    """`parse_status`, remembered (a plan parses a state per group and candidate)."""
+    found = _STATUSES.get(text)
+    if found is None:
+        found = _STATUSES[text] = parse_status(text)
+    return found
 
 
 def _group_key(model: IndexedModel) -> Hashable:
@@ -202,7 +215,7 @@ class _Judge:
         self.outcomes: list[Outcome] = []
         self._outcome_ids: dict[Outcome, int] = {}
         self.causes: list[Cause] = []
-        self._cause_ids: dict[Cause, int] = {}
+        self._cause_ids: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
         self._recorded_causes: dict[tuple[str, tuple[str, ...]], int | None] = {}
         self.checks = 0
         self.recorded = 0
@@ -224,18 +237,25 @@ class _Judge:
         fix = tuple(sorted(first.fix.to_json().items())) if first.fix else ()
         return self._cause_id(Cause(str(first.code), first.message, fix))
 
-    def _cause_id(self, key: Cause) -> int:
+    def _cause_id(self, cause: Cause) -> int:
+        """Causes are one per code and fix; the first message met stands for the rest
+        (messages name nodes, so each model has its own)."""
+        key = (cause.code, cause.fix)
         found = self._cause_ids.get(key)
         if found is None:
             found = self._cause_ids[key] = len(self.causes)
-            self.causes.append(key)
+            self.causes.append(cause)
         return found
 
     def recorded_part(self, model: IndexedModel) -> tuple[int, ...]:
-        """Every slot's outcome the records decide; `_CHECK` where a check must."""
+        """Every slot's outcome the records decide; `_CHECK` where a check must, `_CAUSE`
+        where it must name a recorded failure's cause."""
         judged: dict[str, str] | None = None
         states, digests = model.verdicts, model.consumer_digests
         found: list[int] = []
+        # past the unchanged consumer, a slot's outcome depends on its definition only:
+        # the candidates of 20 consumers share 20-odd releases
+        by_digest: dict[str, int] = {}
         for slot, digest in zip(self.slots, self.digests, strict=True):
             name = slot.consumer
             recorded = states.get(name)
@@ -244,41 +264,50 @@ class _Judge:
             ):
                 found.append(self._unchanged(model, slot, digest, recorded))
                 continue
-            if not self.recheck_all:
-                if judged is None:
-                    judged = {
-                        digests[n]: s for n, s in states.items() if n in digests
-                    }  # fmt: skip
-                same = judged.get(digest)
-                if same is not None and same != FAILS:
-                    found.append(self.outcome(same, None, ()))
-                    continue
-                release = self.releases.verdict(model, digest) if self.releases else None
-                if release is not None:
-                    state, reasons = release
-                    self.recorded += 1
-                    cause = self._recorded_cause(model, slot, digest, state, reasons)
-                    found.append(self.outcome(state, cause, reasons))
-                    continue
-            found.append(_CHECK)
+            known = by_digest.get(digest)
+            if known is None:
+                if judged is None:  # the recorded state by consumer digest
+                    judged = {digests[n]: s for n, s in states.items() if n in digests}
+                known = by_digest[digest] = self._changed(model, slot, digest, judged)
+            found.append(known)
         return tuple(found)
+
+    def _changed(
+        self, model: IndexedModel, slot: Candidate, digest: str, judged: Mapping[str, str]
+    ) -> int:
+        """A changed consumer's outcome as `assess` takes it: a consumer defined alike,
+        unless a failure; else the catalog release's record; else `_CHECK`."""
+        if self.recheck_all:
+            return _CHECK
+        same = judged.get(digest)
+        if same is not None and same != FAILS:
+            return self.outcome(same, None, ())
+        release = self.releases.verdict(model, digest) if self.releases else None
+        if release is None:
+            return _CHECK
+        state, reasons = release
+        self.recorded += 1
+        cause = self._recorded_cause(model, slot, digest, state, reasons)
+        return self.outcome(state, cause, reasons)
 
     def _unchanged(
         self, model: IndexedModel, slot: Candidate, digest: str, recorded: str | None
     ) -> int:
         """The recorded verdict of an unchanged consumer; a failure's cause from the
-        release record when the consumer is a catalog release (the index keeps no
-        findings of the fleet's own verdicts)."""
+        release record when the consumer is a catalog release, else `_CAUSE`: a check
+        names it (the index keeps no findings of the fleet's own verdicts)."""
         if (
             recorded is not None
             and self.releases is not None
             and not model.invalid
-            and parse_status(recorded) == FAILS
+            and _status(recorded) == FAILS
         ):
             release = self.releases.verdict(model, digest)
-            if release is not None and parse_status(release[0]) == FAILS:
+            if release is not None and _status(release[0]) == FAILS:
                 cause = self._recorded_cause(model, slot, digest, release[0], release[1])
                 return self.outcome(recorded, cause, release[1])
+        if recorded is not None and not model.invalid and _status(recorded) == FAILS:
+            return _CAUSE
         return self.outcome(recorded, None, ())
 
     def _recorded_cause(
@@ -292,7 +321,7 @@ class _Judge:
         """A recorded failure's cause: the code and fix the record keeps beside its
         errors, else (a record written before it kept them) one check of the first model
         that has those errors for that release."""
-        if not reasons or parse_status(state) != FAILS:
+        if not reasons or _status(state) != FAILS:
             return None
         assert self.releases is not None
         position = self.releases.positions.get(digest)
@@ -310,12 +339,13 @@ class _Judge:
         return self._recorded_causes[key]
 
     def checked(self, model: IndexedModel, part: tuple[int, ...]) -> tuple[int, ...]:
-        """`part` with every `_CHECK` slot checked from the model's stored metadata, once
-        per verdict class (as `assess` checks a consumer added or changed)."""
+        """`part` with every `_CHECK` and `_CAUSE` slot checked from the model's stored
+        metadata, once per verdict class (as `assess` checks a consumer added or
+        changed)."""
         classes: dict[tuple[Hashable | None, ...], int] = {}
         found = list(part)
         for n, value in enumerate(part):
-            if value != _CHECK:
+            if value >= 0:
                 continue
             consumer = self.slots[n].definition
             applicable = [a for a in model.artifacts if applies(a, consumer)]
@@ -334,13 +364,19 @@ class _Judge:
                 alike = self.outcome(str(verdict_state(verdicts)), self.cause(verdicts), reasons)
                 if None not in key:
                     classes[key] = alike
+            if value == _CAUSE:  # the recorded state stands; the check names its cause
+                checked = self.outcomes[alike]
+                recorded = model.verdicts[self.slots[n].consumer]
+                alike = self.outcome(recorded, checked.cause, checked.reasons)
             found[n] = alike
         return tuple(found)
 
 
 @dataclass
 class Tally:
-    """What one candidate does with the models its consumer is judged on."""
+    """What one candidate does with the models its consumer is judged on. Models are
+    named by their outcome group (`Plan.members`: models alike under every candidate),
+    so a tally costs per group, not per model."""
 
     serves: int = 0  # compatible
     at_risk: int = 0  # serves, with a named hazard
@@ -350,14 +386,13 @@ class Tally:
     loses: int = 0  # served at the current release, not here
     still_fails: int = 0  # fails here and at the current release
     misses: int = 0  # models the consumer must serve (valid, judged now) it does not
-    causes: dict[int, list[int]] = field(default_factory=dict)  # cause -> models failing
-    at_risk_models: list[int] = field(default_factory=list)
-    missed_models: list[int] = field(default_factory=list)
-    lost_models: list[int] = field(default_factory=list)
+    causes: dict[int, list[int]] = field(default_factory=dict)  # cause -> groups failing
+    at_risk_groups: list[int] = field(default_factory=list)
+    missed_groups: list[int] = field(default_factory=list)
+    lost_groups: list[int] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ModelRef:
+class ModelRef(NamedTuple):
     location: str
     version_id: str | None
     owners: tuple[str, ...]
@@ -395,16 +430,41 @@ class Plan:
     checks: int = 0
     recorded: int = 0
     groups: int = 0  # models with distinct records
-    signatures: int = 0  # models with distinct outcomes under every candidate
     served_everywhere: list[bool] = field(default_factory=list)  # per model, now
     outcomes: list[Outcome] = field(default_factory=list)
-    signature_of: list[tuple[int, ...]] = field(default_factory=list)  # per model
+    # models alike under every candidate: each group's signature (an outcome per
+    # candidate slot) and members, and each model's group
+    signatures: list[tuple[int, ...]] = field(default_factory=list)
+    members: list[list[int]] = field(default_factory=list)
+    group_of: list[int] = field(default_factory=list)
 
     def state(self, model: int, consumer: int, candidate: int) -> str | None:
         """The model's verdict under one consumer's candidate, as `fleet impact` with
         that one change says it (None: the consumer would not judge it)."""
+        return self.group_state(self.group_of[model], consumer, candidate)
+
+    def group_state(self, group: int, consumer: int, candidate: int) -> str | None:
         slot = self.consumers[consumer].slots[candidate]
-        return self.outcomes[self.signature_of[model][slot]].state
+        return self.outcomes[self.signatures[group][slot]].state
+
+    def count(self, groups: Iterable[int]) -> int:
+        return sum(len(self.members[g]) for g in groups)
+
+    def first_models(self, groups: Iterable[int], n: int) -> list[int]:
+        found: list[int] = []
+        for g in groups:
+            found += self.members[g][: n - len(found)]
+            if len(found) >= n:
+                break
+        return found
+
+    def owners(self, groups: Iterable[int], none: str) -> set[str]:
+        """The owners of the groups' models (`none` for a model without one)."""
+        found: set[str] = set()
+        for g in groups:
+            for m in self.members[g]:
+                found.update(self.models[m].owners or (none,))
+        return found
 
 
 def build_plan(
@@ -419,35 +479,41 @@ def build_plan(
     per_consumer = [candidates(c, catalog, allowed.get(c.name)) for c in fleet.consumers]
     slots = [s for found in per_consumer for s in found]
     judge = _Judge(slots, catalog, fleet.policy)
-    groups: dict[Hashable, tuple[int, ...]] = {}
-    signatures: dict[tuple[int, ...], list[int]] = {}
+    # record group -> (outcomes the records decide, served by every consumer now)
+    groups: dict[Hashable, tuple[tuple[int, ...], bool]] = {}
+    alike: dict[tuple[int, ...], int] = {}
+    members: list[list[int]] = []
+    group_of: list[int] = []
     refs: list[ModelRef] = []
     everywhere: list[bool] = []
-    signature_of: list[tuple[int, ...]] = []
     names = fleet.names()
     for model in models:
         key = _group_key(model)
-        part = groups.get(key)
-        if part is None:
-            part = groups[key] = judge.recorded_part(model)
-        signature = judge.checked(model, part) if _CHECK in part else part
+        known = groups.get(key)
+        if known is None:
+            served = not model.invalid and all(
+                (s := model.verdicts.get(n)) is not None and _status(s) in SERVES for n in names
+            )
+            known = groups[key] = (judge.recorded_part(model), served)
+        part, served = known
+        signature = judge.checked(model, part) if min(part, default=0) < 0 else part
         number = len(refs)
         refs.append(ModelRef(model.location, model.version_id, model.owners))
-        everywhere.append(
-            not model.invalid
-            and all(
-                (s := model.verdicts.get(n)) is not None and parse_status(s) in SERVES
-                for n in names
-            )
-        )
-        signatures.setdefault(signature, []).append(number)
-        signature_of.append(signature)
+        everywhere.append(served)
+        group = alike.get(signature)
+        if group is None:
+            group = alike[signature] = len(members)
+            members.append([])
+        members[group].append(number)
+        group_of.append(group)
         if progress:
             progress(1)
+    signatures = list(alike)
     plans = []
     start = 0
     for consumer, found in zip(fleet.consumers, per_consumer, strict=True):
-        plans.append(_tallied(consumer, found, range(start, start + len(found)), signatures, judge))
+        span = range(start, start + len(found))
+        plans.append(_tallied(consumer, found, span, signatures, members, judge.outcomes))
         start += len(found)
     return Plan(
         plans,
@@ -457,65 +523,93 @@ def build_plan(
         checks=judge.checks,
         recorded=judge.recorded,
         groups=len(groups),
-        signatures=len(signatures),
         served_everywhere=everywhere,
         outcomes=judge.outcomes,
-        signature_of=signature_of,
+        signatures=signatures,
+        members=members,
+        group_of=group_of,
     )
 
 
 def _state(outcome: Outcome) -> Status | None:
-    return parse_status(outcome.state) if outcome.state else None
+    return _status(outcome.state) if outcome.state else None
 
 
 def _tallied(
     consumer: Consumer,
     found: list[Candidate],
     slots: range,
-    signatures: Mapping[tuple[int, ...], list[int]],
-    judge: _Judge,
+    signatures: Sequence[tuple[int, ...]],
+    members: Sequence[list[int]],
+    outcomes: Sequence[Outcome],
 ) -> ConsumerPlan:
+    """The consumer's tallies: per candidate, the groups of models alike are gathered by
+    (outcome now, outcome there) first, and each pair of outcomes is classified once."""
     plan = ConsumerPlan(
         consumer, found, [Tally() for _ in found], skipped=plannable(consumer), slots=slots
     )
     if not found:
         return plan
-    outcomes = judge.outcomes
-    for signature, members in signatures.items():
-        now = outcomes[signature[slots[0]]]
-        now_state = _state(now)
-        must = now_state is not None and now_state != Status.INVALID
-        served_now = now_state in SERVES
-        if must:
-            plan.must += len(members)
-        for n, slot in enumerate(slots):
-            outcome = outcomes[signature[slot]]
-            state = _state(outcome)
-            tally = plan.tallies[n]
-            count = len(members)
-            if state == Status.COMPATIBLE:
-                tally.serves += count
-            elif state == Status.AT_RISK:
-                tally.at_risk += count
-                tally.at_risk_models += members
-            elif state == Status.INCOMPATIBLE:
-                tally.fails += count
-                if outcome.cause is not None:
-                    tally.causes.setdefault(outcome.cause, []).extend(members)
-                if now_state == Status.INCOMPATIBLE:
-                    tally.still_fails += count
-            elif state == Status.UNKNOWN:
-                tally.unknown += count
-            serves = state in SERVES
-            if serves and not served_now and now_state is not None:
-                tally.gains += count
-            if served_now and not serves:
-                tally.loses += count
-                tally.lost_models += members
-            if must and not serves:
-                tally.misses += count
-                tally.missed_models += members
+    # what a tally reads of an outcome: its state and cause (not its messages)
+    kinds: dict[tuple[Status | None, int | None], int] = {}
+    kind_of = [kinds.setdefault((_state(o), o.cause), len(kinds)) for o in outcomes]
+    by_kind = list(kinds)
+    counts = [len(m) for m in members]
+    now_slot = slots[0]
+    for group, signature in enumerate(signatures):
+        now = by_kind[kind_of[signature[now_slot]]][0]
+        if now is not None and now != Status.INVALID:
+            plan.must += counts[group]
+    for n, slot in enumerate(slots):
+        pairs: dict[tuple[int, int], list[int]] = {}
+        for group, signature in enumerate(signatures):
+            key = (kind_of[signature[now_slot]], kind_of[signature[slot]])
+            gathered = pairs.get(key)
+            if gathered is None:
+                pairs[key] = [group]
+            else:
+                gathered.append(group)
+        tally = plan.tallies[n]
+        for (now_kind, kind), groups in pairs.items():
+            state, cause = by_kind[kind]
+            count = sum(counts[g] for g in groups)
+            _classify(tally, by_kind[now_kind][0], state, cause, groups, count)
     return plan
+
+
+def _classify(
+    tally: Tally,
+    now: Status | None,
+    state: Status | None,
+    cause: int | None,
+    groups: list[int],
+    count: int,
+) -> None:
+    """Count `count` models (in `groups`) that are `now` at the current release and
+    `state` at the candidate."""
+    if state == Status.COMPATIBLE:
+        tally.serves += count
+    elif state == Status.AT_RISK:
+        tally.at_risk += count
+        tally.at_risk_groups += groups
+    elif state == Status.INCOMPATIBLE:
+        tally.fails += count
+        if cause is not None:
+            tally.causes.setdefault(cause, []).extend(groups)
+        if now == Status.INCOMPATIBLE:
+            tally.still_fails += count
+    elif state == Status.UNKNOWN:
+        tally.unknown += count
+    serves = state in SERVES
+    served_now = now in SERVES
+    if serves and not served_now and now is not None:
+        tally.gains += count
+    if served_now and not serves:
+        tally.loses += count
+        tally.lost_groups += groups
+    if now is not None and now != Status.INVALID and not serves:
+        tally.misses += count
+        tally.missed_groups += groups
 
 
 def upgrade_ranges(path: str | Path) -> dict[str, SpecifierSet]:

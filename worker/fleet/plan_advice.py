@@ -53,54 +53,48 @@ def reexport_fix(cause: Cause | None) -> dict[str, str] | None:
 
 @dataclass
 class CauseGroup:
-    """Models failing for one cause (None: no error finding to name: see `state`)."""
+    """Models failing for one cause (None: no error finding to name: see `state`), as
+    the plan's groups of models alike (`Plan.members`)."""
 
     cause: Cause | None
     state: str  # incompatible | unknown | not judged
-    models: list[int]
-    owners: list[str]
-    reexport: dict[str, str] | None
-
-
-def _owners(plan: Plan, models: list[int]) -> list[str]:
-    found: set[str] = set()
-    for m in models:
-        found.update(plan.models[m].owners or (NO_OWNER,))
-    return sorted(found)
+    groups: list[int]
+    models: int = 0
+    owners: list[str] = field(default_factory=list)
+    reexport: dict[str, str] | None = None
 
 
 def cause_groups(plan: Plan, number: int, candidate: int) -> list[CauseGroup]:
     """The models a consumer's candidate misses, by cause (the first error finding's code
-    and fix; the first model's message stands for the group), most models first. A
-    failure taken from the recorded verdict of the unchanged consumer has no finding
-    here (the index keeps states, the model's report the findings): grouped by state."""
+    and fix; the first model's message stands for the group), most models first."""
     tally = plan.consumers[number].tallies[candidate]
-    missed = set(tally.missed_models)
+    missed = set(tally.missed_groups)
     by_key: dict[tuple[str, Any], CauseGroup] = {}
     grouped: set[int] = set()
-    for cause_id, models in tally.causes.items():
-        mine = [m for m in models if m in missed]
+    for cause_id, groups in tally.causes.items():
+        mine = [g for g in groups if g in missed]
         if not mine:
             continue
         grouped.update(mine)
         cause = plan.causes[cause_id]
-        group = by_key.get((cause.code, cause.fix))
-        if group is None:
-            group = by_key[(cause.code, cause.fix)] = CauseGroup(
-                cause, "incompatible", [], [], reexport_fix(cause)
+        found = by_key.get((cause.code, cause.fix))
+        if found is None:
+            found = by_key[(cause.code, cause.fix)] = CauseGroup(
+                cause, "incompatible", [], reexport=reexport_fix(cause)
             )
-        group.models += mine
-    groups = list(by_key.values())
+        found.groups += mine
+    result = list(by_key.values())
     rest: dict[str, CauseGroup] = {}
-    for m in tally.missed_models:
-        if m not in grouped:
-            state = plan.state(m, number, candidate) or NOT_JUDGED
-            rest.setdefault(state, CauseGroup(None, state, [], [], None)).models.append(m)
-    groups += rest.values()
-    for group in groups:
-        group.owners = _owners(plan, group.models)
-    groups.sort(key=lambda g: (-len(g.models), g.cause.code if g.cause else "~"))
-    return groups
+    for g in tally.missed_groups:
+        if g not in grouped:
+            state = plan.group_state(g, number, candidate) or NOT_JUDGED
+            rest.setdefault(state, CauseGroup(None, state, [])).groups.append(g)
+    result += rest.values()
+    for found in result:
+        found.models = plan.count(found.groups)
+        found.owners = sorted(plan.owners(found.groups, NO_OWNER))
+    result.sort(key=lambda g: (-g.models, g.cause.code if g.cause else "~"))
+    return result
 
 
 @dataclass
@@ -124,12 +118,12 @@ class Decision:
     def upgrade_touches(self) -> int:
         """Things changed to serve everything by moving: the consumer, and the models
         its new release still misses (re-exported)."""
-        return int(self.moves) + sum(len(g.models) for g in self.blockers)
+        return int(self.moves) + sum(g.models for g in self.blockers)
 
     @property
     def reexport_touches(self) -> int:
         """Models re-exported to serve everything without moving."""
-        return sum(len(g.models) for g in self.stay)
+        return sum(g.models for g in self.stay)
 
     @property
     def choice(self) -> str:
@@ -213,9 +207,9 @@ def export_advice(plan: Plan, moves: list[Decision]) -> list[ExportAdvice]:
     ]
 
 
-def listed(plan: Plan, models: list[int]) -> list[str]:
-    """The first models of a group, by location (the counts say how many in all)."""
-    return [plan.models[m].location for m in models[:LISTED]]
+def listed(plan: Plan, groups: list[int], most: int = LISTED) -> list[str]:
+    """The first models of groups, by location (the counts say how many in all)."""
+    return [plan.models[m].location for m in plan.first_models(groups, most)]
 
 
 def _cause_json(plan: Plan, group: CauseGroup) -> dict[str, Any]:
@@ -224,8 +218,8 @@ def _cause_json(plan: Plan, group: CauseGroup) -> dict[str, Any]:
         "message": group.cause.message if group.cause else None,
         "fix": dict(group.cause.fix) if group.cause and group.cause.fix else None,
         "state": group.state,
-        "models": len(group.models),
-        "listed": listed(plan, group.models),
+        "models": group.models,
+        "listed": listed(plan, group.groups),
         "owners": group.owners,
         "reexport": group.reexport,
     }
@@ -251,8 +245,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                     "still_fails": tally.still_fails,
                     "misses": tally.misses,
                     "serves_all": tally.misses == 0,
-                    "at_risk_models": listed(plan, tally.at_risk_models),
-                    "lost_models": listed(plan, tally.lost_models),
+                    "at_risk_models": listed(plan, tally.at_risk_groups),
+                    "lost_models": listed(plan, tally.lost_groups),
                     "causes": [_cause_json(plan, g) for g in cause_groups(plan, number, n)],
                     "recommended": n == cp.recommended,
                 }
@@ -277,7 +271,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     return {
         "models_examined": plan.examined,
         "model_groups": plan.groups,
-        "distinct_outcomes": plan.signatures,
+        "distinct_outcomes": len(plan.signatures),
         "checks_run": plan.checks,
         "verdicts_recorded_at_upload": plan.recorded,
         "consumers": consumers,
