@@ -64,6 +64,7 @@ def plan(fleet: Path, *options: str) -> subprocess.CompletedProcess[str]:
         "TFCOMPAT_BROKER_URL": redis_url(13),
         "TFCOMPAT_FLEET": str(fleet),
         "TFCOMPAT_REPORT_BUCKET": "",
+        "TFCOMPAT_OWNERS": str(fleet.parent / "no-owners.yaml"),
     }
     return subprocess.run(
         [sys.executable, "-m", "worker.cli", "fleet", "plan", *options],
@@ -116,3 +117,46 @@ def test_an_upgrade_range_that_is_no_specifier_stops_the_plan(
     done = plan(fleet, "--json")
     assert done.returncode == 2 and done.stdout == ""
     assert "fleet.yaml:2: upgrade_to must be a version range" in done.stderr
+
+
+def test_the_apply_preview_is_fleet_impact_of_every_recommended_move(
+    index: ModelIndex, tmp_path: Path
+) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(FLEET)
+    done = plan(fleet, "--json", "--apply-preview")
+    assert done.returncode == 1, done.stderr
+    document = json.loads(done.stdout)
+    preview = document["apply_preview"]
+    assert preview["moves"] == {
+        c["name"]: c["recommended"]
+        for c in document["consumers"]
+        if c["recommended"] != c["current"]
+    }
+    # the recommended fleet as a file, previewed as `fleet impact` previews it
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(
+        "consumers:\n"
+        + "".join(
+            f"  - {{name: {c['name']}, tensorflow: '{c['recommended']}'}}\n"
+            for c in document["consumers"]
+        )
+    )
+    impact = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "fleet", "impact", "--fleet", str(moved), "--json"],
+        env={
+            **os.environ,
+            "TFCOMPAT_BROKER_URL": redis_url(13),
+            "TFCOMPAT_REPORT_BUCKET": "",
+            "TFCOMPAT_OWNERS": str(tmp_path / "none.yaml"),
+            "TFCOMPAT_FLEET": str(fleet),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    expected = json.loads(impact.stdout)
+    assert preview["reports_recorded"] == expected["models_changed"] > 0
+    assert preview["notified_owners"] is None  # no owners file, no Slack: nobody is told
+    text = plan(fleet, "--apply-preview").stdout
+    assert f"fleet apply would record {expected['models_changed']} report(s) anew" in text

@@ -195,6 +195,12 @@ def add_fleet_commands(sub: Subparsers) -> None:
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true", help="the whole plan as JSON")
     form.add_argument("--csv", action="store_true", help="one row per consumer and candidate")
+    p.add_argument(
+        "--apply-preview",
+        action="store_true",
+        help="then show what `fleet apply` would re-tag and whom it would tell once every "
+        "consumer is at its recommended release (nothing is written)",
+    )
     p.set_defaults(func=cmd_fleet_plan)
 
     for name, func, text in (

@@ -18,11 +18,12 @@ recorded verdicts).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import Version
 
+from worker.fleet.fleet import Fleet
 from worker.fleet.plan import (
     LISTED,
     MODEL_FIXES,
@@ -315,3 +316,14 @@ def plan_rows(plan: Plan) -> list[tuple[str, ...]]:
                 )
             )
     return rows
+
+
+def recommended_fleet(plan: Plan, fleet: Fleet) -> Fleet:
+    """The fleet with every consumer at its recommended release (`fleet apply`'s input
+    once the plan is chosen); consumers that stay, or cannot move, unchanged."""
+    moved = {
+        cp.consumer.name: cp.candidates[cp.recommended].definition
+        for cp in plan.consumers
+        if cp.recommended is not None
+    }
+    return replace(fleet, consumers=tuple(moved.get(c.name, c) for c in fleet.consumers))
