@@ -112,6 +112,9 @@ def test_a_consumer_fix_with_an_op_offers_the_re_export_the_findings_know() -> N
     assert reexport_fix(attr) == {"kind": "set_attr_default", "op": "X", "attr": "a"}
     assert reexport_fix(strip) == {"kind": "strip_default_attrs"}
     assert reexport_fix(banned) is None
+    # a GraphDef minimum above the consumer's: export with the consumer's own release
+    minimum = Cause("version.min-consumer", "m", (("kind", "upgrade_to"), ("release", "2.14.0")))
+    assert reexport_fix(minimum, "2.12.1") == {"kind": "reexport_with", "release": "2.12.1"}
 
 
 def test_producers_export_no_newer_than_the_oldest_consumer_until_it_moves() -> None:

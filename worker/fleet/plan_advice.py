@@ -6,7 +6,8 @@ Re-exporting is the alternative the findings' fixes already know: a fix a model'
 owner applies (`MODEL_FIXES`: a `tfcompat fix` copy, `strip_default_attrs`, export
 with an older release, ...), or the other half of an `upgrade_to` fix that names an
 op (re-export without the op, or with the attr at its default: what
-`worker.notify.fixes.alternative_text` says).
+`worker.notify.fixes.alternative_text` says), or, for a GraphDef minimum above the
+consumer's, export with the consumer's own release.
 
 The producers' side is a bound, not a measurement: TensorFlow promises that a binary
 loads what older releases wrote (within the GraphDef versions' minimums), not what
@@ -30,15 +31,20 @@ from worker.fleet.plan import (
     Cause,
     Plan,
 )
-from worker.model.findings import FixKind
+from worker.model.findings import Code, FixKind
 
 NO_OWNER = "(no owner recorded)"
 NOT_JUDGED = "not judged"
 
 
-def reexport_fix(cause: Cause | None) -> dict[str, str] | None:
-    """The fix a model's owner can apply instead of the consumer moving (None: the
-    findings know none)."""
+# Version rules a producer no newer than the consumer meets: TensorFlow writes a
+# GraphDef's min_consumer no higher than its own version (`worker.compat.versions`).
+_EXPORT_OLDER = frozenset({str(Code.MIN_CONSUMER)})
+
+
+def reexport_fix(cause: Cause | None, release: str | None = None) -> dict[str, str] | None:
+    """The fix a model's owner can apply instead of the consumer (at `release`) moving;
+    None when the findings know none."""
     if cause is None:
         return None
     fix = dict(cause.fix)
@@ -49,6 +55,8 @@ def reexport_fix(cause: Cause | None) -> dict[str, str] | None:
         if fix.get("attr"):
             return {"kind": str(FixKind.SET_ATTR_DEFAULT), "op": fix["op"], "attr": fix["attr"]}
         return {"kind": str(FixKind.REEXPORT_WITHOUT_OP), "op": fix["op"]}
+    if kind == FixKind.UPGRADE_TO and cause.code in _EXPORT_OLDER and release:
+        return {"kind": str(FixKind.REEXPORT_WITH), "release": release}
     return None
 
 
@@ -69,6 +77,7 @@ def cause_groups(plan: Plan, number: int, candidate: int) -> list[CauseGroup]:
     """The models a consumer's candidate misses, by cause (the first error finding's code
     and fix; the first model's message stands for the group), most models first."""
     tally = plan.consumers[number].tallies[candidate]
+    release = plan.consumers[number].candidates[candidate].release
     missed = set(tally.missed_groups)
     by_key: dict[tuple[str, Any], CauseGroup] = {}
     grouped: set[int] = set()
@@ -81,7 +90,7 @@ def cause_groups(plan: Plan, number: int, candidate: int) -> list[CauseGroup]:
         found = by_key.get((cause.code, cause.fix))
         if found is None:
             found = by_key[(cause.code, cause.fix)] = CauseGroup(
-                cause, "incompatible", [], reexport=reexport_fix(cause)
+                cause, "incompatible", [], reexport=reexport_fix(cause, release)
             )
         found.groups += mine
     result = list(by_key.values())
