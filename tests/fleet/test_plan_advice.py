@@ -15,10 +15,11 @@ from packaging.version import Version
 from tests.fleet.test_releases import recorded
 from worker.catalog.catalog import load_catalog
 from worker.errors import ConfigError
+from worker.fleet.candidates import candidates, upgrade_ranges
 from worker.fleet.digests import consumer_digest
 from worker.fleet.fleet import Fleet
 from worker.fleet.impact import assess
-from worker.fleet.plan import Cause, build_plan, candidates, upgrade_ranges
+from worker.fleet.plan import Cause, build_plan
 from worker.fleet.plan_advice import decisions, export_advice, plan_json, reexport_fix
 from worker.fleet.releases import releases_of
 from worker.formats.read import read_path

@@ -277,9 +277,10 @@ def ui_sources(settings: Any) -> Any:
 def cmd_fleet_plan(args: argparse.Namespace) -> int:
     from worker.catalog.catalog import load_catalog
     from worker.cli.plan_render import render_plan, render_plan_csv
+    from worker.fleet.candidates import upgrade_ranges
     from worker.fleet.changes import Progress
     from worker.fleet.fleet import load_fleet
-    from worker.fleet.plan import build_plan, upgrade_ranges
+    from worker.fleet.plan import build_plan
     from worker.fleet.plan_advice import plan_json
     from worker.settings import load_settings
     from worker.sinks.index import gc_paused
