@@ -122,6 +122,25 @@ def _group_key(model: IndexedModel) -> Hashable:
     )
 
 
+def _digests(slots: Sequence[Candidate]) -> list[str]:
+    """Each slot's consumer digest, once per definition: the candidates of 20 consumers
+    share 20-odd releases, and a digest hashes a whole op registry (a millisecond)."""
+    known: dict[tuple[Any, ...], str] = {}
+    found = []
+    for slot in slots:
+        c = slot.definition
+        if slot.current:  # the fleet's own consumer, defined as it is
+            found.append(consumer_digest(c))
+            continue
+        # a candidate is its release's catalog consumer with the fleet entry's settings
+        key = (c.tensorflow, c.loader, c.keras, c.python, c.tf_serving, c.gpu,
+               c.custom_objects)  # fmt: skip
+        if key not in known:
+            known[key] = consumer_digest(c)
+        found.append(known[key])
+    return found
+
+
 class _Judge:
     """`assess`'s decision for one consumer slot, split in the part the records decide
     (per group of models) and the check (per model, once per verdict class)."""
@@ -134,7 +153,14 @@ class _Judge:
         self.releases = (
             release_lookup(catalog) if not self.recheck_all and policy == Policy() else None
         )
-        self.digests = [consumer_digest(s.definition) for s in slots]
+        self.digests = _digests(slots)
+        # each consumer's slots (its candidates are contiguous, the current one first)
+        self.spans: list[tuple[str, range]] = []
+        for n, slot in enumerate(slots):
+            if self.spans and self.spans[-1][0] == slot.consumer:
+                self.spans[-1] = (slot.consumer, range(self.spans[-1][1].start, n + 1))
+            else:
+                self.spans.append((slot.consumer, range(n, n + 1)))
         self.outcomes: list[Outcome] = []
         self._outcome_ids: dict[Outcome, int] = {}
         self.causes: list[Cause] = []
@@ -175,24 +201,25 @@ class _Judge:
         where it must name a recorded failure's cause."""
         judged: dict[str, str] | None = None
         states, digests = model.verdicts, model.consumer_digests
+        invalid = model.invalid
         found: list[int] = []
         # past the unchanged consumer, a slot's outcome depends on its definition only:
         # the candidates of 20 consumers share 20-odd releases
         by_digest: dict[str, int] = {}
-        for slot, digest in zip(self.slots, self.digests, strict=True):
-            name = slot.consumer
+        for name, span in self.spans:
             recorded = states.get(name)
-            if model.invalid or (
-                recorded is not None and not self.recheck_all and digests.get(name) == digest
-            ):
-                found.append(self._unchanged(model, slot, digest, recorded))
-                continue
-            known = by_digest.get(digest)
-            if known is None:
-                if judged is None:  # the recorded state by consumer digest
-                    judged = {digests[n]: s for n, s in states.items() if n in digests}
-                known = by_digest[digest] = self._changed(model, slot, digest, judged)
-            found.append(known)
+            unchanged = None if recorded is None or self.recheck_all else digests.get(name)
+            for n in span:
+                slot, digest = self.slots[n], self.digests[n]
+                if invalid or unchanged == digest:
+                    found.append(self._unchanged(model, slot, digest, recorded))
+                    continue
+                known = by_digest.get(digest)
+                if known is None:
+                    if judged is None:  # the recorded state by consumer digest
+                        judged = {digests[c]: s for c, s in states.items() if c in digests}
+                    known = by_digest[digest] = self._changed(model, slot, digest, judged)
+                found.append(known)
         return tuple(found)
 
     def _changed(
