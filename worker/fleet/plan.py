@@ -429,14 +429,23 @@ def build_plan(
     per_consumer = [candidates(c, catalog, allowed.get(c.name)) for c in fleet.consumers]
     slots = [s for found in per_consumer for s in found]
     judge = _Judge(slots, catalog, fleet.policy)
-    # record group -> (outcomes the records decide, served by every consumer now)
-    groups: dict[Hashable, tuple[tuple[int, ...], bool]] = {}
+    # record group -> (outcomes the records decide, served by every consumer now, and
+    # the group of models alike when the records decide every outcome, else None)
+    groups: dict[Hashable, tuple[tuple[int, ...], bool, int | None]] = {}
     alike: dict[tuple[int, ...], int] = {}
     members: list[list[int]] = []
     group_of: list[int] = []
     refs: list[ModelRef] = []
     everywhere: list[bool] = []
     names = fleet.names()
+
+    def alike_group(signature: tuple[int, ...]) -> int:
+        group = alike.get(signature)
+        if group is None:
+            group = alike[signature] = len(members)
+            members.append([])
+        return group
+
     for model in models:
         key = _group_key(model)
         known = groups.get(key)
@@ -444,16 +453,15 @@ def build_plan(
             served = not model.invalid and all(
                 (s := model.verdicts.get(n)) is not None and _status(s) in SERVES for n in names
             )
-            known = groups[key] = (judge.recorded_part(model), served)
-        part, served = known
-        signature = judge.checked(model, part) if min(part, default=0) < 0 else part
+            part = judge.recorded_part(model)
+            decided = alike_group(part) if min(part, default=0) >= 0 else None
+            known = groups[key] = (part, served, decided)
+        part, served, group = known
+        if group is None:
+            group = alike_group(judge.checked(model, part))
         number = len(refs)
         refs.append(ModelRef(model.location, model.version_id, model.owners))
         everywhere.append(served)
-        group = alike.get(signature)
-        if group is None:
-            group = alike[signature] = len(members)
-            members.append([])
         members[group].append(number)
         group_of.append(group)
         if progress:
