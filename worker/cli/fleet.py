@@ -252,3 +252,100 @@ def ui_sources(settings: Any) -> Any:
             lasts=settings.ui_preview_time_limit + 60,
         ),
     )
+
+
+def cmd_fleet_plan(args: argparse.Namespace) -> int:
+    from worker.catalog.catalog import load_catalog
+    from worker.cli.plan_render import render_plan, render_plan_csv
+    from worker.fleet.candidates import upgrade_ranges
+    from worker.fleet.changes import Progress
+    from worker.fleet.fleet import load_fleet
+    from worker.fleet.plan import build_plan
+    from worker.fleet.plan_advice import plan_json
+    from worker.settings import load_settings
+    from worker.sinks.index import gc_paused
+
+    settings = load_settings()
+    catalog = load_catalog()
+    path = args.fleet or settings.fleet
+    fleet = load_fleet(path, catalog)
+    ranges = upgrade_ranges(path)
+    index, store = _index_and_store(settings)
+    progress = Progress(index.count(), "planning", sys.stderr.write, sys.stderr.isatty())
+    with gc_paused():
+        plan = build_plan(index.models(), fleet, catalog, ranges, progress=progress)
+    if args.apply_preview and args.csv:
+        raise UsageError("--apply-preview adds to the text or the --json output, not --csv")
+    preview = (
+        _apply_preview(plan, fleet, settings, catalog, index, store) if args.apply_preview else None
+    )
+    if args.json:
+        document = plan_json(plan)
+        if preview is not None:
+            document["apply_preview"] = preview[0]
+        json.dump(document, sys.stdout, indent=1)
+        print()
+    elif args.csv:
+        sys.stdout.write(render_plan_csv(plan))
+    else:
+        print(render_plan(plan), end="")
+        if preview is not None:
+            print(preview[1], end="")
+    blocked = any(
+        cp.recommended is not None and cp.tallies[cp.recommended].misses for cp in plan.consumers
+    )
+    return 1 if blocked else 0
+
+
+def _apply_preview(
+    plan: Any, fleet: Any, settings: Any, catalog: Any, index: Any, store: Any
+) -> tuple[dict[str, Any], str]:
+    """What `fleet apply` would do with the recommended fleet, as data and as text: the
+    models whose reports it would record anew and whose tags (status) change, and the
+    owners it would tell (routed as `fleet apply` routes them; nobody when notifications
+    are off). Nothing is written."""
+    from worker.cli.render import render_impact
+    from worker.fleet.plan_advice import recommended_fleet
+    from worker.pipeline.impact_run import assess_index, default_jobs
+    from worker.pipeline.notifications import breakage_notifier
+    from worker.pipeline.reevaluate import owners_of_breakage
+    from worker.sinks.index import gc_paused
+
+    target = recommended_fleet(plan, fleet)
+    with gc_paused():
+        impact = assess_index(
+            index,
+            target.consumers,
+            history=catalog,
+            policy=target.policy,
+            with_artifacts=False,
+            jobs=default_jobs(),
+        )
+    retag = [m for m in impact.models if str(m.status_after) != m.model.status]
+    route, _ = breakage_notifier(settings, store)
+    owners = sorted(owners_of_breakage(impact, route)) if route is not None else None
+    moves = {
+        c.name: c.tensorflow
+        for c, before in zip(target.consumers, fleet.consumers, strict=True)
+        if c is not before
+    }
+    data = {
+        "moves": moves,
+        "reports_recorded": len(impact.models),
+        "retagged": [m.model.location for m in retag],
+        "notified_owners": owners,
+        "impact": impact.to_json(),
+    }
+    told = (
+        "notifications are off: nobody"
+        if owners is None
+        else ", ".join(owners) or "nobody (no model newly broken)"
+    )
+    text = (
+        "\napply preview (every consumer at its recommended release; nothing is written):\n"
+        + "".join(f"  {name} -> {release}\n" for name, release in moves.items())
+        + render_impact(impact)
+        + f"fleet apply would record {len(impact.models)} report(s) anew, re-tag "
+        f"{len(retag)} model(s) whose status changes, and tell: {told}\n"
+    )
+    return data, text

@@ -16,6 +16,7 @@ from worker.cli.fleet import (
     cmd_fleet_apply,
     cmd_fleet_impact,
     cmd_fleet_list,
+    cmd_fleet_plan,
     cmd_index_rebuild,
 )
 from worker.cli.models import cmd_catalog, cmd_check, cmd_inspect, cmd_settings
@@ -174,6 +175,33 @@ def add_fleet_commands(sub: Subparsers) -> None:
         help="tf.load_op_library(SO) first (repeatable)",
     )
     p.set_defaults(func=cmd_dump_manifest)
+
+    p = fleet.add_parser(
+        "plan",
+        help="which release each consumer should move to, or which models to re-export",
+        description="For every consumer, each release it may move to (its fleet entry's "
+        "upgrade_to range; default: every catalog minor not older than its own) and what "
+        "the indexed models would then do there, from their recorded verdicts (no model is "
+        "read again); the lowest release serving every model the consumer must serve, or "
+        "what blocks it and the re-exports that would do instead; and per model owner, the "
+        "newest release to export with. Exit 1 when some consumer has no release serving "
+        "everything it must.",
+    )
+    p.add_argument(
+        "--fleet",
+        metavar="FLEET.yaml",
+        help="the fleet to plan for (default: TFCOMPAT_FLEET, else config/fleet.yaml)",
+    )
+    form = p.add_mutually_exclusive_group()
+    form.add_argument("--json", action="store_true", help="the whole plan as JSON")
+    form.add_argument("--csv", action="store_true", help="one row per consumer and candidate")
+    p.add_argument(
+        "--apply-preview",
+        action="store_true",
+        help="then show what `fleet apply` would re-tag and whom it would tell once every "
+        "consumer is at its recommended release (nothing is written)",
+    )
+    p.set_defaults(func=cmd_fleet_plan)
 
     for name, func, text in (
         ("impact", cmd_fleet_impact, "which indexed models a fleet change would change, and why"),

@@ -74,25 +74,28 @@ def release_lookup(catalog: Catalog) -> ReleaseLookup:
 
 def release_record(outcomes: Sequence[ReleaseOutcome], lookup: ReleaseLookup) -> dict[str, Any]:
     """The report's `release_verdicts` of one artifact: {"digest", "runs": [[state, index
-    into errors or null, count], ...], "errors": [[message, ...], ...]}."""
+    into errors or null, count], ...], "errors": [[message, ...], ...], "causes": [[code,
+    fix or null], ...]} (beside each of errors, its first error finding's code and fix)."""
     runs: list[list[Any]] = []
     errors: list[list[str]] = []
+    causes: list[list[Any]] = []
     for outcome in outcomes:
         verdict = outcome.verdict
-        messages = list(
-            islice((f.message for f in verdict.findings if f.severity == Severity.ERROR), REASONS)
-        )
+        failing = [f for f in verdict.findings if f.severity == Severity.ERROR]
+        messages = [f.message for f in failing[:REASONS]]
         error = None
         if messages:
             if messages not in errors:
                 errors.append(messages)
+                first = failing[0]
+                causes.append([str(first.code), first.fix.to_json() if first.fix else None])
             error = errors.index(messages)
         state = str(verdict.status)
         if runs and runs[-1][0] == state and runs[-1][1] == error:
             runs[-1][2] += 1
         else:
             runs.append([state, error, 1])
-    return {"digest": lookup.digest, "runs": runs, "errors": errors}
+    return {"digest": lookup.digest, "runs": runs, "errors": errors, "causes": causes}
 
 
 def _parsed(record: Any) -> ReleaseVerdicts | None:
@@ -115,7 +118,30 @@ def _parsed(record: Any) -> ReleaseVerdicts | None:
         if error is not None and not (type(error) is int and 0 <= error < len(errors)):
             return None
         parsed.append((state, error, count))
-    return ReleaseVerdicts(record["digest"], tuple(parsed), tuple(tuple(e) for e in errors))
+    return ReleaseVerdicts(
+        record["digest"],
+        tuple(parsed),
+        tuple(tuple(e) for e in errors),
+        _causes(record.get("causes"), len(errors)),
+    )
+
+
+def _causes(value: Any, errors: int) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """A record's causes, checked; none (as in an older record) unless each of its
+    errors has one: [code, a fix's fields as strings or null]."""
+    if not isinstance(value, list) or len(value) != errors:
+        return ()
+    found = []
+    for cause in value:
+        if not isinstance(cause, list) or len(cause) != 2 or not isinstance(cause[0], str):
+            return ()
+        code, fix = cause
+        if fix is not None and not (
+            isinstance(fix, dict) and all(isinstance(v, str) for v in fix.values())
+        ):
+            return ()
+        found.append((code, tuple(sorted((fix or {}).items()))))
+    return tuple(found)
 
 
 def releases_of(artifact_reports: Sequence[Any]) -> ReleaseVerdicts | None:
@@ -134,6 +160,7 @@ def releases_of(artifact_reports: Sequence[Any]) -> ReleaseVerdicts | None:
         return None
     merged: list[list[Any]] = []
     errors: list[tuple[str, ...]] = []
+    causes: list[tuple[str, tuple[tuple[str, str], ...]] | None] = []
     for position in range(sum(count for _, _, count in first.runs)):
         found = [r.at(position) for r in records if r is not None]
         if any(f is None for f in found):
@@ -144,9 +171,17 @@ def releases_of(artifact_reports: Sequence[Any]) -> ReleaseVerdicts | None:
         if messages:
             if messages not in errors:
                 errors.append(messages)
+                failing = next(r for r, f in zip(records, found, strict=True) if f and f[1])
+                causes.append(failing.cause_at(position) if failing else None)
             error = errors.index(messages)
         if merged and merged[-1][0] == state and merged[-1][1] == error:
             merged[-1][2] += 1
         else:
             merged.append([str(state), error, 1])
-    return ReleaseVerdicts(first.digest, tuple((s, e, c) for s, e, c in merged), tuple(errors))
+    kept = tuple(c for c in causes if c is not None)
+    return ReleaseVerdicts(
+        first.digest,
+        tuple((s, e, c) for s, e, c in merged),
+        tuple(errors),
+        kept if len(kept) == len(errors) else (),
+    )

@@ -25,12 +25,27 @@ class ReleaseVerdicts:
     digest: str
     runs: tuple[tuple[str, int | None, int], ...]
     errors: tuple[tuple[str, ...], ...] = ()
+    # beside each of `errors`, its first error finding's code and fix (`Fix.to_json`'s
+    # items, sorted; () without a fix), as `fleet plan` groups failures; empty in records
+    # written before they were kept
+    causes: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     def at(self, position: int) -> tuple[str, tuple[str, ...]] | None:
         """(state, error messages) of the release at `position`; None past the end."""
         for state, error, count in self.runs:
             if position < count:
                 return state, self.errors[error] if error is not None else ()
+            position -= count
+        return None
+
+    def cause_at(self, position: int) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+        """(code, fix) of the first error of the release at `position`; None when it has
+        none or the record does not keep causes."""
+        for _, error, count in self.runs:
+            if position < count:
+                if error is None or len(self.causes) != len(self.errors):
+                    return None
+                return self.causes[error]
             position -= count
         return None
 

@@ -186,6 +186,7 @@ def _releases(data: dict[str, Any] | None) -> ReleaseVerdicts | None:
         data["digest"],
         tuple((state, error, count) for state, error, count in data["runs"]),
         tuple(tuple(e) for e in data["errors"]),
+        tuple((code, tuple(map(tuple, fix))) for code, fix in data.get("causes") or ()),
     )
 
 
