@@ -11,7 +11,8 @@ for several pages a person asks for:
 
   first page | a page deep in the index (from a cursor) | one consumer's failing
   cells | a status, worst first | a key prefix | a search for one model (a
-  rare match: the page reads at most `SCAN_BUDGET` rows and offers to go on)
+  rare match near the end of the key order: found from the trigram postings of
+  `worker.sinks.matrix`, where a walk stopped at `NAME_BUDGET` fields without it)
 
 The first size also writes its models twice, entries alone and then with their rows,
 to show what the rows cost the index's writers.

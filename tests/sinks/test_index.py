@@ -129,6 +129,9 @@ class FakeRedis:
     def zadd(self, name: str, mapping: dict[str, float]) -> None:
         self.data.setdefault(name, {}).update(mapping)
 
+    def append(self, name: str, value: bytes) -> None:
+        self.data[name] = self.data.get(name, b"") + value
+
     def zrem(self, name: str, *members: str) -> None:
         for member in members:
             self.data.get(name, {}).pop(member, None)

@@ -4,6 +4,7 @@ from a cursor without reading the whole index."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -178,17 +179,93 @@ def test_a_page_reads_at_most_the_budget_of_rows_and_says_where_to_go_on(
 
 
 @pytest.mark.services
-def test_a_search_reads_only_the_rows_whose_location_matches(
+def test_a_short_search_reads_only_the_rows_whose_location_matches(
+    client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under three characters there is no trigram to look up: the page walks the keys
+    monkeypatch.setattr(matrix, "NAME_BUDGET", 600)
+    put(client, [row(f"k/{i:05d}") for i in range(1000)] + [row("z/needle")])
+    m = Matrix(client)
+    page = m.page(Query(search="NE"))
+    assert page.rows == [] and page.stopped_early and page.scanned == 0
+    assert page.examined == 600
+    page = m.page(Query(search="NE", after=page.next))
+    assert keys(page) == ["z/needle"] and page.scanned == 1 and page.next is None
+
+
+@pytest.mark.services
+def test_a_rare_search_finds_its_match_in_one_page_reading_only_its_row(
     client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(matrix, "NAME_BUDGET", 600)
     put(client, [row(f"k/{i:05d}") for i in range(1000)] + [row("z/needle")])
+    page = Matrix(client).page(Query(search="NEEDLE"))
+    assert keys(page) == ["z/needle"] and page.scanned == 1 and page.examined == 1
+    assert not page.stopped_early and page.next is None
+
+
+@pytest.mark.services
+def test_a_search_pages_its_matches_in_every_order_from_the_cursor(
+    client: redis.Redis,
+) -> None:
+    put(
+        client,
+        [row(f"k/{i:04d}", "incompatible" if i % 2 else "compatible") for i in range(300)],
+    )
     m = Matrix(client)
-    page = m.page(Query(search="NEEDLE"))
-    assert page.rows == [] and page.stopped_early and page.scanned == 0
-    assert page.examined == 600
-    page = m.page(Query(search="NEEDLE", after=page.next))
-    assert keys(page) == ["z/needle"] and page.scanned == 1 and page.next is None
+    wanted = [f"k/{i:04d}" for i in range(300) if "01" in f"{i:04d}"]
+
+    def every(query: Query) -> list[str]:
+        seen: list[str] = []
+        while True:
+            page = m.page(query)
+            seen += keys(page)
+            if page.next is None:
+                return seen
+            query = replace(query, after=page.next)
+
+    assert m.named("01") is None  # too short for a trigram
+    assert every(Query(search="/01", limit=3)) == [k for k in wanted if k.startswith("k/01")]
+    assert every(Query(search="01", limit=4)) == wanted  # walked
+    assert every(Query(search="k/00", limit=7, sort="-key")) == [
+        f"k/{i:04d}" for i in reversed(range(100))
+    ]
+    by_status = every(Query(search="/00", sort="status", limit=5))
+    assert by_status == [f"k/{i:04d}" for i in range(1, 100, 2)] + [
+        f"k/{i:04d}" for i in range(0, 100, 2)
+    ]
+    assert every(Query(search="/00", prefix="m/k/005", limit=2)) == [
+        f"k/{i:04d}" for i in range(50, 60)
+    ]
+
+
+@pytest.mark.services
+def test_a_removed_row_is_no_longer_found_by_a_search(client: redis.Redis) -> None:
+    put(client, [row("vision/needle"), row("vision/other")])
+    pipe = client.pipeline(transaction=False)
+    matrix.remove_rows(pipe, [row("vision/needle")])
+    pipe.execute()
+    m = Matrix(client)
+    assert m.named("needle") == []
+    assert keys(m.page(Query(search="needle"))) == []
+    put(client, [row("vision/needle")])  # written again: found again, once
+    assert keys(m.page(Query(search="needle"))) == ["vision/needle"]
+
+
+@pytest.mark.services
+def test_rows_written_before_the_search_postings_are_walked_until_named(
+    client: redis.Redis,
+) -> None:
+    put(client, [row(f"k/{i:03d}") for i in range(50)] + [row("z/needle")])
+    client.delete(matrix.NAMES)  # as an index written before the postings existed
+    for gram in client.keys(matrix.GRAM + "*"):
+        client.delete(gram)
+    m = Matrix(client)
+    assert m.named("needle") is None
+    assert keys(m.page(Query(search="needle"))) == ["z/needle"]  # walked
+    assert m.ensure_names() == 51
+    assert m.named("needle") == ["m/z/needle"]
+    assert m.ensure_names() == 0  # once
 
 
 @pytest.mark.services

@@ -264,7 +264,14 @@ class ModelIndex:
         """Give every entry its fleet-page row (`worker.sinks.matrix`) once: an index
         written before the rows existed has none. Rows made here come from the recorded
         verdicts (no findings); a model checked again gets its report's. The number of
-        rows written."""
+        rows written. Every row's field also gets its search postings here, once."""
+        written = self._ensure_rows()
+        named = self._call("naming matrix rows", matrix.Matrix(self._redis).ensure_names)
+        if named:
+            log.info("index.matrix_names_written", fields=named)
+        return written
+
+    def _ensure_rows(self) -> int:
         if self._call("checking the matrix rows", self._redis.exists, matrix.BUILT):
             return 0
         written = 0
