@@ -5,6 +5,7 @@ preview fails with that cause and the process that asked carries on. A job of ki
 from __future__ import annotations
 
 import pytest
+import redis
 
 from tests.redis_server import redis_url
 from tests.truth import ROOT
@@ -12,6 +13,7 @@ from worker.catalog.catalog import load_catalog
 from worker.fleet.fleet import load_fleet
 from worker.pipeline.preview_tasks import run_bounded
 from worker.settings import Settings
+from worker.sinks.index import BUILT
 
 pytestmark = pytest.mark.services
 
@@ -30,6 +32,8 @@ def test_a_change_naming_a_manifest_fails_in_the_child_too() -> None:
 
 def test_a_plan_job_computes_fleet_plan_in_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
     fleet = str(ROOT / "config" / "fleet.yaml")
+    # An index not built yet: the child rebuilds it and logs so while it computes.
+    redis.Redis.from_url(redis_url(1)).delete(BUILT)
     monkeypatch.setenv("TFCOMPAT_BROKER_URL", redis_url(1))
     monkeypatch.setenv("TFCOMPAT_FLEET", fleet)
     result = run_bounded(Settings(broker_url=redis_url(1)), {"kind": "plan", "fleet": "x"})

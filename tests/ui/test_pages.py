@@ -348,7 +348,8 @@ def test_a_failed_plan_says_why(
     store.failed(handed[0], asked, "stopped after 300 s")
     page = text(client.get("/ui/plan", headers=HTML).text)
     assert "The plan failed: stopped after 300 s" in page
-    assert client.get("/ui/plan.json").status_code == 500
+    failed = client.get("/ui/plan.json")
+    assert failed.status_code == 500 and "stopped after 300 s" in failed.json()["error"]
 
 
 def test_computing_the_plan_again_needs_the_form_s_csrf_token(

@@ -5,7 +5,8 @@ limit.
 Reads the job on stdin: a change (`{"add": [[name|null, spec]], "remove": [name]}`, as
 `worker.ui.preview_form.change_of` makes it), or `{"kind": "plan"}` for `tfcompat
 fleet plan` over the settings' fleet file. Writes the page's view on stdout as JSON
-(`{"result": {...}}` or `{"error": "..."}`), and exits 0, or 1 with an error. Reading
+(`{"result": {...}}` or `{"error": "..."}`), and nothing else (logs go to stderr), and
+exits 0, or 1 with an error. Reading
 only: the index is read, nothing is written anywhere.
 """
 
@@ -132,10 +133,24 @@ def plan_view(index: Any, fleet: Any, catalog: Any, ranges: Any) -> dict[str, An
     }
 
 
+def _answer_channel() -> Any:
+    """The process's stdout, kept for the answer alone; whatever else writes to stdout
+    from now on (a log line, such as the index's "index.rebuilt") goes to stderr, where it
+    cannot make the answer unreadable."""
+    import os
+
+    sys.stdout.flush()
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answer
+
+
 def main() -> int:
     from worker.errors import TfcompatError
     from worker.settings import load_settings
 
+    out = _answer_channel()
     try:
         job = orjson.loads(sys.stdin.buffer.read())
         if not isinstance(job, dict):
@@ -145,9 +160,11 @@ def main() -> int:
             assess_plan(settings) if job.get("kind") == "plan" else assess_change(settings, job)
         )
     except (TfcompatError, ValueError) as exc:
-        sys.stdout.buffer.write(orjson.dumps({"error": str(exc)}))
+        out.write(orjson.dumps({"error": str(exc)}))
+        out.close()
         return 1
-    sys.stdout.buffer.write(orjson.dumps({"result": result}))
+    out.write(orjson.dumps({"result": result}))
+    out.close()
     return 0
 
 

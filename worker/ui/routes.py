@@ -3,14 +3,15 @@
 Every page is HTML rendered here (Jinja2), readable with JavaScript off; a little
 script only submits the filter form when a choice changes. The routes are served on
 the page's own listener (`tfcompat serve`), never the event listener. Reading changes
-nothing: every route is a GET but three forms, each with a CSRF token: sign-in (sets
-a session cookie), sign-out (ends the session) and the fleet-change preview, which
-only enqueues the assessment for a worker (`pipeline.preview_tasks`) and sends the
-browser to a page that shows "running" until the result is in Redis. The upgrade plan
-(`/ui/plan`, `tfcompat fleet plan`) is computed the same way, once for every reader: a
-GET hands one to a worker when none is current (for this fleet, newer than
-`PLAN_FRESH`), and the page and its downloads show that one. Pages never show
-a setting, so no secret reaches them. A script (the JSON and CSV downloads, or any
+nothing: every route is a GET but four forms, each with a CSRF token: sign-in (sets
+a session cookie), sign-out (ends the session), the fleet-change preview, which only
+enqueues the assessment for a worker (`pipeline.preview_tasks`) and sends the browser
+to a page that shows "running" until the result is in Redis, and "compute the plan
+again". The upgrade plan (`/ui/plan`, `tfcompat fleet plan`) is computed the same way,
+once for every reader: a GET hands one to a worker when none is current (for this
+fleet, finished less than `PLAN_FRESH` seconds ago, or still running), counted with the
+previews in flight, and the page and its downloads show that one. Pages never show a
+setting, so no secret reaches them. A script (the JSON and CSV downloads, or any
 request not asking for HTML) without credentials gets 401 with `WWW-Authenticate:
 Bearer`; a browser is sent to the sign-in form.
 
@@ -589,7 +590,8 @@ class Pages:
 
     async def _plan_download(self) -> dict[str, Any] | Response:
         """The done plan's result, or the JSON answer a script gets while there is none:
-        503 with Retry-After while it runs (it was started if none was current)."""
+        503 with Retry-After while it runs (it was started if none was current), 500 with
+        the cause when it failed."""
         document, error, status = await self._plan_or_problem()
         if document is not None and document.get("state") == "done":
             return dict(document.get("result") or {})
@@ -597,7 +599,8 @@ class Pages:
             error, status = f"the plan failed: {document.get('error')}", 500
         elif document is not None:
             error, status = "the plan is being computed; try again in a few seconds", 503
-        retry = {"Retry-After": str(POLL_SECONDS if status == 503 else 60)}
+        waits = {503: POLL_SECONDS, 429: 60}  # a failed plan (500) stays failed a while
+        retry = {"Retry-After": str(waits[status])} if status in waits else {}
         return JSONResponse(
             {"error": error}, status_code=status, headers={**SECURITY_HEADERS, **retry}
         )
