@@ -365,6 +365,24 @@ def test_computing_the_plan_again_needs_the_form_s_csrf_token(
     assert len(handed) == 2
 
 
+def test_an_edited_fleet_file_gets_a_new_plan(
+    planning: tuple[TestClient, list[str]], indexed: tuple[ModelIndex, Store], tmp_path: Path
+) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text((ROOT / "config" / "fleet.yaml").read_text())
+    handed: list[str] = []
+    previews = Previews(PreviewStore(indexed[0].redis_client, 60), lambda i, c: handed.append(i))
+    client = TestClient(
+        app(indexed, previews, fleet=str(fleet)), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    client.get("/ui/plan")
+    client.get("/ui/plan")
+    assert len(handed) == 1
+    fleet.write_text(fleet.read_text().replace("consumers:", "consumers:  # upgrade_to edited"))
+    client.get("/ui/plan")
+    assert len(handed) == 2
+
+
 def test_without_workers_the_plan_page_says_there_is_none(client: TestClient) -> None:
     answer = client.get("/ui/plan", headers=HTML)
     assert answer.status_code == 503 and "no plan here" in answer.text

@@ -54,7 +54,7 @@ from starlette.routing import BaseRoute, Route
 from worker.catalog.catalog import Catalog
 from worker.errors import TfcompatError
 from worker.fleet.digests import consumer_digest
-from worker.fleet.fleet import Fleet
+from worker.fleet.fleet import Fleet, fleet_file
 from worker.model.events import ObjectEvent
 from worker.notify.owners import Owners
 from worker.settings import Settings
@@ -529,10 +529,18 @@ class Pages:
         previews = self.s.previews
         if previews is None:
             return None
-        fleet = await asyncio.to_thread(self.s.fleet)
-        digest = sha256("\n".join(consumer_digest(c) for c in fleet.consumers).encode())
-        plan_id = await asyncio.to_thread(previews.plan, digest.hexdigest(), PLAN_FRESH, again)
+        digest = await asyncio.to_thread(self._fleet_digest)
+        plan_id = await asyncio.to_thread(previews.plan, digest, PLAN_FRESH, again)
         return plan_id, await asyncio.to_thread(previews.get, plan_id)
+
+    def _fleet_digest(self) -> str:
+        """What a plan depends on besides the index: the consumers' definitions and the
+        fleet file itself (its `upgrade_to` ranges)."""
+        parts = [consumer_digest(c) for c in self.s.fleet().consumers]
+        path = fleet_file(self.s.settings.fleet)
+        if path.is_file():
+            parts.append(sha256(path.read_bytes()).hexdigest())
+        return sha256("\n".join(parts).encode()).hexdigest()
 
     async def _plan_or_problem(self, again: bool = False) -> tuple[dict[str, Any] | None, str, int]:
         """(the plan's document, or None and why not, and the HTTP status that says so)."""
