@@ -162,3 +162,21 @@ def test_signing_out_ends_the_session(browser: Browser, stack: tuple[str, str]) 
     expect(page).to_have_url(re.compile(r"/ui/login$"))
     page.goto(stack[0])
     expect(page).to_have_url(re.compile(r"/ui/login\?next=%2Fui$"))
+
+
+def test_the_upgrade_plan_from_the_navigation(browser: Browser, stack: tuple[str, str]) -> None:
+    page = signed_in(browser, stack)
+    page.get_by_role("link", name="Upgrade plan").click()
+    expect(page).to_have_url(re.compile(r"/ui/plan$"))  # a worker computes it; it reloads
+    expect(page.locator("#plan-summary")).to_contain_text("model(s) examined", timeout=120_000)
+    page.set_viewport_size({"width": 1400, "height": 1300})
+    shot(page, "plan")
+    legacy = page.locator("#consumer-legacy-edge")
+    chosen = legacy.locator("tr.recommended th")
+    expect(chosen).to_contain_text("← recommended")
+    release = chosen.inner_text().split()[0]
+    expect(legacy.locator("p.recommendation")).to_contain_text(f"{release} serves")
+    expect(legacy.locator("table.plan-causes").first).to_contain_text("Fix")
+    expect(legacy.locator("p.advice")).to_contain_text(f"upgrade to {release}")
+    producers = page.get_by_role("heading", name="Producers: the newest release to export with")
+    expect(producers).to_be_visible()

@@ -1,4 +1,5 @@
-"""The fleet page counts models, as `tfcompat check` does over the same files.
+"""The fleet page counts models, as `tfcompat check` does over the same files, and plans
+upgrades as `tfcompat fleet plan` does over the same index.
 
 A fixture fleet is uploaded the way a bucket sees it: each SavedModel is several
 objects, and its `saved_model.pb` and `variables/variables.index` each send an upload
@@ -11,6 +12,7 @@ ones `tfcompat check` gives over the same models.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,11 +29,13 @@ from tests.redis_server import redis_url
 from tests.sinks.documents import LOCATION, checker
 from tests.truth import BASE, ROOT
 from worker.catalog.catalog import load_catalog
-from worker.cli.preview_run import change_view
+from worker.cli.preview_run import change_view, plan_view
+from worker.fleet.candidates import upgrade_ranges
 from worker.fleet.fleet import load_fleet
 from worker.formats.access import ReadPolicy
 from worker.model.events import ObjectEvent
 from worker.model.verdict import Status, consumer_status_json
+from worker.notify.fixes import fix_text, plain
 from worker.pipeline.process import process_event
 from worker.pipeline.services import index_hook
 from worker.settings import Settings
@@ -114,7 +118,11 @@ def client(indexed: tuple[ModelIndex, Store, int]) -> TestClient:
 
     def assess_here(preview_id: str, change: dict[str, Any]) -> None:
         """What the preview task does, in this process: the view, stored as done."""
-        view = change_view(index, load_fleet(s.fleet, catalog), catalog, change)
+        fleet = load_fleet(s.fleet, catalog)
+        if change.get("kind") == "plan":
+            view = plan_view(index, fleet, catalog, upgrade_ranges(s.fleet))
+        else:
+            view = change_view(index, fleet, catalog, change)
         results.done(preview_id, change, view)
 
     sources = Sources(
@@ -217,3 +225,87 @@ def test_a_preview_counts_the_models_check_says_a_new_consumer_breaks(
     assert f"{len(artifacts)} model(s) examined; {not_serving} would change." in page
     assert f"{breaks} model(s) would newly fail ({breaks} consumer verdict(s))" in page
     assert "(new) → compatible" not in page
+
+
+# --- the upgrade plan: the page and its downloads agree with `tfcompat fleet plan` -------------
+
+
+def fleet_plan(*args: str) -> str:
+    """`tfcompat fleet plan ARGS` over the fixture index, as a user runs it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFCOMPAT_")}
+    env.update(TFCOMPAT_BROKER_URL=redis_url(DB), TFCOMPAT_FLEET=str(FLEET))
+    done = subprocess.run(
+        [sys.executable, "-m", "worker.cli", "fleet", "plan", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def test_the_plan_download_is_fleet_plan_json(client: TestClient) -> None:
+    answer = client.get("/ui/plan.json")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == json.loads(fleet_plan("--json"))
+
+
+def test_the_plan_csv_download_is_fleet_plan_csv(client: TestClient) -> None:
+    answer = client.get("/ui/plan.csv")
+    assert answer.status_code == 200, answer.text
+    assert answer.text == fleet_plan("--csv")
+
+
+def test_the_plan_page_shows_each_consumer_s_recommendation_and_counts(
+    client: TestClient,
+) -> None:
+    plan = json.loads(fleet_plan("--json"))
+    page = text(client.get("/ui/plan").text)
+    assert f"{plan['models_examined']} model(s) examined" in page
+    planned = [c for c in plan["consumers"] if c["recommended"]]
+    assert len(planned) >= 4
+    for c in planned:
+        said = "Recommended:" if c["serves_all"] else "No release serves every model it must:"
+        assert f"{said} {c['recommended']}" in page, (c["name"], page[:500])
+        for row in c["candidates"]:
+            counts = [row[k] for k in ("serves", "at_risk", "fails", "unknown", "gains")]
+            counts += [row["loses"], row["misses"]]
+            assert " ".join(str(n) for n in counts) in page, (c["name"], row["release"])
+
+
+def test_the_plan_page_shows_blockers_with_their_fix_and_the_comparison(
+    client: TestClient,
+) -> None:
+    plan = json.loads(fleet_plan("--json"))
+    shown = fleet_plan()
+    page = text(client.get("/ui/plan").text)
+    causes = [g for c in plan["consumers"] for g in c["blockers"] + c["reexport_instead"]]
+    assert causes
+    for group in causes:
+        assert group["code"] in page
+        for model in group["listed"]:
+            assert model in page
+    compares = [line.split("compare: ", 1)[1] for line in shown.splitlines() if "compare: " in line]
+    assert compares
+    for line in compares:
+        assert line in page
+    fixed = 0
+    for c in plan["consumers"]:
+        for group in c["blockers"] + c["reexport_instead"]:
+            said = fix_text(group["reexport"] or group["fix"], c["name"], plain)
+            fixed += bool(said)
+            assert not said or said in page, (c["name"], said)
+    assert fixed
+    for p in plan["producers"]:
+        if p["newest_now"]:
+            assert f"<= {p['newest_now']} until {p['held_by']} moves" in page
+
+
+def test_the_plan_downloads_refuse_a_script_without_credentials(client: TestClient) -> None:
+    anonymous = TestClient(client.app)
+    for path in ("/ui/plan.json", "/ui/plan.csv"):
+        answer = anonymous.get(path, headers={"Accept": "text/html"})
+        assert answer.status_code == 401, path
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")

@@ -26,8 +26,9 @@ from worker.settings import Settings
 from worker.sinks import matrix
 from worker.sinks.index import BUILT, ModelIndex, model_from_report
 from worker.sinks.memory import MemoryObjectStore
+from worker.sinks.previews import LATEST, PREFIX, PreviewStore
 from worker.ui.access import COOKIE, PageAccess, RedisRevocations
-from worker.ui.routes import Sources, ui_routes
+from worker.ui.routes import Previews, Sources, ui_routes
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "s3cret-ui-token"
@@ -73,7 +74,9 @@ def indexed() -> Iterator[tuple[ModelIndex, Store]]:
     client.flushdb()
 
 
-def app(indexed: tuple[ModelIndex, Store], **changes: Any) -> Starlette:
+def app(
+    indexed: tuple[ModelIndex, Store], previews: Previews | None = None, **changes: Any
+) -> Starlette:
     index, store = indexed
     s = settings(**changes)
     catalog = load_catalog()
@@ -84,6 +87,7 @@ def app(indexed: tuple[ModelIndex, Store], **changes: Any) -> Starlette:
         catalog=catalog,
         fleet=lambda: load_fleet(s.fleet, catalog),
         owners=load_owners(s.owners),
+        previews=previews,
     )
     return Starlette(routes=ui_routes(sources))
 
@@ -296,6 +300,92 @@ def test_downloads_hold_the_filtered_matrix(client: TestClient) -> None:
     assert document["consumers"] == fleet
     cell = next(m for m in document["models"] if "vision" in m["object"])["cells"]["serving-prod"]
     assert cell["state"] == "fails" and cell["code"] == "op.not-registered"
+
+
+# --- the upgrade plan while a worker computes it -----------------------------------------------
+
+
+@pytest.fixture
+def planning(indexed: tuple[ModelIndex, Store]) -> Iterator[tuple[TestClient, list[str]]]:
+    """A page whose plans are handed to a worker that has not answered yet (the ids
+    handed over are listed)."""
+    handed: list[str] = []
+    previews = Previews(PreviewStore(indexed[0].redis_client, 60), lambda i, c: handed.append(i))
+    yield TestClient(app(indexed, previews), headers={"Authorization": f"Bearer {TOKEN}"}), handed
+    for prefix in (PREFIX, LATEST):
+        for key in indexed[0].redis_client.scan_iter(match=prefix + "*"):
+            indexed[0].redis_client.delete(key)
+
+
+def test_the_plan_page_reloads_itself_while_a_worker_computes_the_plan(
+    planning: tuple[TestClient, list[str]],
+) -> None:
+    client, handed = planning
+    first, again = client.get("/ui/plan", headers=HTML), client.get("/ui/plan", headers=HTML)
+    assert first.status_code == 200 and first.headers["Refresh"]
+    assert "Computing the plan" in first.text and "Computing the plan" in again.text
+    assert len(handed) == 1  # every reader waits for the same one
+
+
+def test_the_plan_downloads_answer_503_with_retry_after_while_it_is_computed(
+    planning: tuple[TestClient, list[str]],
+) -> None:
+    client, handed = planning
+    for path in ("/ui/plan.json", "/ui/plan.csv"):
+        answer = client.get(path)
+        assert answer.status_code == 503 and answer.headers["Retry-After"], path
+        assert "being computed" in answer.json()["error"]
+    assert len(handed) == 1
+
+
+def test_a_failed_plan_says_why(
+    planning: tuple[TestClient, list[str]], indexed: tuple[ModelIndex, Store]
+) -> None:
+    client, handed = planning
+    client.get("/ui/plan")
+    store = PreviewStore(indexed[0].redis_client, 60)
+    asked = (store.get(handed[0]) or {})["change"]
+    store.failed(handed[0], asked, "stopped after 300 s")
+    page = text(client.get("/ui/plan", headers=HTML).text)
+    assert "The plan failed: stopped after 300 s" in page
+    failed = client.get("/ui/plan.json")
+    assert failed.status_code == 500 and "stopped after 300 s" in failed.json()["error"]
+
+
+def test_computing_the_plan_again_needs_the_form_s_csrf_token(
+    planning: tuple[TestClient, list[str]],
+) -> None:
+    client, handed = planning
+    client.get("/ui/plan")
+    assert client.post("/ui/plan", data={"csrf": "forged"}).status_code == 403
+    assert len(handed) == 1
+    token = csrf(client, "/ui/preview")  # the running page offers no form; any page's token
+    answer = client.post("/ui/plan", data={"csrf": token}, follow_redirects=False)
+    assert answer.status_code == 303 and answer.headers["location"] == "/ui/plan"
+    assert len(handed) == 2
+
+
+def test_an_edited_fleet_file_gets_a_new_plan(
+    planning: tuple[TestClient, list[str]], indexed: tuple[ModelIndex, Store], tmp_path: Path
+) -> None:
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text((ROOT / "config" / "fleet.yaml").read_text())
+    handed: list[str] = []
+    previews = Previews(PreviewStore(indexed[0].redis_client, 60), lambda i, c: handed.append(i))
+    client = TestClient(
+        app(indexed, previews, fleet=str(fleet)), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    client.get("/ui/plan")
+    client.get("/ui/plan")
+    assert len(handed) == 1
+    fleet.write_text(fleet.read_text().replace("consumers:", "consumers:  # upgrade_to edited"))
+    client.get("/ui/plan")
+    assert len(handed) == 2
+
+
+def test_without_workers_the_plan_page_says_there_is_none(client: TestClient) -> None:
+    answer = client.get("/ui/plan", headers=HTML)
+    assert answer.status_code == 503 and "no plan here" in answer.text
 
 
 def test_no_page_shows_the_token(client: TestClient) -> None:

@@ -1,10 +1,13 @@
-"""One fleet-change preview, assessed in a process of its own (`python -m
-worker.cli.preview_run`), which the preview task starts under a memory limit.
+"""One fleet-change preview, or the fleet's upgrade plan, assessed in a process of its
+own (`python -m worker.cli.preview_run`), which the preview task starts under a memory
+limit.
 
-Reads the change on stdin (`{"add": [[name|null, spec]], "remove": [name]}`, as
-`worker.ui.preview_form.change_of` makes it), writes the page's view of the impact
-on stdout as JSON (`{"result": {...}}` or `{"error": "..."}`), and exits 0, or 1 with
-an error. Reading only: the index is read, nothing is written anywhere.
+Reads the job on stdin: a change (`{"add": [[name|null, spec]], "remove": [name]}`, as
+`worker.ui.preview_form.change_of` makes it), or `{"kind": "plan"}` for `tfcompat
+fleet plan` over the settings' fleet file. Writes the page's view on stdout as JSON
+(`{"result": {...}}` or `{"error": "..."}`), and nothing else (logs go to stderr), and
+exits 0, or 1 with an error. Reading
+only: the index is read, nothing is written anywhere.
 """
 
 from __future__ import annotations
@@ -98,19 +101,70 @@ def change_view(index: Any, current: Any, catalog: Any, change: dict[str, Any]) 
     return view(impact, time.perf_counter() - started)
 
 
+def assess_plan(settings: Any) -> dict[str, Any]:
+    """`plan_view` of the settings' fleet file over the index `tfcompat fleet plan` reads."""
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.candidates import upgrade_ranges
+    from worker.fleet.fleet import load_fleet
+    from worker.pipeline.services import build_index
+    from worker.sinks.s3 import S3ObjectStore, s3_client
+
+    catalog = load_catalog()
+    fleet = load_fleet(settings.fleet, catalog)
+    index = build_index(settings, S3ObjectStore(s3_client(settings), settings))
+    return plan_view(index, fleet, catalog, upgrade_ranges(settings.fleet))
+
+
+def plan_view(index: Any, fleet: Any, catalog: Any, ranges: Any) -> dict[str, Any]:
+    """The plan as `tfcompat fleet plan` computes it over `index`: its `--json` document
+    (`plan`) and its `--csv` text (`csv`), which the page shows and serves as they are."""
+    from worker.cli.plan_render import render_plan_csv
+    from worker.fleet.plan import build_plan
+    from worker.fleet.plan_advice import plan_json
+    from worker.sinks.index import gc_paused
+
+    started = time.perf_counter()
+    with gc_paused():
+        plan = build_plan(index.models(), fleet, catalog, ranges)
+    return {
+        "plan": plan_json(plan),
+        "csv": render_plan_csv(plan),
+        "elapsed_s": round(time.perf_counter() - started, 3),
+    }
+
+
+def _answer_channel() -> Any:
+    """The process's stdout, kept for the answer alone; whatever else writes to stdout
+    from now on (a log line, such as the index's "index.rebuilt") goes to stderr, where it
+    cannot make the answer unreadable."""
+    import os
+
+    sys.stdout.flush()
+    answer = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answer
+
+
 def main() -> int:
     from worker.errors import TfcompatError
     from worker.settings import load_settings
 
+    out = _answer_channel()
     try:
-        change = orjson.loads(sys.stdin.buffer.read())
-        if not isinstance(change, dict):
-            raise ValueError("the change is not a JSON object")
-        result = assess_change(load_settings(), change)
+        job = orjson.loads(sys.stdin.buffer.read())
+        if not isinstance(job, dict):
+            raise ValueError("the job is not a JSON object")
+        settings = load_settings()
+        result = (
+            assess_plan(settings) if job.get("kind") == "plan" else assess_change(settings, job)
+        )
     except (TfcompatError, ValueError) as exc:
-        sys.stdout.buffer.write(orjson.dumps({"error": str(exc)}))
+        out.write(orjson.dumps({"error": str(exc)}))
+        out.close()
         return 1
-    sys.stdout.buffer.write(orjson.dumps({"result": result}))
+    out.write(orjson.dumps({"result": result}))
+    out.close()
     return 0
 
 

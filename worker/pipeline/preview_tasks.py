@@ -1,5 +1,6 @@
-"""The fleet page's preview as bounded work: a Celery task that assesses the change in
-a child process with a memory limit and a time limit, and keeps the result in Redis.
+"""The fleet page's preview as bounded work: a Celery task that assesses the change (or,
+for a job of kind "plan", computes `tfcompat fleet plan`) in a child process with a
+memory limit and a time limit, and keeps the result in Redis.
 
 The receiver only enqueues (`preview_enqueuer`) and reads the result: a whole-fleet
 assessment (about 0.4 ms of CPU a model, with the garbage collector paused) never
@@ -52,6 +53,7 @@ def _limit_memory(megabytes: int) -> Callable[[], None]:
 def run_bounded(settings: Settings, change: dict[str, Any]) -> dict[str, Any]:
     """The preview's result; RuntimeError saying why there is none."""
     limit = settings.ui_preview_time_limit
+    command = "plan" if change.get("kind") == "plan" else "impact"
     try:
         done = subprocess.run(
             [sys.executable, "-m", RUNNER],
@@ -64,7 +66,7 @@ def run_bounded(settings: Settings, change: dict[str, Any]) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         raise RuntimeError(
             f"stopped after {limit} s (TFCOMPAT_UI_PREVIEW_TIME_LIMIT); "
-            "`tfcompat fleet impact` runs it without a limit"
+            f"`tfcompat fleet {command}` runs it without a limit"
         ) from None
     try:
         answer = orjson.loads(done.stdout) if done.stdout else {}

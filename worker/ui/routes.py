@@ -3,11 +3,15 @@
 Every page is HTML rendered here (Jinja2), readable with JavaScript off; a little
 script only submits the filter form when a choice changes. The routes are served on
 the page's own listener (`tfcompat serve`), never the event listener. Reading changes
-nothing: every route is a GET but three forms, each with a CSRF token: sign-in (sets
-a session cookie), sign-out (ends the session) and the fleet-change preview, which
-only enqueues the assessment for a worker (`pipeline.preview_tasks`) and sends the
-browser to a page that shows "running" until the result is in Redis. Pages never show
-a setting, so no secret reaches them. A script (the JSON and CSV downloads, or any
+nothing: every route is a GET but four forms, each with a CSRF token: sign-in (sets
+a session cookie), sign-out (ends the session), the fleet-change preview, which only
+enqueues the assessment for a worker (`pipeline.preview_tasks`) and sends the browser
+to a page that shows "running" until the result is in Redis, and "compute the plan
+again". The upgrade plan (`/ui/plan`, `tfcompat fleet plan`) is computed the same way,
+once for every reader: a GET hands one to a worker when none is current (for this
+fleet, finished less than `PLAN_FRESH` seconds ago, or still running), counted with the
+previews in flight, and the page and its downloads show that one. Pages never show a
+setting, so no secret reaches them. A script (the JSON and CSV downloads, or any
 request not asking for HTML) without credentials gets 401 with `WWW-Authenticate:
 Bearer`; a browser is sent to the sign-in form.
 
@@ -27,6 +31,8 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from hashlib import sha256
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qs, urlencode
@@ -47,7 +53,8 @@ from starlette.routing import BaseRoute, Route
 
 from worker.catalog.catalog import Catalog
 from worker.errors import TfcompatError
-from worker.fleet.fleet import Fleet
+from worker.fleet.digests import consumer_digest
+from worker.fleet.fleet import Fleet, fleet_file
 from worker.model.events import ObjectEvent
 from worker.notify.owners import Owners
 from worker.settings import Settings
@@ -55,7 +62,7 @@ from worker.sinks.index import ModelIndex
 from worker.sinks.matrix import CELL_STATES, STATUSES, Matrix, Page, Query, Row
 from worker.sinks.previews import PreviewStore, new_preview_id
 from worker.sinks.reports import report_key
-from worker.ui import reading
+from worker.ui import plan_view, reading
 from worker.ui.access import (
     COOKIE,
     CSRF_COOKIE,
@@ -77,7 +84,9 @@ VERSIONS_SHOWN = 10
 FORM_BYTES = 4096  # the largest body a form of the page sends
 PREVIEW_LISTED = 200  # changed models a preview lists (worker.cli.preview_run.LISTED)
 POLL_SECONDS = 2  # how often a running preview's page reloads itself
-SCRIPT_PATHS = ("/ui/matrix.csv", "/ui/matrix.json")
+PLAN = "plan"  # the preview kind of `tfcompat fleet plan` (`worker.cli.preview_run`)
+PLAN_FRESH = 600  # seconds a computed plan is shown before the next reader gets a new one
+SCRIPT_PATHS = ("/ui/matrix.csv", "/ui/matrix.json", "/ui/plan.csv", "/ui/plan.json")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
     "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -123,6 +132,26 @@ class Previews:
 
     def get(self, preview_id: str) -> dict[str, Any] | None:
         return self.store.get(preview_id)
+
+    def plan(self, fleet: str, fresh: float, again: bool = False) -> str:
+        """The id of the fleet's upgrade plan every reader is shown: the newest one, when
+        it was asked for the same fleet (`fleet`: its digest), is still queued or running
+        (and not lost), or finished less than `fresh` seconds ago; else (or `again`) a new
+        one, handed to a worker like a preview and counted with them."""
+        with self._lock:
+            newest = self.store.newest(PLAN)
+            document = self.store.get(newest) if newest else None
+            if newest and document and not again:
+                age = self.store.clock() - float(document.get("since") or 0)
+                running = document.get("state") in ("queued", "running")
+                same = (document.get("change") or {}).get("fleet") == fleet
+                if same and age < (self.lasts if running else fresh):
+                    return newest
+            if self.store.in_flight(self.lasts) >= self.in_flight:
+                raise TooManyPreviews
+            preview_id = self._submit({"kind": PLAN, "fleet": fleet})
+            self.store.set_newest(PLAN, preview_id)
+            return preview_id
 
 
 class VersionLister(Protocol):
@@ -491,6 +520,121 @@ class Pages:
             **context,
         )
 
+    # --- the fleet's upgrade plan -------------------------------------------------------
+
+    async def _plan(self, again: bool = False) -> tuple[str, dict[str, Any] | None] | None:
+        """(the plan's id, its document) the readers are shown, started when none is
+        current; None when there is no preview machinery here. TooManyPreviews, or the
+        broker's or Redis's error, when a new one cannot be handed to a worker now."""
+        previews = self.s.previews
+        if previews is None:
+            return None
+        digest = await asyncio.to_thread(self._fleet_digest)
+        plan_id = await asyncio.to_thread(previews.plan, digest, PLAN_FRESH, again)
+        return plan_id, await asyncio.to_thread(previews.get, plan_id)
+
+    def _fleet_digest(self) -> str:
+        """What a plan depends on besides the index: the consumers' definitions and the
+        fleet file itself (its `upgrade_to` ranges)."""
+        parts = [consumer_digest(c) for c in self.s.fleet().consumers]
+        path = fleet_file(self.s.settings.fleet)
+        if path.is_file():
+            parts.append(sha256(path.read_bytes()).hexdigest())
+        return sha256("\n".join(parts).encode()).hexdigest()
+
+    async def _plan_or_problem(self, again: bool = False) -> tuple[dict[str, Any] | None, str, int]:
+        """(the plan's document, or None and why not, and the HTTP status that says so)."""
+        try:
+            found = await self._plan(again)
+        except TooManyPreviews:
+            return None, "as many previews as allowed are running; try again in a minute", 429
+        except TfcompatError:
+            raise
+        except Exception as exc:  # the broker: the reader may try again
+            log.warning("ui.plan_not_enqueued", error=f"{type(exc).__name__}: {exc}")
+            return None, "the plan could not be handed to a worker now; try again", 503
+        if found is None:
+            return None, "no plan here: this page has no workers to compute it", 503
+        _, document = found
+        if document is None:
+            return None, "the plan expired before it could be read; reload", 503
+        return document, "", 200
+
+    async def plan_page(self, request: Request) -> Response:
+        """The fleet's upgrade plan (`tfcompat fleet plan`): running (the page reloads
+        itself), its result, or why there is none."""
+        document, error, status = await self._plan_or_problem()
+        if document is None:
+            headers = {"Retry-After": "60"} if status == 429 else None
+            return self.html(request, "plan.html", status, headers=headers, error=error)
+        state = document.get("state")
+        if state == "done":
+            result = document.get("result") or {}
+            return self.html(
+                request,
+                "plan.html",
+                plan=plan_view.page_of(result.get("plan") or {}),
+                computed=_when(document.get("since")),
+                elapsed_s=result.get("elapsed_s"),
+            )
+        if state == "failed":
+            error = f"The plan failed: {document.get('error') or 'no cause recorded'}"
+            return self.html(
+                request, "plan.html", error=error, computed=_when(document.get("since"))
+            )
+        return self.html(request, "plan.html", headers={"Refresh": str(POLL_SECONDS)}, running=True)
+
+    async def plan_again(self, request: Request) -> Response:
+        """Compute the plan anew now (the index has changed since, say)."""
+        fields = await _form(request)
+        if fields is None:
+            return Response("form too large", status_code=413)
+        if not self.access.csrf_ok(request, fields.get("csrf", "")):
+            return self.html(request, "plan.html", 403, error=FORM_EXPIRED)
+        document, error, status = await self._plan_or_problem(again=True)
+        if document is None:
+            return self.html(request, "plan.html", status, error=error)
+        return RedirectResponse("/ui/plan", status_code=303, headers=SECURITY_HEADERS)
+
+    async def _plan_download(self) -> dict[str, Any] | Response:
+        """The done plan's result, or the JSON answer a script gets while there is none:
+        503 with Retry-After while it runs (it was started if none was current), 500 with
+        the cause when it failed."""
+        document, error, status = await self._plan_or_problem()
+        if document is not None and document.get("state") == "done":
+            return dict(document.get("result") or {})
+        if document is not None and document.get("state") == "failed":
+            error, status = f"the plan failed: {document.get('error')}", 500
+        elif document is not None:
+            error, status = "the plan is being computed; try again in a few seconds", 503
+        waits = {503: POLL_SECONDS, 429: 60}  # a failed plan (500) stays failed a while
+        retry = {"Retry-After": str(waits[status])} if status in waits else {}
+        return JSONResponse(
+            {"error": error}, status_code=status, headers={**SECURITY_HEADERS, **retry}
+        )
+
+    async def plan_json(self, request: Request) -> Response:
+        """`tfcompat fleet plan --json`, as the worker computed it."""
+        found = await self._plan_download()
+        if isinstance(found, Response):
+            return found
+        return Response(
+            orjson.dumps(found.get("plan") or {}, option=orjson.OPT_INDENT_2),
+            media_type="application/json",
+            headers={**SECURITY_HEADERS, "Content-Disposition": "attachment; filename=plan.json"},
+        )
+
+    async def plan_csv(self, request: Request) -> Response:
+        """`tfcompat fleet plan --csv`, as the worker computed it."""
+        found = await self._plan_download()
+        if isinstance(found, Response):
+            return found
+        return Response(
+            str(found.get("csv") or ""),
+            media_type="text/csv; charset=utf-8",
+            headers={**SECURITY_HEADERS, "Content-Disposition": "attachment; filename=plan.csv"},
+        )
+
     # --- signing in and out ---------------------------------------------------------------
 
     async def sign_in_form(self, request: Request) -> Response:
@@ -575,6 +719,13 @@ def _form_of(change: dict[str, Any]) -> dict[str, str]:
     return {"action": "add", "consumer": "", "spec": str(add[0][1]) if add else ""}
 
 
+def _when(since: Any) -> str:
+    """When a preview's state was written, in UTC."""
+    if not isinstance(since, int | float):
+        return "at an unknown time"
+    return "at " + datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _wants_html(request: Request) -> bool:
     """A browser's request; the downloads and anything not asking for HTML are scripts."""
     if request.url.path in SCRIPT_PATHS:
@@ -657,6 +808,10 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         Route("/ui/preview", guarded(pages.preview_form), methods=["GET"]),
         Route("/ui/preview", guarded(pages.preview_start), methods=["POST"]),
         Route("/ui/preview/{preview_id}", guarded(pages.preview_result), methods=["GET"]),
+        Route("/ui/plan", guarded(pages.plan_page), methods=["GET"]),
+        Route("/ui/plan", guarded(pages.plan_again), methods=["POST"]),
+        Route("/ui/plan.json", guarded(pages.plan_json), methods=["GET"]),
+        Route("/ui/plan.csv", guarded(pages.plan_csv), methods=["GET"]),
         Route("/ui/login", pages.sign_in_form, methods=["GET"]),
         Route("/ui/login", pages.sign_in, methods=["POST"]),
         Route("/ui/logout", guarded(pages.sign_out), methods=["POST"]),
