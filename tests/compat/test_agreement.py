@@ -21,9 +21,9 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 9, (
+    assert len(FIXTURE_SETS) == 10, (
         "every fixture matrix (shared, ours, serve, real, shapes, xla, dtypes, devices, "
-        "signatures) must be present"
+        "signatures, keras3-export) must be present"
     )
     assert len(ROWS) >= 288 + 16988 + 1600 + 40
 
