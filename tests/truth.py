@@ -38,6 +38,8 @@ SHAPES = ROOT / "tests" / "fixtures" / "tf-shapes"  # graphs whose _output_shape
 XLA = ROOT / "tests" / "fixtures" / "tf-xla"  # jax models: XlaCallModule at the first request
 DTYPES = ROOT / "tests" / "fixtures" / "tf-dtypes"  # data types newer than the consumer
 DEVICES = ROOT / "tests" / "fixtures" / "tf-devices"  # nodes pinned to devices (no soft placement)
+SIGNATURES = ROOT / "tests" / "fixtures" / "tf-signatures"  # tags and signatures a loader wants
+KERAS3_EXPORT = ROOT / "tests" / "fixtures" / "keras3-export"  # Keras 3 model.export state
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -48,7 +50,9 @@ def matrix_path(fixture_set: Path) -> Path:
 
 
 FIXTURE_SETS = [
-    p for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA, DTYPES, DEVICES) if matrix_path(p).exists()
+    p
+    for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA, DTYPES, DEVICES, SIGNATURES, KERAS3_EXPORT)
+    if matrix_path(p).exists()
 ]
 
 LOADERS = {

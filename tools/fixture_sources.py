@@ -228,6 +228,20 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         _tf_matrix,
     ),
     "tf-devices/artifacts.json": (SERVE, HELD, _tf_artifacts),
+    "tf-signatures/matrix.jsonl.gz": (
+        SERVE,
+        "tag and signature cases (--script signature_cases) made in each producer release, "
+        f"{LOADED}",
+        _tf_matrix,
+    ),
+    "tf-signatures/artifacts.json": (SERVE, HELD, _tf_artifacts),
+    "keras3-export/matrix.jsonl.gz": (
+        SERVE,
+        "Keras 3 model.export cases (--script keras_export_cases) made in each producer "
+        f"release with its Keras, {LOADED}",
+        _tf_matrix,
+    ),
+    "keras3-export/artifacts.json": (SERVE, HELD, _tf_artifacts),
     "tflite-real/matrix.jsonl": (
         "tools/tflite/real_models.py",
         "each real .tflite loaded and invoked by every runtime (load_real.py in the runtime's "

@@ -1,7 +1,8 @@
 """Every prediction agrees with what real TensorFlow did (every fixture matrix: the
 shared set, ours, tests/fixtures/tf-serve for the loader's steps and the request, and
 tests/fixtures/tf-dtypes for data types newer than the consumer, tests/fixtures/tf-devices
-for nodes pinned to devices).
+for nodes pinned to devices, tests/fixtures/tf-signatures for the tags and signatures a
+loader looks for, tests/fixtures/keras3-export for Keras 3 `model.export` SavedModels).
 
 For every row, with no skips: `loads` equals TensorFlow's `ok`, `serves` equals
 `ok and ran` (it loaded and answered the fed input), and where it failed, our
@@ -20,9 +21,9 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 8, (
-        "every fixture matrix (shared, ours, serve, real, shapes, xla, dtypes, devices) "
-        "must be present"
+    assert len(FIXTURE_SETS) == 10, (
+        "every fixture matrix (shared, ours, serve, real, shapes, xla, dtypes, devices, "
+        "signatures, keras3-export) must be present"
     )
     assert len(ROWS) >= 288 + 16988 + 1600 + 40
 

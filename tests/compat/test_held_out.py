@@ -16,10 +16,20 @@ import pytest
 
 from tests.compat.test_keras_agreement import FAMILIES
 from tests.held_out import HELD_OUT, ROOT, HeldOutSet, held_out_set, held_out_sets
-from tests.truth import OWN, REAL, SERVE, SHAPES, XLA, Row, sample_label
+from tests.truth import (
+    KERAS3_EXPORT,
+    OWN,
+    REAL,
+    SERVE,
+    SHAPES,
+    SIGNATURES,
+    XLA,
+    Row,
+    sample_label,
+)
 
 SETS = held_out_sets()
-TRUTH_SETS = (OWN, SERVE, SHAPES, XLA, REAL)
+TRUTH_SETS = (OWN, SERVE, SHAPES, XLA, REAL, SIGNATURES, KERAS3_EXPORT)
 
 
 def markers(fixture: Path) -> set[str]:
