@@ -234,14 +234,10 @@ def record(
     report_url = f"s3://{place[0]}/{place[1]}" if place else None
     ours = version_tags(document, report_url)
     document["tags"] = ours
-    written_before: list[str] = []
     if place is not None:
-        previous = store.get_json(place[0], place[1])
-        if previous is not None and isinstance(previous.get("tags"), dict):
-            written_before = list(previous["tags"])
         store.put_report(place[0], place[1], encode(document))
     existing = current_tags()
-    plan = plan_tags(existing, ours, [c.name for c in checker.consumers], written_before)
+    plan = plan_tags(existing, ours)
     write(plan)
     after = {k: v for k, v in existing.items() if k not in plan.delete}
     return VersionOutcome(
