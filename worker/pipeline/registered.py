@@ -31,7 +31,6 @@ from worker.compat.report import invalid_report
 from worker.errors import (
     InvalidArtifact,
     NotFound,
-    TfcompatError,
     TransientError,
     UnsupportedArtifact,
 )
@@ -44,7 +43,6 @@ from worker.model.verdict import Status
 from worker.notify.dispatch import Notifier
 from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
-from worker.pipeline.services import Services
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import TagPlan, plan_tags, version_tags
 from worker.settings import Settings
@@ -243,48 +241,6 @@ def record(
     return VersionOutcome(
         "checked", document["status"], ours, plan.delete, report_url, document, {**after, **ours}
     )
-
-
-def recheck_registered(
-    registry: VersionRegistry,
-    versions: list[tuple[str, str]],
-    store: ObjectStore,
-    checker: Checker,
-    location: ReportLocation,
-    delivery: str,
-) -> dict[str, int]:
-    """Check every registered version again against `checker`'s fleet (a fleet change),
-    one after the other; a version that cannot be checked now is logged and counted, and
-    never stops the others. Counts per outcome action (`failed`: an error)."""
-    counts: dict[str, int] = {}
-    for name, version in versions:
-        job = RegistryJob("mlflow", name, version, delivery)
-        try:
-            action = check_model_version(job, registry, store, checker, location).action
-        except TfcompatError as exc:
-            log.warning("mlflow.recheck_failed", model=name, version=version, error=str(exc))
-            action = "failed"
-        counts[action] = counts.get(action, 0) + 1
-    return counts
-
-
-def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> dict[str, int]:
-    """After a fleet change: every version of the MLflow server, checked against the
-    fleet at `fleet_path` (nothing when no MLflow server is configured)."""
-    if not settings.mlflow_tracking_uri:
-        return {}
-    from worker.fleet.fleet import load_fleet
-    from worker.sinks.mlflow import mlflow_registry
-
-    fleet = load_fleet(fleet_path, services.checker.catalog)
-    checker = Checker(fleet.consumers, fleet.policy, services.checker.catalog, fleet_path)
-    registry = mlflow_registry(settings)
-    versions = registry.versions()
-    counts = recheck_registered(
-        registry, versions, services.store, checker, services.location, f"fleet:{fleet_path}"
-    )
-    log.info("mlflow.rechecked", versions=len(versions), outcomes=counts)
-    return counts
 
 
 def notify_version_owner(

@@ -19,6 +19,7 @@ from worker.pipeline.app import (
 from worker.pipeline.packages import check_model_package
 from worker.pipeline.registered import VersionOutcome, check_model_version, notify_version_owner
 from worker.pipeline.services import services_for
+from worker.pipeline.version_lock import version_claims, version_lock
 from worker.settings import Settings
 from worker.sinks.mlflow import mlflow_registry
 from worker.sinks.sagemaker import sagemaker_registry
@@ -63,9 +64,12 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         return {"action": "rejected", "error": str(exc)}
     services = services_for(settings)
     allows = bucket_allowlist(settings).allows
-    outcome = check_model_version(
-        parsed, registry, services.store, services.checker, services.location, allows
-    )
+    with version_lock(
+        version_claims(settings), "mlflow", parsed.name, parsed.version, settings.version_lock_lease
+    ):
+        outcome = check_model_version(
+            parsed, registry, services.store, services.checker, services.location, allows
+        )
     return _finished(
         settings, outcome, deleted=list(outcome.deleted), bytes_read=registry.bytes_read
     )
@@ -80,7 +84,10 @@ def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, An
     services = services_for(settings)
     registry = sagemaker_registry(settings)
     allows = bucket_allowlist(settings).allows
-    outcome = check_model_package(
-        parsed, registry, services.store, services.checker, services.location, allows
-    )
+    with version_lock(
+        version_claims(settings), "sagemaker", "", parsed.version, settings.version_lock_lease
+    ):
+        outcome = check_model_package(
+            parsed, registry, services.store, services.checker, services.location, allows
+        )
     return _finished(settings, outcome)

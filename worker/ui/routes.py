@@ -45,6 +45,7 @@ from worker.fleet.impact import Impact
 from worker.model.events import ObjectEvent
 from worker.notify.owners import Owners
 from worker.settings import Settings
+from worker.sinks.fleet_runs import FleetRuns, Progress
 from worker.sinks.index import ModelIndex
 from worker.sinks.matrix import CELL_STATES, STATUSES, Matrix, Page, Query, Row
 from worker.sinks.reports import report_key
@@ -180,8 +181,8 @@ class Pages:
     async def matrix_page(self, request: Request) -> Response:
         query = _query_from(request)
         started = time.perf_counter()
-        page, consumers, count = await asyncio.to_thread(
-            lambda: (self._page(query), self.consumers(), self.matrix.count())
+        page, consumers, count, change = await asyncio.to_thread(
+            lambda: (self._page(query), self.consumers(), self.matrix.count(), self._change())
         )
         filters = _filters(query)
         return self.html(
@@ -192,12 +193,19 @@ class Pages:
             consumers=consumers,
             owners=sorted(self.s.owners.owners) if self.s.owners else [],
             indexed=count,
+            change=change,
             filters=filters,
             next_url="/ui?" + urlencode({**filters, "after": page.next}) if page.next else None,
             first_url="/ui?" + urlencode(filters) if query.after else None,
             download=urlencode(filters),
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _change(self) -> Progress | None:
+        """The running (or last) fleet change's counts, for one line on the page; a read
+        only (`sinks.fleet_runs`)."""
+        progress = FleetRuns(self.s.index.redis_client).progress()
+        return progress if progress.digest is not None else None
 
     def _export_rows(self, query: Query) -> Iterator[tuple[Row, str]]:
         owner_of = self.owner_of if query.owner else None
@@ -449,7 +457,6 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         return []
     require_access(settings)
     pages = Pages(sources)
-    threading.Thread(target=_prepare_rows, args=(sources.index,), daemon=True).start()
 
     def guarded(endpoint: Endpoint) -> Endpoint:
         async def route(request: Request) -> Response:
@@ -488,12 +495,3 @@ def ui_routes(sources: Sources) -> list[BaseRoute]:
         Route("/ui/login", pages.login, methods=["GET", "POST"]),
         Route("/ui/static/{name}", static, methods=["GET"]),
     ]
-
-
-def _prepare_rows(index: ModelIndex) -> None:
-    """Matrix rows for an index written before they existed (once; logged on failure)."""
-    try:
-        index.ensure_built()
-        index.ensure_rows()
-    except TfcompatError as exc:
-        log.warning("ui.rows_not_prepared", error=str(exc))
