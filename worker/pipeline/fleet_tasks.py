@@ -42,6 +42,7 @@ from worker.pipeline.services import Services, services_for
 from worker.settings import Settings
 from worker.sinks.dead_letters import DeadLetters
 from worker.sinks.fleet_runs import FleetRuns, Unit
+from worker.sinks.index import redis_errors
 
 log = structlog.get_logger(__name__)
 
@@ -243,11 +244,13 @@ def reconcile(self: Task[Any, Any]) -> dict[str, Any]:
     if unplanned and index.claim_fleet_change(digest, ttl_s=ttl):
         self.app.send_task(TASK_FLEET_CHANGED, args=[settings.fleet])
         replanned = True
-    cursor = int(client.get(RECONCILE_OBJECTS) or 0)
+    with redis_errors("reading the reconciler's cursor"):
+        cursor = int(client.get(RECONCILE_OBJECTS) or 0)
     stale, cursor, examined = stale_objects(
         index, services.store, digest, cursor, settings.reconcile_batch
     )
-    client.set(RECONCILE_OBJECTS, cursor)
+    with redis_errors("recording the reconciler's cursor"):
+        client.set(RECONCILE_OBJECTS, cursor)
     for unit in object_units(stale, settings.fleet_chunk_size, prefix="reconcile"):
         payload = {"digest": digest, "fleet": settings.fleet, "unit": unit.to_json()}
         self.app.send_task(TASK_FLEET_CHUNK, args=[{**payload, "force": True}])
@@ -256,12 +259,14 @@ def reconcile(self: Task[Any, Any]) -> dict[str, Any]:
     if settings.mlflow_tracking_uri:
         from worker.sinks.mlflow import mlflow_registry
 
-        start = int(client.hget(RECONCILE_VERSIONS, "mlflow") or 0)
+        with redis_errors("reading the reconciler's cursor"):
+            start = int(client.hget(RECONCILE_VERSIONS, "mlflow") or 0)
         tagged = mlflow_registry(settings).tagged_versions()
         found, start = stale_versions(
             tagged, digest, start, settings.reconcile_batch, FLEET, STATUS
         )
-        client.hset(RECONCILE_VERSIONS, "mlflow", start)
+        with redis_errors("recording the reconciler's cursor"):
+            client.hset(RECONCILE_VERSIONS, "mlflow", start)
         versions += [("mlflow", n, v) for n, v in found]
     sent = 0
     for registry, name, version in versions:
