@@ -123,7 +123,6 @@ def test_the_walk_finds_a_reader_opened_without_the_rule() -> None:
     ("module", "function"),
     [
         ("worker.pipeline.registered", "check_model_version"),
-        ("worker.pipeline.registered", "recheck_registered"),
         ("worker.pipeline.registered", "report_place"),
         ("worker.pipeline.registered", "record"),
         ("worker.pipeline.packages", "check_model_package"),

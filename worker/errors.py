@@ -87,3 +87,16 @@ class SourceRefused(TfcompatError):
 class DeadlineExceeded(TransientError):
     """A registry check spent longer than `TFCOMPAT_CHECK_DEADLINE` reading its model.
     Transient: a slow server may answer faster on the next try."""
+
+
+class VersionBusy(TransientError):
+    """Another worker is checking the same model version right now (its lock is held).
+
+    Transient: the task waits and runs after that check, which may have left nothing
+    to write; one check per version at a time keeps every tag value written once."""
+
+
+class Unrecheckable(TfcompatError):
+    """A fleet change could not re-check a model version: its model cannot be read or
+    is refused. Permanent until someone fixes the version; the work goes to the
+    dead-letter list with this message as its cause."""

@@ -41,3 +41,18 @@ READ_DECISIONS = Counter(
     "Model sources decided by the read rule, by entry point, kind and decision",
     ["entry", "kind", "decision"],
 )
+FLEET_MODELS = Counter(
+    "tfcompat_fleet_change_models_total",
+    "Models and registry versions of fleet changes, by outcome (planned, done, failed)",
+    ["outcome"],
+)
+DEAD_LETTERS = Counter(
+    "tfcompat_dead_letters_total",
+    "Work that failed for good and went to the dead-letter list, by task",
+    ["task"],
+)
+RECONCILED = Counter(
+    "tfcompat_reconciler_stale_total",
+    "Objects and registry versions the reconciler found tagged under another fleet",
+    ["kind"],
+)

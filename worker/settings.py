@@ -359,6 +359,38 @@ class Settings(BaseSettings):
         "later",
     )
 
+    # --- fleet changes at scale: fan-out, reconciler, dead letters, version locks ---------
+    fleet_chunk_size: int = Field(
+        200,
+        description="Indexed models per fan-out chunk task of a fleet change (each chunk "
+        "re-tags its models from their stored metadata on whichever worker takes it)",
+    )
+    reconcile_interval: int = Field(
+        300,
+        description="Seconds between runs of the reconciler (`tfcompat beat`) that finds "
+        "objects and registry versions whose tags carry another fleet's digest",
+    )
+    reconcile_batch: int = Field(
+        500,
+        description="Most objects and most registry versions the reconciler examines per "
+        "run (it resumes where the previous run stopped)",
+    )
+    version_lock_lease: int = Field(
+        60,
+        description="Seconds a per-version check lock lasts: one check of a model version "
+        "at a time; a killed check's lock lapses after this",
+    )
+    sagemaker_fleet_recheck: bool = Field(
+        False,
+        description="Re-check every SageMaker model package on a fleet change and in the "
+        "reconciler, as MLflow versions are (set it where SageMaker events are delivered)",
+    )
+    beat_schedule_file: str = Field(
+        "celerybeat-schedule",
+        description="Where `tfcompat beat` keeps its persistent schedule (a file on a "
+        "volume that survives restarts)",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> Settings:
         """Settings that contradict each other are refused with one line, before any
@@ -382,6 +414,10 @@ class Settings(BaseSettings):
             "aws_max_attempts",
             "read_max_response_bytes",
             "check_deadline",
+            "fleet_chunk_size",
+            "reconcile_interval",
+            "reconcile_batch",
+            "version_lock_lease",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")

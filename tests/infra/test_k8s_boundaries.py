@@ -140,4 +140,4 @@ def test_only_our_own_processes_reach_redis() -> None:
     allowed = {
         name for name, pod_label in labels.items() if selects(source["podSelector"], pod_label)
     }
-    assert allowed == {"tfcompat-receiver", "tfcompat-worker", "tfcompat-bridge"}
+    assert allowed == {"tfcompat-receiver", "tfcompat-worker", "tfcompat-bridge", "tfcompat-beat"}

@@ -144,9 +144,14 @@ def test_fleet_change_retags_exactly_the_broken_models_and_tells_owners_once(
     assert len(messages["ranking"]) == 2
 
     after = {p: tags_of(client, "fleet-models", f"{p}/saved_model.pb") for p in MODELS}
-    changed = {p for p in MODELS if after[p] != indexed["tags"][p]}
+    changed = {
+        p for p in MODELS if after[p]["tfcompat:status"] != indexed["tags"][p]["tfcompat:status"]
+    }
     assert changed == {"ranking/new-op/1", "ranking/attr/1"}
     assert all(after[p]["tfcompat:status"] == "incompatible" for p in changed)
+    # every re-checked model's tags name the fleet they were computed against
+    digest = services.checker.fleet_digest
+    assert all(after[p]["tfcompat:graph-def"].endswith(f" fleet={digest}") for p in MODELS)
 
     # Applying the same fleet again changes nothing and tells nobody.
     told.clear()
@@ -215,7 +220,8 @@ def test_fleet_apply_tells_each_owner_once_on_slack(
         command = cli("fleet", "apply", "--fleet", str(indexed["after"]))
         first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)
         assert first.returncode == 0, first.stderr
-        assert "updated 4 report(s), re-tagged 2 model(s); told 1 owner(s): ranking" in (
+        # all four re-tagged: each tag set now names the new fleet's digest
+        assert "updated 4 report(s), re-tagged 4 model(s); told 1 owner(s): ranking" in (
             first.stdout
         )
         assert [path for path, _ in slack.messages] == ["/hooks/ranking"], first.stderr

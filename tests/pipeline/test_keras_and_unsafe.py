@@ -27,7 +27,7 @@ def test_a_keras_upload_is_checked_tagged_and_reported(stack: Stack) -> None:
     (artifact,) = report["artifacts"]
     assert artifact["format"] == "keras"
     assert artifact["metadata"]["keras"]["keras_version"] == "3.15.1"
-    assert tags["tfcompat:unsafe"] == "python=Lambda"
+    assert tags["tfcompat:unsafe"].startswith("python=Lambda fleet=")  # + the fleet digest
     assert tags["team"] == "vision" and "tfcompat:graph-def" not in tags
     assert tags["tfcompat:status"] == report["status"]
     codes = {f["code"] for c in artifact["consumers"] for f in c["findings"]}
@@ -47,7 +47,7 @@ def test_a_savedmodel_that_reads_files_gets_the_unsafe_tag(stack: Stack) -> None
     key = "risky/1/saved_model.pb"
     assert stack.post("/events/s3", s3_event(stack.s3, bucket, key)).status_code == 202
     tags = wait_for_tags(stack.s3, bucket, key)
-    assert tags["tfcompat:unsafe"] == "file-io=ReadFile"
+    assert tags["tfcompat:unsafe"].startswith("file-io=ReadFile fleet=")
     assert "tfcompat:graph-def" not in tags and tags["owner"] == "ml"
     assert len([k for k in tags if k.startswith("tfcompat:")]) <= 4
     report = report_of(stack.s3, bucket, tags)

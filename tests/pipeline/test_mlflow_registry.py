@@ -143,10 +143,22 @@ def check_cli(path: Path, fleet: Path = FLEET) -> dict[str, Any]:
     return document["artifacts"][0]  # type: ignore[no-any-return]
 
 
-def expected_tags(artifact: dict[str, Any]) -> dict[str, str]:
+def fleet_digest(fleet: Path) -> str:
+    """The digest a worker checking against `fleet` writes in `tfcompat.fleet`."""
+    from worker.catalog.catalog import load_catalog
+    from worker.fleet.checker import Checker
+    from worker.fleet.fleet import load_fleet
+
+    catalog = load_catalog()
+    loaded = load_fleet(fleet, catalog)
+    return Checker(loaded.consumers, loaded.policy, catalog, loaded.source).fleet_digest
+
+
+def expected_tags(artifact: dict[str, Any], fleet: Path = FLEET) -> dict[str, str]:
     tags = {
         "tfcompat.status": artifact["status"],
         "tfcompat.releases": tag_value(artifact["compatible_releases"]),
+        "tfcompat.fleet": fleet_digest(fleet),
     }
     for consumer in artifact["consumers"]:
         status = consumer_status_json(consumer)
@@ -325,7 +337,7 @@ def test_a_fleet_change_rechecks_registered_versions(
     fleet.write_text('consumers:\n  - name: serving-canary\n    serving: "2.21"\n')
     env = {**registry_stack.env, "TFCOMPAT_FLEET": str(fleet)}
     subprocess.run(cli("fleet", "apply", "--enqueue", "--fleet", str(fleet)), env=env, check=True)
-    expected = expected_tags(check_cli(TF221 / "new_op", fleet))
+    expected = expected_tags(check_cli(TF221 / "new_op", fleet), fleet)
     tags = wait_until(
         lambda: (
             ours(t := version_tags(registry_stack.mlflow.url, "fleet-change", version)) == expected

@@ -21,7 +21,7 @@ from tests.pipeline.services import ROOT
 from worker.formats.access import ReadPolicy
 from worker.model.registry import RegistryJob
 from worker.pipeline.process import ReportLocation
-from worker.pipeline.registered import check_model_version, recheck_registered
+from worker.pipeline.registered import check_model_version
 from worker.pipeline.services import build_checker
 from worker.settings import Settings
 from worker.sinks.memory import MemoryObjectStore
@@ -124,10 +124,10 @@ def test_a_recheck_never_reads_a_version_outside_the_bucket_list(mlflow: MlflowS
     name, version = s3_version(mlflow, "s3://secrets/model")
     registry = MlflowRegistry(mlflow.url)
     policy = ReadPolicy(("models",), tracking_server=True)
-    counts = recheck_registered(
-        registry, [(name, version)], store, CHECKER, LOCATION, "fleet:test", policy
-    )
-    assert counts == {"refused": 1}
+    # what a fleet change's per-version task runs (worker.pipeline.fleet_tasks.check_version)
+    job = RegistryJob("mlflow", name, version, "fleet:test")
+    outcome = check_model_version(job, registry, store, CHECKER, LOCATION, policy)
+    assert outcome.action == "refused"
     assert registry.model_version(name, version).tags == {}
     # No report went into the bucket the model named (the report bucket is unset).
     assert not [key for bucket, key in store.objects if bucket == "secrets" and "report" in key]

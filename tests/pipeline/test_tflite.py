@@ -42,7 +42,7 @@ def test_a_tflite_upload_is_tagged_with_its_status_and_releases() -> None:
     # legacy-edge runs TensorFlow 1.15: it runs the file and answers zeros
     assert tags["tfcompat:status"] == "incompatible"
     assert tags["tfcompat:releases"] == "2.10.0-2.21.x"  # 1.15 to 2.9 answer zeros
-    assert "tfcompat:graph-def" not in tags
+    assert tags["tfcompat:graph-def"] == f"fleet={checker.fleet_digest}"  # no graph version
     report = json.loads(store.objects[("b", outcome.report or "")])
     (artifact,) = report["artifacts"]
     assert artifact["format"] == "tflite" and artifact["metadata"]["tflite"]["schema_version"] == 3

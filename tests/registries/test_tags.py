@@ -8,7 +8,8 @@ DOCUMENT = {
     "status": "incompatible",
     "compatible_releases": ["2.16.1-2.21.x"],
     "fleet": {
-        "verdicts": {"serving-prod": "incompatible", "canary": "compatible", "edge": "at-risk"}
+        "digest": "f1eetd1ge5t0",
+        "verdicts": {"serving-prod": "incompatible", "canary": "compatible", "edge": "at-risk"},
     },
 }
 
@@ -18,6 +19,7 @@ def test_version_tags_name_the_verdict_and_each_failing_consumer() -> None:
         "tfcompat.status": "incompatible",
         "tfcompat.releases": "2.16.1-2.21.x",
         "tfcompat.report": "s3://reports/r.json",
+        "tfcompat.fleet": "f1eetd1ge5t0",
         "tfcompat.consumer.edge": "at-risk",
         "tfcompat.consumer.serving-prod": "incompatible",
     }
@@ -35,41 +37,36 @@ def test_consumer_names_become_tag_safe_keys() -> None:
 # Planning writes against the version's current tags.
 def test_only_changed_values_are_written_and_status_comes_last() -> None:
     ours = version_tags(DOCUMENT, None)
-    plan = plan_tags(
-        {"tfcompat.releases": "2.16.1-2.21.x"}, ours, ["serving-prod", "canary", "edge"]
-    )
+    plan = plan_tags({"tfcompat.releases": "2.16.1-2.21.x"}, ours)
     assert "tfcompat.releases" not in plan.put
     assert list(plan.put)[-1] == "tfcompat.status"
 
 
 def test_a_consumer_that_serves_now_loses_its_tag() -> None:
     existing = {"tfcompat.consumer.canary": "incompatible", "tfcompat.status": "incompatible"}
-    plan = plan_tags(existing, version_tags(DOCUMENT, None), ["serving-prod", "canary", "edge"])
+    plan = plan_tags(existing, version_tags(DOCUMENT, None))
     assert plan.delete == ("tfcompat.consumer.canary",)
 
 
-def test_tags_we_did_not_write_are_never_removed() -> None:
-    existing = {
-        "owner": "ml-platform",
-        "tfcompat.approved-by": "alice",
-        "tfcompat.consumer.gone-from-fleet": "incompatible",
-    }
-    plan = plan_tags(existing, version_tags(DOCUMENT, None), ["serving-prod", "canary", "edge"])
+def test_tags_outside_our_consumer_namespace_are_never_removed() -> None:
+    existing = {"owner": "ml-platform", "tfcompat.approved-by": "alice"}
+    plan = plan_tags(existing, version_tags(DOCUMENT, None))
     assert plan.delete == ()
     assert not set(plan.put) & set(existing)
 
 
 def test_nothing_to_do_when_the_tags_are_current() -> None:
     ours = version_tags(DOCUMENT, None)
-    assert plan_tags(ours, ours, ["serving-prod", "canary", "edge"]).empty
+    assert plan_tags(ours, ours).empty
 
 
-def test_tags_our_previous_check_wrote_go_when_this_check_does_not_write_them() -> None:
-    existing = {"tfcompat.consumer.left-the-fleet": "incompatible", "tfcompat.status": "x"}
-    plan = plan_tags(
-        existing,
-        version_tags(DOCUMENT, None),
-        ["serving-prod", "edge"],
-        written_before=["tfcompat.status", "tfcompat.consumer.left-the-fleet", "owner"],
-    )
-    assert plan.delete == ("tfcompat.consumer.left-the-fleet",)
+def test_a_consumer_tag_the_version_carries_goes_when_the_fleet_dropped_that_consumer() -> None:
+    # decided from the version's own tags: a report written by a killed check of the
+    # same fleet would list only this check's tags and keep the stale one for good
+    existing = {"tfcompat.consumer.batch-scoring": "incompatible", "tfcompat.status": "x"}
+    plan = plan_tags(existing, version_tags(DOCUMENT, None))
+    assert plan.delete == ("tfcompat.consumer.batch-scoring",)
+
+
+def test_the_tags_name_the_fleet_they_were_computed_against() -> None:
+    assert version_tags(DOCUMENT, None)["tfcompat.fleet"] == "f1eetd1ge5t0"

@@ -109,8 +109,19 @@ class FakeRedis:
     def exists(self, name: str) -> bool:
         return name in self.data
 
-    def set(self, name: str, value: str) -> None:
+    def set(self, name: str, value: str, nx: bool = False, ex: int | None = None) -> bool:
+        if nx and name in self.data:
+            return False
         self.data[name] = value
+        return True
+
+    def eval(self, script: str, numkeys: int, key: str, token: str, *args: Any) -> int:
+        """The rebuild lock's compare-and-delete and compare-and-expire."""
+        if self.data.get(key) != token:
+            return 0
+        if "'del'" in script:
+            del self.data[key]
+        return 1
 
     def delete(self, *names: str) -> None:
         for name in names:
@@ -208,6 +219,42 @@ def test_a_rebuild_never_overwrites_an_entry_a_worker_put_meanwhile() -> None:
     index.rebuild()
     assert [m.status for m in index.models()] == ["incompatible"]
     json.dumps([m.verdicts for m in index.models()])
+
+
+def test_a_reader_that_may_not_build_never_writes_a_lost_index() -> None:
+    documents = {"r/u/latest.json": report("u", None, "at-risk")}
+    redis = FakeRedis()
+    index = ModelIndex(redis, Reports(documents, {"u": None}), ["m"], "r/", builds=False)
+    with pytest.raises(TransientError, match="tfcompat index rebuild"):
+        list(index.models())
+    assert redis.data == {}  # the receiver's page read nothing into Redis
+
+
+def test_one_rebuild_at_a_time() -> None:
+    from worker.sinks.index import REBUILD_LOCK
+
+    redis = FakeRedis()
+    index = ModelIndex(redis, Reports({}, {}), ["m"], "r/")
+    redis.set(REBUILD_LOCK, "another-workers-token")
+    with pytest.raises(TransientError, match="being rebuilt by another worker"):
+        index.rebuild_locked()
+    del redis.data[REBUILD_LOCK]
+    assert index.rebuild_locked() == 0 and REBUILD_LOCK not in redis.data  # released
+
+
+def test_a_rebuild_streams_its_reports_a_batch_at_a_time() -> None:
+    from worker.sinks import index as module
+
+    documents = {f"r/k{n}/latest.json": report(f"k{n}", None, "compatible") for n in range(5)}
+    redis = FakeRedis()
+    index = ModelIndex(redis, Reports(documents, {f"k{n}": None for n in range(5)}), ["m"], "r/")
+    beats: list[int] = []
+    batch, module.BATCH = module.BATCH, 2
+    try:
+        written = index.rebuild(lambda: beats.append(len(redis.data[HASH])))
+    finally:
+        module.BATCH = batch
+    assert written == 5 and beats == [2, 4]  # written as it reads, never all held at once
 
 
 def _model(key: str, artifacts: tuple[Any, ...] = ()) -> IndexedModel:

@@ -110,3 +110,34 @@ def test_the_unsafe_tag_replaces_the_graph_def_tag() -> None:
     again = T.merge_tags(merge.tags, clean)
     assert T.UNSAFE not in {t["Key"] for t in again.tags}
     assert {"Key": "team", "Value": "x"} in again.tags
+
+
+# The fleet digest rides at the end of the third of our tags (no fifth tag of ours).
+def test_the_fleet_digest_ends_the_graph_def_value_and_is_read_back() -> None:
+    from worker.sinks import tags as T
+
+    value = T.with_fleet("producer 2474 min-consumer 0", "3f2a9c1b7d004e12")
+    assert value == "producer 2474 min-consumer 0 fleet=3f2a9c1b7d004e12"
+    assert T.fleet_of([{"Key": T.GRAPH_DEF, "Value": value}]) == "3f2a9c1b7d004e12"
+
+
+def test_a_model_without_a_graph_version_carries_the_digest_alone() -> None:
+    from worker.sinks import tags as T
+
+    assert T.with_fleet(None, "3f2a9c1b7d004e12") == "fleet=3f2a9c1b7d004e12"
+    assert T.fleet_of([{"Key": T.GRAPH_DEF, "Value": "fleet=3f2a9c1b7d004e12"}])
+
+
+def test_a_long_unsafe_value_is_shortened_to_keep_the_digest() -> None:
+    from worker.sinks import tags as T
+
+    value = T.with_fleet("python=" + "Lambda," * 60, "3f2a9c1b7d004e12")
+    assert len(value) <= T.MAX_VALUE
+    assert T.fleet_of([{"Key": T.UNSAFE, "Value": value}]) == "3f2a9c1b7d004e12"
+
+
+def test_tags_without_a_digest_or_from_a_user_name_no_fleet() -> None:
+    from worker.sinks import tags as T
+
+    assert T.fleet_of([{"Key": T.GRAPH_DEF, "Value": "producer 2474 min-consumer 0"}]) is None
+    assert T.fleet_of([{"Key": "note", "Value": "fleet=3f2a9c1b7d004e12"}]) is None

@@ -430,3 +430,24 @@ def test_the_receiver_refuses_to_start_with_the_page_on_and_no_authentication() 
     )
     assert result.returncode != 0
     assert "TFCOMPAT_UI_TOKEN" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- a fleet change in progress ---------------------------------------------------------------
+
+
+def test_a_running_fleet_change_shows_its_counts_in_one_line(
+    indexed: tuple[ModelIndex, Store], client: TestClient
+) -> None:
+    from worker.sinks.fleet_runs import RUN, FleetRuns, Unit
+
+    index, _ = indexed
+    assert "Fleet change" not in text(client.get("/ui").text)  # none recorded
+    runs = FleetRuns(index.redis_client)
+    chunk = Unit("objects:a", "objects", ("models/a", "models/b"))
+    runs.start("f1eetd1ge5t0", "fleet.yaml", [chunk, Unit("mlflow:x", "mlflow", ("m", "1"))])
+    runs.complete("f1eetd1ge5t0", chunk, ok=True)
+    try:
+        page = text(client.get("/ui").text)
+        assert "Fleet change f1eetd1ge5t0: running, 2 of 3 done, 0 failed." in page
+    finally:
+        index.redis_client.delete(RUN)

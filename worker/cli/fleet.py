@@ -86,7 +86,7 @@ def _index_and_store(settings: Any) -> tuple[Any, Any]:
     from worker.sinks.s3 import S3ObjectStore, s3_client
 
     store = S3ObjectStore(s3_client(settings), settings)
-    index = build_index(settings, store)
+    index = build_index(settings, store)  # a lost index is rebuilt here, under the lock
     if not index_buckets(settings) and _redis_count(index) == 0:
         raise UsageError(
             "no model index: the Redis at TFCOMPAT_BROKER_URL holds none and no report bucket "
@@ -97,7 +97,7 @@ def _index_and_store(settings: Any) -> tuple[Any, Any]:
 
 def _redis_count(index: Any) -> int:
     """Models the index holds in Redis (a Redis that does not answer: TransientError)."""
-    return int(index.count())
+    return int(index.stored_count())
 
 
 def _target_fleet(args: argparse.Namespace, settings: Any, catalog: Any) -> tuple[Any, Any]:
@@ -184,22 +184,34 @@ def cmd_fleet_apply(args: argparse.Namespace) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace) -> int:
-    from worker.pipeline.services import index_buckets
+    """Ask a worker to rebuild the index (`tfcompat.index_rebuild`: streamed, under the
+    rebuild lock) and wait for it to finish."""
+    import time
+
+    from worker.pipeline.app import TASK_INDEX_REBUILD, publisher
+    from worker.pipeline.services import build_index, index_buckets
     from worker.settings import load_settings
+    from worker.sinks.s3 import S3ObjectStore, s3_client
 
     settings = load_settings()
     if not index_buckets(settings):
         raise UsageError(
             f"no report bucket is configured to rebuild the index from; {SET_A_BUCKET}"
         )
-    index, _ = _index_and_store(settings)
-    print(f"index rebuilt from stored reports: {index.rebuild()} model(s)")
-    # An index written before the fleet page's rows existed gets them here, once (the
-    # page itself writes nothing).
-    rows = index.ensure_rows()
-    if rows:
-        print(f"fleet page rows written: {rows}")
-    return 0
+    index = build_index(settings, S3ObjectStore(s3_client(settings), settings), builds=False)
+    asked = time.time()
+    publisher(settings, TASK_INDEX_REBUILD)({"asked": asked})
+    print("index rebuild sent to the workers", flush=True)
+    deadline = time.monotonic() + args.wait
+    while time.monotonic() < deadline:
+        rebuilt = index.last_rebuild()
+        if rebuilt is not None and rebuilt[0] >= asked:
+            print(f"index rebuilt from stored reports: {rebuilt[1]} model(s)")
+            return 0
+        time.sleep(1)
+    if args.wait:
+        print(f"not finished after {args.wait:g} s; a worker is still rebuilding it")
+    return 0 if not args.wait else 1
 
 
 def cmd_dump_manifest(args: argparse.Namespace) -> int:
@@ -225,7 +237,7 @@ def ui_sources(settings: Any) -> Any:
     from worker.ui.routes import Previews, Sources
 
     store = S3ObjectStore(s3_client(settings), settings)
-    index = build_index(settings, store)
+    index = build_index(settings, store, builds=False)
     catalog = load_catalog()
     loaded: dict[tuple[str, float], Any] = {}
 

@@ -10,6 +10,12 @@ import argparse
 import functools
 from typing import TypeAlias
 
+from worker.cli.fanout import (
+    cmd_beat,
+    cmd_dead_letters_list,
+    cmd_dead_letters_retry,
+    cmd_fleet_status,
+)
 from worker.cli.fix import cmd_fix
 from worker.cli.fleet import (
     cmd_dump_manifest,
@@ -252,8 +258,33 @@ def add_fleet_commands(sub: Subparsers) -> None:
     index = sub.add_parser("index", help="the model index").add_subparsers(
         dest="index_command", required=True, metavar="SUBCOMMAND"
     )
-    p = index.add_parser("rebuild", help="rebuild the index from the stored reports")
+    p = index.add_parser(
+        "rebuild",
+        help="rebuild the index from the stored reports (in a worker, streamed, one at a time)",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        default=600,
+        metavar="SECONDS",
+        help="wait this long for a worker to finish it (default 600; 0: do not wait)",
+    )
     p.set_defaults(func=cmd_index_rebuild)
+    p = fleet.add_parser(
+        "status", help="the running (or last) fleet change: planned, done, failed, applied"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fleet_status)
+    letters = sub.add_parser(
+        "dead-letters", help="work that failed for good, kept with its cause"
+    ).add_subparsers(dest="dead_letters_command", required=True, metavar="SUBCOMMAND")
+    p = letters.add_parser("list", help="show every dead letter and its cause")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_dead_letters_list)
+    p = letters.add_parser("retry", help="send a dead letter's work again (ID, or --all)")
+    p.add_argument("id", nargs="?", metavar="ID")
+    p.add_argument("--all", action="store_true", help="every dead letter")
+    p.set_defaults(func=cmd_dead_letters_retry)
 
 
 def _jobs(text: str) -> int:
@@ -323,6 +354,14 @@ def add_process_commands(sub: Subparsers) -> None:
         help="serve Prometheus metrics on PORT (default: TFCOMPAT_METRICS_PORT; 0: none)",
     )
     p.set_defaults(func=cmd_sqs_bridge)
+
+    p = sub.add_parser(
+        "beat",
+        help="run the reconciler's scheduler (Celery beat; exactly one per deployment)",
+        description="Sends tfcompat.reconcile every TFCOMPAT_RECONCILE_INTERVAL seconds; "
+        "the schedule persists in TFCOMPAT_BEAT_SCHEDULE_FILE.",
+    )
+    p.set_defaults(func=cmd_beat)
 
     p = sub.add_parser(
         "healthcheck",

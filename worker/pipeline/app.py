@@ -29,7 +29,11 @@ from worker.model.registry import RegistryJob
 from worker.settings import Settings
 
 TASK_CHECK_OBJECT = "tfcompat.check_object"
-TASK_FLEET_CHANGED = "tfcompat.fleet_changed"
+TASK_FLEET_CHANGED = "tfcompat.fleet_changed"  # plans a fleet change (`pipeline.fanout`)
+TASK_FLEET_CHUNK = "tfcompat.fleet_chunk"
+TASK_FLEET_VERSION = "tfcompat.fleet_version"
+TASK_RECONCILE = "tfcompat.reconcile"
+TASK_INDEX_REBUILD = "tfcompat.index_rebuild"
 TASK_GITHUB_EVENT = "tfcompat.github_event"
 TASK_MLFLOW_VERSION = "tfcompat.mlflow_version"
 TASK_SAGEMAKER_PACKAGE = "tfcompat.sagemaker_package"
@@ -100,6 +104,7 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
             "worker.pipeline.github_tasks",
             "worker.pipeline.registry_tasks",
             "worker.pipeline.preview_tasks",
+            "worker.pipeline.fleet_tasks",
         ],
     )
     app.conf.update(
@@ -120,6 +125,11 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
         worker_hijack_root_logger=False,
         worker_send_task_events=True,
         task_send_sent_event=publish_timeout is None,
+        # `tfcompat beat` sends the reconciler; workers ignore the schedule
+        beat_schedule={
+            "reconcile": {"task": TASK_RECONCILE, "schedule": float(settings.reconcile_interval)}
+        },
+        beat_schedule_filename=settings.beat_schedule_file,
     )
     if publish_timeout is not None:
         app.conf.update(
@@ -247,9 +257,10 @@ def _reevaluate_changed_fleet(sender: Any = None, **_: Any) -> None:
     app = getattr(sender, "app", None)
     if app is None or not hasattr(app, "tfcompat_settings"):
         return
-    from worker.pipeline.reevaluate import claim_fleet_change
+    from worker.pipeline.reevaluate import claim_fleet_change, claim_index_build
 
     try:
+        claim_index_build(settings_of(app), lambda: app.send_task(TASK_INDEX_REBUILD))
         claim_fleet_change(
             settings_of(app), lambda path: app.send_task(TASK_FLEET_CHANGED, args=[path])
         )

@@ -196,10 +196,11 @@ def check_and_record(
     ours = {T.STATUS: document["status"], T.RELEASES: tag_value(ranges)}
     unsafe = unsafe_tag(artifacts)
     graph_def = graph_def_tag(artifacts)
-    if unsafe:
-        ours[T.UNSAFE] = unsafe  # in place of the graph-def tag: at most four of ours
-    elif graph_def:
-        ours[T.GRAPH_DEF] = graph_def
+    digest = str(document["fleet"]["digest"])
+    if unsafe:  # in place of the graph-def tag: at most four of ours
+        ours[T.UNSAFE] = T.with_fleet(unsafe, digest)
+    else:
+        ours[T.GRAPH_DEF] = T.with_fleet(graph_def, digest)
     pointer = report_tag(key)
     if pointer is not None:
         ours[T.REPORT] = pointer

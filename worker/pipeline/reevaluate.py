@@ -19,9 +19,7 @@ from worker.fleet.impact import Impact, ModelImpact
 from worker.model.events import ObjectEvent
 from worker.model.index import IndexedModel
 from worker.pipeline.impact_run import assess_index
-from worker.pipeline.notifications import breakage_notifier
 from worker.pipeline.process import ReportLocation, check_and_record
-from worker.pipeline.services import Services
 from worker.settings import Settings
 from worker.sinks.index import ModelIndex, model_from_report
 from worker.sinks.ports import ObjectStore
@@ -114,27 +112,6 @@ def reevaluate(
     return result
 
 
-def apply_fleet(settings: Settings, services: Services, fleet_path: str) -> Reevaluation:
-    """Re-evaluate against the fleet file and remember its digest as applied."""
-    from worker.fleet.fleet import load_fleet
-
-    fleet = load_fleet(fleet_path, services.checker.catalog)
-    checker = Checker(fleet.consumers, fleet.policy, services.checker.catalog, fleet_path)
-    index = services.index
-    route, notify = breakage_notifier(settings, services.store)
-    result = reevaluate(
-        index,
-        services.store,
-        checker,
-        services.location,
-        route=route,
-        notify=notify,
-        progress=logged_progress(index.count()),
-    )
-    index.record_applied_fleet(checker.fleet_digest)
-    return result
-
-
 def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> bool:
     """Enqueue a re-evaluation if the fleet file differs from the one last applied."""
     from worker.fleet.fleet import fleet_file
@@ -150,6 +127,21 @@ def claim_fleet_change(settings: Settings, enqueue: Callable[[str], object]) -> 
         return False  # another worker already enqueued it
     log.info("fleet.changed", fleet=settings.fleet, digest=digest)
     enqueue(settings.fleet)
+    return True
+
+
+def claim_index_build(settings: Settings, enqueue: Callable[[], object]) -> bool:
+    """The start-up rebuild: an index Redis lost (or one without its page rows) is rebuilt
+    by a worker task, enqueued once by the first worker to notice."""
+    from worker.pipeline.services import services_for
+
+    index = services_for(settings).index
+    if index.is_built() and index.rows_built():
+        return False
+    if not index.claim_rebuild():
+        return False
+    log.info("index.rebuild_enqueued")
+    enqueue()
     return True
 
 

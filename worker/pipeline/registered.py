@@ -33,7 +33,6 @@ from worker.errors import (
     InvalidArtifact,
     NotFound,
     SourceRefused,
-    TfcompatError,
     TransientError,
 )
 from worker.fleet.checker import Checker
@@ -47,7 +46,6 @@ from worker.model.verdict import Status
 from worker.notify.dispatch import Notifier
 from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
-from worker.pipeline.services import Services
 from worker.redact import strip_userinfo
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import TagPlan, plan_tags, version_tags
@@ -240,69 +238,15 @@ def record(
     report_url = f"s3://{place[0]}/{place[1]}" if place else None
     ours = version_tags(document, report_url)
     document["tags"] = ours
-    written_before: list[str] = []
     if place is not None:
-        previous = store.get_json(place[0], place[1])
-        if previous is not None and isinstance(previous.get("tags"), dict):
-            written_before = list(previous["tags"])
         store.put_report(place[0], place[1], encode(document))
     existing = current_tags()
-    plan = plan_tags(existing, ours, [c.name for c in checker.consumers], written_before)
+    plan = plan_tags(existing, ours)
     write(plan)
     after = {k: v for k, v in existing.items() if k not in plan.delete}
     return VersionOutcome(
         "checked", document["status"], ours, plan.delete, report_url, document, {**after, **ours}
     )
-
-
-def recheck_registered(
-    registry: VersionRegistry,
-    versions: list[tuple[str, str]],
-    store: ObjectStore,
-    checker: Checker,
-    location: ReportLocation,
-    delivery: str,
-    policy: ReadPolicy,
-) -> dict[str, int]:
-    """Check every registered version again against `checker`'s fleet (a fleet change),
-    one after the other; a version that cannot be checked now is logged and counted, and
-    never stops the others. Counts per outcome action (`failed`: an error)."""
-    counts: dict[str, int] = {}
-    for name, version in versions:
-        job = RegistryJob("mlflow", name, version, delivery)
-        try:
-            action = check_model_version(job, registry, store, checker, location, policy).action
-        except TfcompatError as exc:
-            log.warning("mlflow.recheck_failed", model=name, version=version, error=str(exc))
-            action = "failed"
-        counts[action] = counts.get(action, 0) + 1
-    return counts
-
-
-def recheck_mlflow(settings: Settings, services: Services, fleet_path: str) -> dict[str, int]:
-    """After a fleet change: every version of the MLflow server, checked against the
-    fleet at `fleet_path` (nothing when no MLflow server is configured)."""
-    if not settings.mlflow_tracking_uri:
-        return {}
-    from worker.fleet.fleet import load_fleet
-    from worker.ingest.gate import read_policy
-    from worker.sinks.mlflow import mlflow_registry
-
-    fleet = load_fleet(fleet_path, services.checker.catalog)
-    checker = Checker(fleet.consumers, fleet.policy, services.checker.catalog, fleet_path)
-    registry = mlflow_registry(settings)
-    versions = registry.versions()
-    counts = recheck_registered(
-        registry,
-        versions,
-        services.store,
-        checker,
-        services.location,
-        f"fleet:{fleet_path}",
-        read_policy(settings),
-    )
-    log.info("mlflow.rechecked", versions=len(versions), outcomes=counts)
-    return counts
 
 
 def notify_version_owner(

@@ -19,6 +19,7 @@ from worker.pipeline.app import (
 from worker.pipeline.packages import check_model_package
 from worker.pipeline.registered import VersionOutcome, check_model_version, notify_version_owner
 from worker.pipeline.services import services_for
+from worker.pipeline.version_lock import version_claims, version_lock
 from worker.settings import Settings
 from worker.sinks.mlflow import mlflow_registry
 from worker.sinks.sagemaker import sagemaker_registry
@@ -64,15 +65,18 @@ def mlflow_version(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, Any]:
         return {"action": "rejected", "error": str(exc)}
     services = services_for(settings)
     policy = read_policy(settings)
-    outcome = check_model_version(
-        parsed,
-        registry,
-        services.store,
-        services.checker,
-        services.location,
-        policy,
-        settings.check_deadline,
-    )
+    with version_lock(
+        version_claims(settings), "mlflow", parsed.name, parsed.version, settings.version_lock_lease
+    ):
+        outcome = check_model_version(
+            parsed,
+            registry,
+            services.store,
+            services.checker,
+            services.location,
+            policy,
+            settings.check_deadline,
+        )
     return _finished(
         settings, outcome, deleted=list(outcome.deleted), bytes_read=registry.bytes_read
     )
@@ -87,13 +91,16 @@ def sagemaker_package(self: Task[Any, Any], job: dict[str, Any]) -> dict[str, An
     services = services_for(settings)
     registry = sagemaker_registry(settings)
     policy = read_policy(settings)
-    outcome = check_model_package(
-        parsed,
-        registry,
-        services.store,
-        services.checker,
-        services.location,
-        policy,
-        settings.check_deadline,
-    )
+    with version_lock(
+        version_claims(settings), "sagemaker", "", parsed.version, settings.version_lock_lease
+    ):
+        outcome = check_model_package(
+            parsed,
+            registry,
+            services.store,
+            services.checker,
+            services.location,
+            policy,
+            settings.check_deadline,
+        )
     return _finished(settings, outcome)

@@ -88,11 +88,13 @@ def index_buckets(settings: Settings) -> list[str]:
     return [settings.report_bucket] if settings.report_bucket else list(settings.index_buckets)
 
 
-def build_index(settings: Settings, store: Any) -> ModelIndex:
+def build_index(settings: Settings, store: Any, *, builds: bool = True) -> ModelIndex:
+    """The model index; `builds=False` outside workers (the receiver, the CLI): a lost
+    index is rebuilt only by a worker (`tfcompat.index_rebuild`), never by a reader."""
     import redis
 
     client = redis.Redis.from_url(state_redis_url(settings), socket_timeout=10)
-    return ModelIndex(client, store, index_buckets(settings), settings.report_prefix)
+    return ModelIndex(client, store, index_buckets(settings), settings.report_prefix, builds=builds)
 
 
 def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) -> AfterHook:

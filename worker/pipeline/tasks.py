@@ -14,10 +14,8 @@ from worker.errors import MalformedEvent
 from worker.ingest.access import refused_message
 from worker.ingest.gate import gate_object, read_policy
 from worker.model.events import ObjectEvent
-from worker.pipeline.app import RETRY_POLICY, TASK_CHECK_OBJECT, TASK_FLEET_CHANGED, settings_of
+from worker.pipeline.app import RETRY_POLICY, TASK_CHECK_OBJECT, settings_of
 from worker.pipeline.process import process_event
-from worker.pipeline.reevaluate import apply_fleet
-from worker.pipeline.registered import recheck_mlflow
 from worker.pipeline.services import services_for
 
 log = structlog.get_logger(__name__)
@@ -47,18 +45,3 @@ def check_object(self: Task[Any, Any], event: dict[str, Any]) -> dict[str, Any]:
     )
     services.after(parsed, outcome)
     return {"action": outcome.action, "status": outcome.status, "report": outcome.report}
-
-
-@shared_task(bind=True, name=TASK_FLEET_CHANGED, **RETRY_POLICY)
-def fleet_changed(self: Task[Any, Any], fleet_path: str) -> dict[str, Any]:
-    """Re-check every indexed model against the fleet at `fleet_path`."""
-    settings = settings_of(self.app)
-    services = services_for(settings)
-    result = apply_fleet(settings, services, fleet_path)
-    registered = recheck_mlflow(settings, services, fleet_path)
-    return {
-        "examined": result.impact.examined,
-        "changed": len(result.impact.models),
-        "owners": result.notified_owners,
-        "registered": registered,
-    }

@@ -42,9 +42,19 @@ _T = TypeVar("_T")
 HASH = "tfcompat:index:v2"
 PARTS = "tfcompat:index:v2:parts"
 BUILT = "tfcompat:index:v2:built"
+REBUILT = "tfcompat:index:v2:rebuilt"  # hash: at (epoch seconds), models (the last rebuild's)
 FLEET_APPLIED = "tfcompat:fleet:applied"
 OLD_KEYS = ("tfcompat:index:v1", "tfcompat:index:v1:built")  # dropped by a rebuild
 BATCH = 1000  # entries per HSCAN round trip
+REBUILD_LOCK = "tfcompat:index:v2:rebuild-lock"
+REBUILD_LEASE = 300  # seconds; renewed after every batch a rebuild writes
+_RELEASE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
+_RENEW = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then "
+    "return redis.call('expire', KEYS[1], ARGV[2]) end return 0"
+)
 
 
 def model_from_report(
@@ -169,8 +179,15 @@ class ModelIndex:
     ConfigError, never a Redis exception."""
 
     def __init__(
-        self, client: Any, reports: ReportSource, buckets: Sequence[str], prefix: str
+        self,
+        client: Any,
+        reports: ReportSource,
+        buckets: Sequence[str],
+        prefix: str,
+        *,
+        builds: bool = True,
     ) -> None:
+        self._builds = builds
         self._redis = client
         self._reports = reports
         self._buckets = list(dict.fromkeys(buckets))
@@ -296,6 +313,10 @@ class ModelIndex:
 
     def count(self) -> int:
         self.ensure_built()
+        return self.stored_count()
+
+    def stored_count(self) -> int:
+        """Entries in Redis now, built or not (never starts a rebuild)."""
         return int(self._call("counting entries", self._redis.hlen, HASH))
 
     def models(self) -> Iterator[IndexedModel]:
@@ -339,15 +360,54 @@ class ModelIndex:
             )
 
     def ensure_built(self) -> None:
-        if not self._call("checking the index", self._redis.exists, BUILT):
-            self.rebuild()
+        """Rebuild a lost index before reading it, in a process that may build it (a
+        worker, under the rebuild lock); elsewhere (the receiver's page) a lost index is
+        a TransientError that names the way to rebuild it: a read there never writes."""
+        if self._call("checking the index", self._redis.exists, BUILT):
+            return
+        if not self._builds:
+            raise TransientError(
+                "the model index is not built: a worker rebuilds it "
+                "(`tfcompat index rebuild`, or the next fleet change)"
+            )
+        self.rebuild_locked()
 
-    def rebuild(self) -> int:
+    def rebuild_locked(self, lease: int = REBUILD_LEASE) -> int:
+        """`rebuild` under the index's rebuild lock (one rebuild at a time across every
+        worker); TransientError while another holds it, so the task retries later and then
+        finds the index built. The lock is a lease: a killed rebuild frees it in `lease`."""
+        import secrets
+
+        token = secrets.token_hex(8)
+        taken = self._call(
+            "taking the rebuild lock", self._redis.set, REBUILD_LOCK, token, nx=True, ex=lease
+        )
+        if not taken:
+            raise TransientError("the model index is being rebuilt by another worker")
+        try:
+            return self.rebuild(lambda: self._renew_rebuild_lock(token, lease))
+        finally:
+            self._call(
+                "releasing the rebuild lock", self._redis.eval, _RELEASE, 1, REBUILD_LOCK, token
+            )
+
+    def _renew_rebuild_lock(self, token: str, lease: int) -> None:
+        renewed = self._call(
+            "renewing the rebuild lock", self._redis.eval, _RENEW, 1, REBUILD_LOCK, token, lease
+        )
+        if not renewed:
+            raise TransientError("the index rebuild lost its lock (it ran past its lease)")
+
+    def rebuild(self, heartbeat: Callable[[], None] | None = None) -> int:
         """Re-read every stored report; keep, per object, the current version's.
 
-        Runs when Redis has lost the index (`ensure_built`) or on request; it
-        adds what is missing and never drops an entry a worker just put."""
-        latest: dict[tuple[str, str], IndexedModel] = {}
+        Streams: reports are read and written a batch (`BATCH`) at a time, so memory
+        stays bounded whatever the index's size (`heartbeat` runs after each batch).
+        Workers may put entries while this runs: theirs are at least as new as any
+        report read here, so rebuilt entries only fill what is missing (HSETNX); it
+        never drops an entry a worker just put."""
+        total = 0
+        batch: list[IndexedModel] = []
         folded: set[tuple[str, str]] = set()  # members an older index may still hold
         for bucket in self._buckets:
             for report_key in self._reports.list_keys(bucket, self._prefix):
@@ -365,29 +425,72 @@ class ModelIndex:
                     continue  # the object is gone
                 if model.version_id is not None and current != model.version_id:
                     continue  # an overwritten version
-                latest[(model.bucket, model.key)] = model
-        # Workers may put entries while this runs: theirs are at least as new as any
-        # report read here, so rebuilt entries only fill what is missing.
+                batch.append(model)
+                if len(batch) >= BATCH:
+                    total += self._fill(batch)
+                    batch = []
+                    if heartbeat is not None:
+                        heartbeat()
+        total += self._fill(batch)
+        for bucket, key in folded:  # a SavedModel's member folds into its model's row
+            self.remove(bucket, key)
+        self._call("recording the rebuild", self._finish_rebuild, total)
+        log.info("index.rebuilt", models=total, buckets=self._buckets)
+        return total
+
+    def _finish_rebuild(self, models: int) -> None:
+        import time
+
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.delete(*OLD_KEYS)  # an index of the previous format, now unread
+        pipe.set(BUILT, "1")
+        pipe.hset(REBUILT, mapping={"at": time.time(), "models": models})
+        pipe.execute()
+
+    def last_rebuild(self) -> tuple[float, int] | None:
+        """(when, models) of the last rebuild that finished; None before the first."""
+        found = self._call("reading the last rebuild", self._redis.hgetall, REBUILT)
+        at = found.get(b"at", found.get("at"))
+        models = found.get(b"models", found.get("models"))
+        return (float(at), int(models)) if at is not None and models is not None else None
+
+    def rows_built(self) -> bool:
+        return bool(self._call("checking the matrix rows", self._redis.exists, matrix.BUILT))
+
+    def claim_rebuild(self, ttl_s: int = 600) -> bool:
+        """True for one caller within `ttl_s` (one worker enqueues the start-up rebuild)."""
+        return bool(
+            self._call(
+                "claiming the index rebuild",
+                self._redis.set,
+                REBUILD_LOCK + ":claim",
+                "1",
+                nx=True,
+                ex=ttl_s,
+            )
+        )
+
+    def is_built(self) -> bool:
+        return bool(self._call("checking the index", self._redis.exists, BUILT))
+
+    def _fill(self, models: list[IndexedModel]) -> int:
+        """Write the entries (and their matrix rows) missing from the index."""
+        if not models:
+            return 0
         encoder = Encoder()
-        entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in latest.values()}
+        entries = [(self.field(m.bucket, m.key), encoder.entry(m)) for m in models]
 
         def write() -> list[Any]:
             pipe = self._redis.pipeline(transaction=False)
             if encoder.parts:
                 pipe.hset(PARTS, mapping=encoder.parts)
-            for field, blob in entries.items():
+            for field, blob in entries:
                 pipe.hsetnx(HASH, field, blob)
-            pipe.delete(*OLD_KEYS)  # an index of the previous format, now unread
-            pipe.set(BUILT, "1")
             return list(pipe.execute())
 
         answers = self._call("rebuilding the index", write)
-        # the matrix rows of the entries written here (a worker's own came with its entry)
         first = 1 if encoder.parts else 0
-        written = [
-            m for m, set_now in zip(latest.values(), answers[first:], strict=False) if set_now
-        ]
-
+        written = [m for m, set_now in zip(models, answers[first:], strict=False) if set_now]
         rows = [_row(m) for m in written]
         before = self._call("reading matrix rows", matrix.rows_before, self._redis, rows)
 
@@ -397,10 +500,7 @@ class ModelIndex:
             pipe.execute()
 
         self._call("writing matrix rows", write_rows)
-        for bucket, key in folded - set(latest):
-            self.remove(bucket, key)
-        log.info("index.rebuilt", models=len(latest), buckets=self._buckets)
-        return len(latest)
+        return len(models)
 
     # --- the fleet last applied (pipeline.reevaluate) ------------------------------------
 

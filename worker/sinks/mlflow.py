@@ -183,7 +183,12 @@ class MlflowRegistry:
 
     def versions(self, max_results: int = 1000) -> list[tuple[str, str]]:
         """(name, version) of every model version the server holds, READY or not."""
-        found: list[tuple[str, str]] = []
+        return [(name, version) for name, version, _ in self.tagged_versions(max_results)]
+
+    def tagged_versions(self, max_results: int = 1000) -> list[tuple[str, str, dict[str, str]]]:
+        """(name, version, tags) of every model version, a page per request (the
+        reconciler reads the fleet digest of each without one request per version)."""
+        found: list[tuple[str, str, dict[str, str]]] = []
         token: str | None = None
         while True:
             query = {"max_results": str(max_results)}
@@ -191,7 +196,8 @@ class MlflowRegistry:
                 query["page_token"] = token
             page = self._json("GET", API + "model-versions/search", query)
             for mv in page.get("model_versions") or []:
-                found.append((str(mv["name"]), str(mv["version"])))
+                tags = {str(t["key"]): str(t.get("value", "")) for t in mv.get("tags") or []}
+                found.append((str(mv["name"]), str(mv["version"]), tags))
             token = page.get("next_page_token")
             if not token:
                 return found

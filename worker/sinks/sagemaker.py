@@ -90,6 +90,30 @@ class SageMakerRegistry:
         if keys:
             self._call(arn, "delete_tags", ResourceArn=arn, TagKeys=keys)
 
+    def package_arns(self) -> list[str]:
+        """Every versioned model package of every model package group (a fleet change
+        re-checks them all)."""
+        arns: list[str] = []
+        for group in self._pages("model package groups", "list_model_package_groups", {}):
+            for found in group.get("ModelPackageGroupSummaryList") or []:
+                name = found["ModelPackageGroupName"]
+                query = {"ModelPackageGroupName": name, "ModelPackageType": "Versioned"}
+                for page in self._pages(name, "list_model_packages", query):
+                    arns.extend(
+                        p["ModelPackageArn"] for p in page.get("ModelPackageSummaryList") or []
+                    )
+        return arns
+
+    def _pages(self, what: str, operation: str, query: dict[str, Any]) -> list[dict[str, Any]]:
+        pages: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = self._call(what, operation, **query, **({"NextToken": token} if token else {}))
+            pages.append(page)
+            token = page.get("NextToken")
+            if not token:
+                return pages
+
 
 def sagemaker_registry(settings: Settings) -> SageMakerRegistry:
     from worker.sinks.aws import aws_client

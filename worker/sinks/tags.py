@@ -8,6 +8,12 @@ in place of `tfcompat:graph-def` (still in the report), so we never hold more
 than four. When the object's own tags leave no room for all of ours, ours are
 written in priority order and the rest are left out (`dropped`; the report
 lists all of ours).
+
+The fleet digest the verdict was computed against rides at the end of the third
+tag's value, ` fleet=<digest>` (`tfcompat:graph-def`, or `tfcompat:unsafe` where
+that takes its place; a model without a graph version gets a graph-def tag of
+the digest alone), so no fifth tag is needed: the reconciler reads it back
+(`fleet_of`) to find objects tagged under another fleet.
 """
 
 from __future__ import annotations
@@ -32,11 +38,32 @@ OURS = frozenset(PRIORITY)
 _NOT_ALLOWED = re.compile(r"[^\w .:/=+\-@]")  # S3: letters, digits, spaces and + - = . _ : / @
 
 Tag = dict[str, str]  # boto3's {"Key": ..., "Value": ...}
+FLEET_MARK = "fleet="
+_FLEET_AT_END = re.compile(r"(?:^| )fleet=([0-9a-f]{1,64})$")
 
 
 def tag_safe(value: str) -> str:
     """A value S3 accepts: disallowed characters become '_', at most 256 characters."""
     return _NOT_ALLOWED.sub("_", value)[:MAX_VALUE]
+
+
+def with_fleet(value: str | None, digest: str) -> str:
+    """`value` (shortened to make room) followed by the fleet digest."""
+    suffix = f"{FLEET_MARK}{digest}"
+    body = tag_safe(value or "")[: MAX_VALUE - len(suffix) - 1].rstrip()
+    return f"{body} {suffix}" if body else suffix
+
+
+def fleet_of(tags: Sequence[Tag]) -> str | None:
+    """The fleet digest our tags on an object were computed against; None when the
+    object carries none (never checked, or tagged before digests were written, or the
+    object's own tags left no room for the third of ours)."""
+    for tag in tags:
+        if tag["Key"] in (GRAPH_DEF, UNSAFE):
+            found = _FLEET_AT_END.search(tag["Value"])
+            if found:
+                return found.group(1)
+    return None
 
 
 @dataclass(frozen=True)

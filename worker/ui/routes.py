@@ -58,6 +58,7 @@ from worker.fleet.fleet import Fleet, fleet_file
 from worker.model.events import ObjectEvent
 from worker.notify.owners import Owners
 from worker.settings import Settings
+from worker.sinks.fleet_runs import FleetRuns, Progress
 from worker.sinks.index import ModelIndex
 from worker.sinks.matrix import CELL_STATES, STATUSES, Matrix, Page, Query, Row
 from worker.sinks.previews import PreviewStore, new_preview_id
@@ -286,8 +287,8 @@ class Pages:
     async def matrix_page(self, request: Request) -> Response:
         query = _query_from(request)
         started = time.perf_counter()
-        page, consumers, count = await asyncio.to_thread(
-            lambda: (self._page(query), self.consumers(), self.matrix.count())
+        page, consumers, count, change = await asyncio.to_thread(
+            lambda: (self._page(query), self.consumers(), self.matrix.count(), self._change())
         )
         filters = _filters(query)
         return self.html(
@@ -299,12 +300,19 @@ class Pages:
             consumers=consumers,
             owners=sorted(self.s.owners.owners) if self.s.owners else [],
             indexed=count,
+            change=change,
             filters=filters,
             next_url="/ui?" + urlencode({**filters, "after": page.next}) if page.next else None,
             first_url="/ui?" + urlencode(filters) if query.after else None,
             download=urlencode(filters),
             elapsed_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _change(self) -> Progress | None:
+        """The running (or last) fleet change's counts, for one line on the page; a read
+        only (`sinks.fleet_runs`)."""
+        progress = FleetRuns(self.s.index.redis_client).progress()
+        return progress if progress.digest is not None else None
 
     def _export_rows(self, query: Query) -> Iterator[tuple[Row, str]]:
         owner_of = self.owner_of if query.owner else None

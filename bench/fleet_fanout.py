@@ -1,0 +1,240 @@
+"""Bench: a fleet change fanned out over 1, 2 and 4 worker processes.
+
+Sets up N indexed models (default 300, a few minutes in all; `--models 10000` for a
+larger run) made from the metadata of real TensorFlow-written fixtures (varied as
+bench/fleet_impact.py varies them), each with an object in moto's S3 server to tag,
+checked at upload against fleet BEFORE (three releases). The change adds a consumer of
+another release (fleet AFTER): every model's verdicts change, so every model is
+re-checked from its metadata, its report written and its tags put (a re-check computes
+the report's verdicts for every catalog release too: most of its cost).
+
+For each worker size (1, 2, 4 processes: `tfcompat worker --concurrency K`, a real
+Celery worker on a throwaway Redis) the index is restored to BEFORE, the worker starts
+on AFTER, claims the change, plans it and fans it out; the time is from the worker's
+"ready" line to the run's digest recorded as applied (`tfcompat fleet status`). Peak
+RSS is each process's VmHWM (the main process and every pool process).
+
+Reference, measured in the same run: the same change applied as one task applied it
+before the fan-out (`pipeline.reevaluate.reevaluate`, one process, in this process).
+Each worker time is printed beside it as a ratio; speed-up per worker is the 1-process
+fan-out time over the K-process time, divided by K.
+
+Run: .venv/bin/python bench/fleet_fanout.py [--models 300] [--chunk 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import redis
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fleet_impact import base_artifacts, checked_at_upload, varied_ops, vary  # noqa: E402
+from local_s3 import AWS_ENV, client, moto_s3, redis_server, table  # noqa: E402
+
+from worker.catalog.catalog import load_catalog  # noqa: E402
+from worker.fleet.checker import Checker  # noqa: E402
+from worker.fleet.fleet import load_fleet  # noqa: E402
+from worker.model.index import IndexedModel  # noqa: E402
+from worker.pipeline.process import ReportLocation  # noqa: E402
+from worker.pipeline.reevaluate import reevaluate  # noqa: E402
+from worker.sinks import matrix  # noqa: E402
+from worker.sinks.fleet_runs import FleetRuns  # noqa: E402
+from worker.sinks.index import BUILT, FLEET_APPLIED, ModelIndex  # noqa: E402
+
+BEFORE = (
+    "consumers:\n"
+    "  - {name: serving, tensorflow: '2.15'}\n"
+    "  - {name: batch, tensorflow: '2.12'}\n"
+    "  - {name: canary, tensorflow: '2.21'}\n"
+)
+AFTER = BEFORE + "  - {name: edge, tensorflow: '2.8'}\n"
+SIZES = (1, 2, 4)
+
+
+def checker_of(path: Path, catalog: object) -> Checker:
+    fleet = load_fleet(path, catalog)  # type: ignore[arg-type]
+    return Checker(fleet.consumers, fleet.policy, catalog, fleet.source)  # type: ignore[arg-type]
+
+
+def indexed_models(n: int, before: Checker) -> list[IndexedModel]:
+    catalog = before.catalog
+    bases = base_artifacts()
+    ops = varied_ops(catalog)
+    rng = random.Random(7)
+    models = []
+    for i in range(n):
+        artifact = vary(bases[i % len(bases)], rng, ops, i)
+        models.append(
+            IndexedModel(
+                "models",
+                f"m{i}/saved_model.pb",
+                None,
+                "reports",
+                f"r/m{i}.json",
+                "compatible",
+                (artifact,),
+                {},
+                {},
+            )
+        )
+    done: list[IndexedModel] = []
+    for start in range(0, n, 500):
+        checked, _ = checked_at_upload(models[start : start + 500], list(before.consumers), catalog)
+        done += checked
+    return [replace(m, report_bucket="reports") for m in done]
+
+
+def restore(
+    client_: redis.Redis, index: ModelIndex, models: list[IndexedModel], digest: str
+) -> None:
+    """The index as it was under BEFORE, built, with BEFORE applied."""
+    client_.flushdb()
+    index.put_many(models)
+    client_.set(BUILT, "1")
+    client_.set(matrix.BUILT, "1")
+    client_.set(FLEET_APPLIED, digest)
+
+
+def peak_rss_mb(pid: int) -> list[float]:
+    """VmHWM (MB) of `pid` and of each of its children."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            pids += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    found = []
+    for each in pids:
+        try:
+            text = Path(f"/proc/{each}/status").read_text()
+        except OSError:
+            continue
+        match = re.search(r"VmHWM:\s+(\d+) kB", text)
+        if match:
+            found.append(int(match.group(1)) / 1024)
+    return found
+
+
+def run_worker(
+    concurrency: int, env: dict[str, str], runs: FleetRuns, after: str, log: Path
+) -> tuple[float, list[float]]:
+    args = [sys.executable, "-m", "worker.cli", "worker", "--concurrency", str(concurrency)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        while not re.search(r"@\S+ ready\.", log.read_text()):
+            if proc.poll() is not None:
+                raise SystemExit(f"the worker exited: see {log}")
+            time.sleep(0.05)
+        started = time.perf_counter()
+        while True:
+            progress = runs.progress()
+            if progress.digest == after and progress.state in ("applied", "failed"):
+                break
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        if progress.state != "applied":
+            raise SystemExit(f"the change ended {progress.state}: see {log}")
+        return elapsed, peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--models", type=int, default=300)
+    parser.add_argument("--chunk", type=int, default=25, help="TFCOMPAT_FLEET_CHUNK_SIZE")
+    args = parser.parse_args()
+    catalog = load_catalog()
+    with TemporaryDirectory() as tmp, moto_s3() as endpoint, redis_server() as redis_url:
+        root = Path(tmp)
+        (root / "before.yaml").write_text(BEFORE)
+        (root / "after.yaml").write_text(AFTER)
+        before = checker_of(root / "before.yaml", catalog)
+        after = checker_of(root / "after.yaml", catalog)
+        s3 = client(endpoint)
+        s3.create_bucket(Bucket="models")
+        s3.create_bucket(Bucket="reports")
+        print(f"uploading {args.models} objects and indexing them under BEFORE...", flush=True)
+        with ThreadPoolExecutor(16) as pool:
+            list(
+                pool.map(
+                    lambda i: s3.put_object(Bucket="models", Key=f"m{i}/saved_model.pb", Body=b"x"),
+                    range(args.models),
+                )
+            )
+        models = indexed_models(args.models, before)
+        os.environ.update(AWS_ENV)
+        from worker.settings import Settings
+        from worker.sinks.s3 import S3ObjectStore, s3_client
+
+        settings = Settings(
+            broker_url=f"{redis_url}/0", s3_endpoint_url=endpoint, report_bucket="reports"
+        )
+        store = S3ObjectStore(s3_client(settings), settings)
+        state = redis.Redis.from_url(f"{redis_url}/0")
+        index = ModelIndex(state, store, ["reports"], "tfcompat-reports/")
+        location = ReportLocation("reports", "tfcompat-reports/")
+
+        restore(state, index, models, before.fleet_digest)
+        t0 = time.perf_counter()
+        result = reevaluate(index, store, after, location)
+        reference = time.perf_counter() - t0
+        assert result.rewritten == args.models, result.rewritten
+
+        env = {
+            **os.environ,
+            **AWS_ENV,
+            "TFCOMPAT_BROKER_URL": f"{redis_url}/0",
+            "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
+            "TFCOMPAT_REPORT_BUCKET": "reports",
+            "TFCOMPAT_FLEET": str(root / "after.yaml"),
+            "TFCOMPAT_FLEET_CHUNK_SIZE": str(args.chunk),
+            "TFCOMPAT_OWNERS": str(root / "no-owners.yaml"),
+            "TFCOMPAT_LOG_FORMAT": "json",
+        }
+        rows = [("processes", "time s", "/ reference", "speed-up", "per worker", "peak RSS MB")]
+        rows.append(("reference (one task)", f"{reference:.1f}", "1.00", "-", "-", "-"))
+        one = None
+        for size in SIZES:
+            restore(state, index, models, before.fleet_digest)
+            elapsed, rss = run_worker(
+                size, env, FleetRuns(state), after.fleet_digest, root / f"worker-{size}.log"
+            )
+            one = one or elapsed
+            rows.append(
+                (
+                    f"fan-out, {size}",
+                    f"{elapsed:.1f}",
+                    f"{elapsed / reference:.2f}",
+                    f"{one / elapsed:.2f}",
+                    f"{one / elapsed / size:.2f}",
+                    " ".join(f"{r:.0f}" for r in rss),
+                )
+            )
+            print(f"  {size} process(es): {elapsed:.1f} s", flush=True)
+    print(f"\n{args.models} models, chunks of {args.chunk}; CPUs: {os.cpu_count()}")
+    print(table(rows))
+    print("peak RSS: the worker's main process first, then each pool process")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,221 @@
+"""A fleet change's run in Redis: its plan, its progress, and the applied digest.
+
+A fleet change is planned once (`start`: which chunks of indexed models and which
+registry versions to re-check, each a *unit*), then every unit reports its outcome
+(`complete`) as it finishes, on whichever worker ran it. The counters live in one
+hash per run and are updated by one Lua script, so a unit that reports twice (a
+task redelivered after a kill, a dead letter re-driven) is counted once, and a
+failed unit that later succeeds moves from `failed` to `done`. The unit that makes
+the last outcome arrive with no failure left records the fleet's digest as applied
+(`tfcompat:fleet:applied`), in the same script: exactly once, and never while any
+unit is still failing.
+
+Why a counter and not a Celery chord: a chord on Redis needs a result backend
+(this deployment runs without one: `task_ignore_result`), its unlock task polls
+the results, and one header task that fails for good fails the chord body with a
+ChordError, losing the "record the digest" step for a change that an operator
+could still complete by re-driving the dead letter. The counter needs only the
+Redis we already keep the index in, survives kills of any worker, and finishes
+the run whenever the last failed unit is re-driven.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from worker.sinks.index import FLEET_APPLIED, redis_errors
+
+RUN = "tfcompat:fleet:run"  # hash: the current (or last) run's counters
+UNITS = "tfcompat:fleet:run:units"  # hash: unit id -> "pending" | "ok" | "failed"
+PLAN = "tfcompat:fleet:run:plan"  # list: the planned units, as JSON (a redelivered plan reuses it)
+
+_COMPLETE = """
+if redis.call('HGET', KEYS[1], 'digest') ~= ARGV[1] then return {-1, -1, 0} end
+local size = tonumber(ARGV[4])
+local before = redis.call('HGET', KEYS[2], ARGV[2])
+if not before then return {-1, -1, 0} end
+if before == ARGV[3] then
+  return {tonumber(redis.call('HGET', KEYS[1], 'remaining')),
+          tonumber(redis.call('HGET', KEYS[1], 'failed_units')), 0}
+end
+if before == 'pending' then
+  redis.call('HINCRBY', KEYS[1], 'remaining', -1)
+elseif before == 'failed' then
+  redis.call('HINCRBY', KEYS[1], 'failed', -size)
+  redis.call('HINCRBY', KEYS[1], 'failed_units', -1)
+else
+  redis.call('HINCRBY', KEYS[1], 'done', -size)
+end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+if ARGV[3] == 'ok' then
+  redis.call('HINCRBY', KEYS[1], 'done', size)
+else
+  redis.call('HINCRBY', KEYS[1], 'failed', size)
+  redis.call('HINCRBY', KEYS[1], 'failed_units', 1)
+end
+local remaining = tonumber(redis.call('HGET', KEYS[1], 'remaining'))
+local failing = tonumber(redis.call('HGET', KEYS[1], 'failed_units'))
+local applied = 0
+if remaining == 0 and failing == 0 and redis.call('HGET', KEYS[1], 'state') ~= 'applied' then
+  redis.call('SET', KEYS[3], ARGV[1])
+  redis.call('HSET', KEYS[1], 'state', 'applied', 'finished', ARGV[5])
+  applied = 1
+elseif remaining == 0 then
+  redis.call('HSET', KEYS[1], 'state', 'failed', 'finished', ARGV[5])
+end
+return {remaining, failing, applied}
+"""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A piece of planned work: a chunk of indexed models (`kind` "objects", `items`
+    their index fields) or one registry version (`kind` "mlflow"/"sagemaker", `items`
+    [name, version])."""
+
+    id: str
+    kind: str
+    items: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return len(self.items) if self.kind == "objects" else 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "items": list(self.items)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Unit:
+        return cls(str(data["id"]), str(data["kind"]), tuple(str(i) for i in data["items"]))
+
+
+@dataclass(frozen=True)
+class Progress:
+    digest: str | None
+    fleet: str | None
+    state: str  # none, running, applied, failed (finished with failed units)
+    planned: int
+    done: int
+    failed: int
+    units: int
+    remaining: int
+    started: float | None
+    finished: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "digest": self.digest,
+            "fleet": self.fleet,
+            "state": self.state,
+            "planned": self.planned,
+            "done": self.done,
+            "failed": self.failed,
+            "units": self.units,
+            "remaining_units": self.remaining,
+            "started": self.started,
+            "finished": self.finished,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    remaining: int  # units not yet reported; -1: the unit is no part of the current run
+    failing: int  # units whose last outcome is a failure
+    applied: bool  # this completion recorded the digest as applied
+
+
+class FleetRuns:
+    """The run counters over a Redis client (the index's: `state_redis_url`)."""
+
+    def __init__(self, client: Any) -> None:
+        self._redis = client
+
+    def planned(self, digest: str) -> list[Unit] | None:
+        """The plan already stored for `digest` (a redelivered planning task reuses it:
+        re-planning after some units ran would find fewer models changed)."""
+        with redis_errors("reading the fleet run"):
+            current = self._redis.hget(RUN, "digest")
+            if _text(current) != digest:
+                return None
+            rows = self._redis.lrange(PLAN, 0, -1)
+        return [Unit.from_json(json.loads(row)) for row in rows]
+
+    def start(self, digest: str, fleet: str, units: Sequence[Unit]) -> None:
+        """A new run for `digest` replaces the previous one (its plan and outcomes)."""
+        planned = sum(u.size for u in units)
+        with redis_errors("starting the fleet run"):
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.delete(RUN, UNITS, PLAN)
+            if units:
+                pipe.rpush(PLAN, *[json.dumps(u.to_json()) for u in units])
+                pipe.hset(UNITS, mapping={u.id: "pending" for u in units})
+            pipe.hset(
+                RUN,
+                mapping={
+                    "digest": digest,
+                    "fleet": fleet,
+                    "state": "running" if units else "applied",
+                    "planned": planned,
+                    "done": 0,
+                    "failed": 0,
+                    "failed_units": 0,
+                    "units": len(units),
+                    "remaining": len(units),
+                    "started": time.time(),
+                },
+            )
+            if not units:
+                pipe.hset(RUN, "finished", time.time())
+                pipe.set(FLEET_APPLIED, digest)
+            pipe.execute()
+
+    def complete(self, digest: str, unit: Unit, ok: bool) -> Completion:
+        """Report a unit's outcome; records the digest as applied when this was the last
+        outstanding unit and none is failing."""
+        with redis_errors("recording a unit of the fleet run"):
+            remaining, failing, applied = self._redis.eval(
+                _COMPLETE,
+                3,
+                RUN,
+                UNITS,
+                FLEET_APPLIED,
+                digest,
+                unit.id,
+                "ok" if ok else "failed",
+                unit.size,
+                time.time(),
+            )
+        return Completion(int(remaining), int(failing), bool(applied))
+
+    def progress(self) -> Progress:
+        with redis_errors("reading the fleet run"):
+            raw = self._redis.hgetall(RUN)
+        run = {_text(k): _text(v) for k, v in raw.items()}
+
+        def number(name: str) -> int:
+            return int(run.get(name) or 0)
+
+        def moment(name: str) -> float | None:
+            value = run.get(name)
+            return float(value) if value else None
+
+        return Progress(
+            digest=run.get("digest"),
+            fleet=run.get("fleet"),
+            state=run.get("state") or "none",
+            planned=number("planned"),
+            done=number("done"),
+            failed=number("failed"),
+            units=number("units"),
+            remaining=number("remaining"),
+            started=moment("started"),
+            finished=moment("finished"),
+        )
+
+
+def _text(value: Any) -> Any:
+    return value.decode() if isinstance(value, bytes) else value
