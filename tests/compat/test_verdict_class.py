@@ -16,9 +16,11 @@ import pytest
 from tests.compat.test_memo import fixture_artifacts
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
+from worker.compat.kernel_changes import dtype_of
+from worker.compat.kernels import kernel_gap
 from worker.compat.memo import forget_all
 from worker.compat.policy import BannedRelease, Policy
-from worker.compat.verdict_class import _class_of, verdict_class
+from worker.compat.verdict_class import _class_of, _typed, verdict_class
 from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 
@@ -154,3 +156,29 @@ def test_releases_that_share_a_registry_are_classed_apart_where_an_op_was_remove
     ]
     assert "op.removed" in {str(c) for c in codes[0]}
     assert "op.not-registered" in {str(c) for c in codes[1]}
+
+
+def test_kinds_of_equal_typed_attrs_have_equal_kernel_answers() -> None:
+    """A class reads a graph's kernels through one kind per op and typed attrs
+    (`_typed`): kinds that share them must get the same kernel gap, reason included, in
+    every release, and the same kernel-change dtype, whatever their other attr values."""
+    registries = [
+        r
+        for r in {id(c.registry): c.registry for c in every_consumer()}.values()
+        if r is not None and r.kernels is not None
+    ]
+    groups: dict[tuple[str, object], list[NodeKind]] = defaultdict(list)
+    for artifact in fixture_artifacts():
+        for graph in artifact.graphs():
+            for kind in graph.kinds:
+                groups[kind.op, _typed(kind.attrs)].append(kind)
+    alike = [kinds for kinds in groups.values() if len({k.key[1] for k in kinds}) > 1]
+    assert len(alike) > 50  # kinds that differ in other values (a Const's tensor) do occur
+    for kinds in alike:
+        assert len({dtype_of(k) for k in kinds}) == 1, kinds[0].op
+        for registry in registries[:: max(1, len(registries) // 12)]:
+            assert registry is not None and registry.kernels is not None
+            op = registry.ops.get(kinds[0].op)
+            for gpu in (False, True):
+                gaps = {kernel_gap(k, op, registry.kernels, gpu) for k in kinds}
+                assert len(gaps) == 1, (kinds[0].op, registry.source, gpu)

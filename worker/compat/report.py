@@ -11,8 +11,9 @@ names, which is always a release inside those ranges.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from packaging.version import Version
@@ -21,6 +22,7 @@ from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
 from worker.compat.tflite import applies
+from worker.compat.verdict_class import verdict_class
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.findings import Finding, FixKind, Severity
@@ -29,27 +31,77 @@ from worker.model.verdict import Status, Verdict
 INVALID = str(Status.INVALID)
 
 
-@dataclass(frozen=True)
 class ReleaseOutcome:
-    release: str
-    graph_def_version: int
-    serves: bool
-    verdict: Verdict
+    """What one catalog release does with an artifact.
+
+    Releases of one verdict class (`worker.compat.verdict_class`) share a status and
+    their error messages, so only the first release of each class is checked: the
+    others take `status`, `serves`, `refused` and `errors` from it. `verdict` is the
+    release's own, every finding's text naming this release, computed from the
+    artifact when first read (the range notes and a record's causes read a few)."""
+
+    __slots__ = ("_judge", "_own", "_shared", "graph_def_version", "release")
+
+    def __init__(
+        self,
+        release: str,
+        graph_def_version: int,
+        shared: Verdict,
+        judge: Callable[[], Verdict] | None = None,
+    ) -> None:
+        self.release = release
+        self.graph_def_version = graph_def_version
+        self._shared = shared  # this release's verdict, or its class's first release's
+        self._own = shared if judge is None else None
+        self._judge = judge
+
+    @property
+    def serves(self) -> bool:
+        return self._shared.serves is True
+
+    @property
+    def refused(self) -> bool:
+        """It cannot load or serve the artifact (`serves` is False; not unknown)."""
+        return self._shared.serves is False
+
+    @property
+    def status(self) -> Status:
+        return self._shared.status
+
+    @property
+    def errors(self) -> list[str]:
+        """The messages of its error findings, in order."""
+        return [f.message for f in self._shared.findings if f.severity == Severity.ERROR]
+
+    @property
+    def verdict(self) -> Verdict:
+        if self._own is None:
+            assert self._judge is not None
+            self._own = self._judge()
+        return self._own
 
 
 def release_verdicts(
     artifact: Artifact, releases: Sequence[Consumer], history: History | None
 ) -> list[ReleaseOutcome]:
-    """What every catalog release does with the artifact, ascending."""
+    """What every catalog release does with the artifact, ascending: one check per
+    verdict class of the artifact (79 releases fall in a handful of classes of a
+    model: bench/pipeline_throughput.py), where a check cost about four classes."""
     outcomes = []
+    judged: dict[Hashable, Verdict] = {}
     for consumer in releases:
         assert consumer.tensorflow is not None
-        verdict = check_artifact(artifact, consumer, history)
-        outcomes.append(
-            ReleaseOutcome(
-                consumer.tensorflow, consumer.graph_def_version, verdict.serves is True, verdict
-            )
-        )
+        key = verdict_class(artifact, consumer, history)
+        shared = judged.get(key) if key is not None else None
+        if shared is None:
+            shared = check_artifact(artifact, consumer, history)
+            if key is not None:
+                judged[key] = shared
+            outcome = ReleaseOutcome(consumer.tensorflow, consumer.graph_def_version, shared)
+        else:
+            judge = partial(check_artifact, artifact, consumer, history)
+            outcome = ReleaseOutcome(consumer.tensorflow, consumer.graph_def_version, shared, judge)
+        outcomes.append(outcome)
     return outcomes
 
 
@@ -107,7 +159,7 @@ def range_notes(outcomes: Sequence[ReleaseOutcome]) -> list[str]:
             index += 1
         if not seen_serving or index >= len(outcomes):
             continue  # a gap only when releases on both sides serve it
-        failing = [o for o in outcomes[start:index] if o.verdict.serves is False]
+        failing = [o for o in outcomes[start:index] if o.refused]
         if not failing:
             continue  # unknown (no measured TFLite table), not refused: no cause to name
         first, last = failing[0], failing[-1]

@@ -7,7 +7,7 @@ the promise against every release and loader."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from worker.compat.data_types import data_type_uses
 from worker.compat.devices import unplaceable
@@ -28,7 +28,7 @@ from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, History, read_grap
 from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
 from worker.compat.xla import holds_xla
-from worker.model.artifact import Artifact, Graph, NodeKind
+from worker.model.artifact import Artifact, AttrJSON, Graph, NodeKind
 from worker.model.consumer import Consumer, Loader, minor
 
 _CLASSES: ObjectTable[Hashable, tuple[Hashable, bool]] = ObjectTable("verdict_class")
@@ -189,11 +189,24 @@ def _output_shape_signature(graph: Graph | None, consumer: Consumer, history: Hi
 def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:
     """Which of the graph's (op, dtype) pairs the catalog measured to compute otherwise in
     the consumer's release (`kernel.changed` reads the release, which the registry alone
-    does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max)."""
+    does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max).
+    Remembered per distinct set of kinds, history and release: an upload asks it of
+    every release, and models of one exporter share their kinds."""
     if graph is None or consumer.tensorflow is None:
         return None
-    pairs = {(k.op, d) for k in _kind_set(graph)[1] if (d := dtype_of(k)) is not None}
-    return tuple(sorted(p for p in pairs if history.kernel_change(p[0], p[1], consumer.tensorflow)))
+    number, kinds = _kind_set(graph)
+    key = (number, identity(history), consumer.tensorflow)
+    hit = _KERNEL_CHANGES.get(key)
+    if hit is not None:
+        return hit
+    pairs = {(k.op, d) for k in kinds if (d := dtype_of(k)) is not None}
+    found = tuple(
+        sorted(p for p in pairs if history.kernel_change(p[0], p[1], consumer.tensorflow))
+    )
+    if len(_KERNEL_CHANGES) >= _KERNEL_GAPS_LIMIT:
+        _KERNEL_CHANGES.clear()
+    _KERNEL_CHANGES[key] = found
+    return found
 
 
 def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
@@ -218,7 +231,7 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
         if kind.op in ops
     )
     # the reason too: the message says which types the consumer's kernels take
-    missing = frozenset((kind.op, kind.key[1], gap.reason) for kind, gap in gaps if gap)
+    missing = frozenset((kind.op, _typed(kind.attrs), gap.reason) for kind, gap in gaps if gap)
     if len(_KERNEL_GAPS) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_GAPS.clear()
     found = _KERNEL_GAPS[key] = (consumer.gpu, missing)
@@ -227,11 +240,13 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
 
 @per_object
 def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
-    """A number per distinct set of (op, attrs) the graph's kinds hold, and one kind of
-    each: what a kernel lookup reads of a graph."""
-    distinct: dict[tuple[str, str], NodeKind] = {}
+    """A number per distinct set of (op, typed attrs) the graph's kinds hold, and one kind
+    of each: what a kernel lookup and a kernel change read of a graph (which attrs a node
+    sets and the types they hold, not their other values: a Const's tensor makes no
+    other kernel, so models that differ in their constants share the number)."""
+    distinct: dict[tuple[str, Hashable], NodeKind] = {}
     for kind in graph.kinds:
-        distinct.setdefault((kind.op, kind.key[1]), kind)
+        distinct.setdefault((kind.op, _typed(kind.attrs)), kind)
     names = frozenset(distinct)
     number = _KIND_SET_NUMBERS.get(names)
     if number is None:
@@ -241,10 +256,24 @@ def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
     return number, tuple(distinct.values())
 
 
-_KIND_SET_NUMBERS: dict[frozenset[tuple[str, str]], int] = remembered({})
+def _typed(attrs: Mapping[str, AttrJSON]) -> Hashable:
+    """Every attr's name, with the types its value holds: all that `kernel_gap` (its
+    type constraints, with the OpDef's default for an attr not set) and `dtype_of` read
+    of a kind's attrs."""
+    return tuple(sorted((name, _held_types(value)) for name, value in attrs.items()))
+
+
+def _held_types(value: AttrJSON) -> Hashable:
+    listed = value.get("list")
+    types = listed.get("type") if isinstance(listed, dict) else None
+    return (value.get("type"), tuple(types) if isinstance(types, list) else None)
+
+
+_KIND_SET_NUMBERS: dict[frozenset[tuple[str, Hashable]], int] = remembered({})
 _KIND_SET_COUNTER = itertools.count(1)
 _KERNEL_GAPS: dict[tuple[int, Identity, Identity, bool], Hashable] = remembered({})
 _KERNEL_GAPS_LIMIT = 8192
+_KERNEL_CHANGES: dict[tuple[int, Identity, str], Hashable] = remembered({})
 
 
 def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:

@@ -80,17 +80,17 @@ def release_record(outcomes: Sequence[ReleaseOutcome], lookup: ReleaseLookup) ->
     errors: list[list[str]] = []
     causes: list[list[Any]] = []
     for outcome in outcomes:
-        verdict = outcome.verdict
-        failing = [f for f in verdict.findings if f.severity == Severity.ERROR]
-        messages = [f.message for f in failing[:REASONS]]
+        messages = outcome.errors[:REASONS]
         error = None
         if messages:
             if messages not in errors:
                 errors.append(messages)
-                first = failing[0]
+                # the release's own first error (its fix may name the release): the first
+                # release with these errors is its class's first, already checked
+                first = next(f for f in outcome.verdict.findings if f.severity == Severity.ERROR)
                 causes.append([str(first.code), first.fix.to_json() if first.fix else None])
             error = errors.index(messages)
-        state = str(verdict.status)
+        state = str(outcome.status)
         if runs and runs[-1][0] == state and runs[-1][1] == error:
             runs[-1][2] += 1
         else:
