@@ -255,7 +255,11 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("must be built with `--config=cuda`", frozenset({"op.needs-cuda"})),
     ("Detected at node CheckPinned", frozenset({"op.needs-cuda"})),
     ("did not exist", frozenset({"request.checkpoint-io"})),
-    ("No such file or directory", frozenset({"request.checkpoint-io", "init.failed"})),
+    (
+        "No such file or directory",
+        frozenset({"request.checkpoint-io", "init.failed", "asset.missing", "asset.export-path"}),
+    ),
+    ("assertion failed", frozenset({"assert.constant-false"})),
 ]
 
 
