@@ -17,11 +17,20 @@ From the serve plan's per-run facts (`worker.formats.fixed_values`):
 - **an `Assert` whose condition is false on constants alone**: `AssertOp` fails
   ("assertion failed") on every run that executes it, at load in an init run, on
   every request in a request's.
+- **a lookup in a mutable table nothing fills, whose default becomes an index**:
+  `MutableHashTable` starts empty; the saver's restore imports what the checkpoint
+  holds (`<table>-keys`), and only an insert fills it otherwise. A table the
+  checkpoint holds empty, that no init run and no request inserts into, answers every
+  lookup with its default; a negative default taken as a `GatherV2` index fails the
+  CPU kernel ("indices[0] = -1 is not in [0, N)") on every request. GPU kernels
+  answer zeros: no finding for a GPU consumer.
 Only facts the file fixes are findings: an asset path fed by the request, a present
 asset, or a condition that reads anything not constant says nothing.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error
 from worker.model.serving import Run
@@ -110,3 +119,43 @@ def own_file_findings(run: Run, present: tuple[str, ...] | None, stage: Stage) -
         *export_path_findings(run, stage),
         *failing_assert_findings(run, stage),
     ]
+
+
+def empty_table_findings(
+    before: Sequence[Run],
+    request: Run,
+    entries: Mapping[str, tuple[str, tuple[int, ...]]] | None,
+    gpu: bool,
+) -> list[Finding]:
+    """Lookups of `request` whose default becomes an index, in a table that the runs
+    `before` it and the request leave empty (a restore's import counts as empty only
+    when the checkpoint lists its keys with no row)."""
+    if not request.lookups or gpu:
+        return []
+    fills = [f for run in (*before, request) for f in run.fills]
+    for lookup in request.lookups:
+        mine = [f for f in fills if f.table == lookup.table]
+        if any(not f.restored_key for f in mine):
+            continue  # an insert (or an import from elsewhere) may fill it
+        restored = [entries.get(f.restored_key) if entries is not None else None for f in mine]
+        if any(r is None or not r[1] or r[1][0] != 0 for r in restored):
+            continue  # restored with rows, or from a key the checkpoint does not list
+        state = (
+            "the checkpoint holds it empty and nothing inserts into it"
+            if mine
+            else "nothing fills it"
+        )
+        return [
+            error(
+                Code.LOOKUP_DEFAULT_INDEX,
+                f"The {request.name} request looks up table {lookup.table} ({lookup.node}), "
+                f"which is empty when the request runs ({state}): every lookup answers the "
+                f"default {lookup.default}, which {lookup.into} takes as an index and "
+                f"refuses ('indices[0] = {lookup.default} is not in [0, N)'): every request "
+                "fails on CPU.",
+                op=lookup.into.split(" ", 1)[0],
+                fix=Fix(FixKind.ADD_INIT_OP),
+                stage=Stage.REQUEST,
+            )
+        ]
+    return []

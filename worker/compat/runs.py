@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from worker.compat.functions import call_closure, callees
 from worker.compat.kernels import kernel_gap
 from worker.compat.memo import ObjectTable, identity
-from worker.compat.own_files import own_file_findings
+from worker.compat.own_files import empty_table_findings, own_file_findings
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
@@ -281,6 +281,10 @@ def _run_findings(s: Subject) -> list[Finding]:
     effects = _effects(s, graph, request)
     findings += _step_findings(
         s, plan, request, effects, filled, restores, Stage.REQUEST, feeds=not tf1_in_v2
+    )
+    checkpoint = s.artifact.checkpoint
+    findings += empty_table_findings(
+        steps, request, checkpoint.entries if checkpoint is not None else None, s.consumer.gpu
     )
     return findings
 

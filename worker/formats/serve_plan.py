@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from worker.formats.fixed_values import FixedValues
 from worker.formats.graph import TopNodes
+from worker.formats.table_facts import TableFacts
 from worker.model.serving import (
     DEFAULT_SIGNATURE,
     INIT_OP_SIGNATURE,
@@ -81,6 +82,7 @@ class _Pruner:
     def __init__(self, nodes: TopNodes, fixed: FixedValues | None = None) -> None:
         self.nodes = nodes
         self.fixed = fixed
+        self.tables = TableFacts(fixed) if fixed is not None else None
         self.users: dict[str, list[tuple[str, int]]] = {}
         for name, (_, inputs, _) in nodes.items():
             for position, text in enumerate(i for i in inputs if not i.startswith("^")):
@@ -140,6 +142,7 @@ class _Pruner:
             if self.fixed is not None
             else ((), ())
         )
+        fills, lookups = self.tables.facts(needed) if self.tables is not None else ((), ())
         return Run(
             role=role,
             name=name,
@@ -149,6 +152,8 @@ class _Pruner:
             uses=tuple(sorted(set(uses), key=lambda u: (u.resource, u.kind, u.input))),
             opens=opens,
             asserts=asserts,
+            fills=fills,
+            lookups=lookups,
         )
 
 

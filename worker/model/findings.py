@@ -75,6 +75,8 @@ class Code(StrEnum):
     ASSET_MISSING = "asset.missing"  # a run opens an asset the SavedModel does not ship
     ASSET_EXPORT_PATH = "asset.export-path"  # a request opens the path written at export
     ASSERT_FALSE = "assert.constant-false"  # an Assert whose condition is constant and false
+    # a lookup in a table nothing fills: its negative default becomes a Gather index
+    LOOKUP_DEFAULT_INDEX = "request.lookup-default"
     # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
     KERAS_VERSION_UNKNOWN = "keras.version-unknown"

@@ -63,6 +63,26 @@ class FailingAssert:
 
 
 @dataclass(frozen=True)
+class TableFill:
+    """A run's insert into, or import of, a mutable lookup table (MutableHashTable*)."""
+
+    table: str  # the table's node
+    op: str  # LookupTableInsertV2, LookupTableImportV2, ...
+    restored_key: str = ""  # an import from the saver's RestoreV2: the checkpoint key read
+
+
+@dataclass(frozen=True)
+class DefaultLookup:
+    """A lookup in a mutable table whose default value, a negative integer constant,
+    flows into an op that takes the lookup's result as an index (GatherV2, ...)."""
+
+    node: str  # the lookup
+    table: str  # the table's node
+    default: int
+    into: str  # the op taking it as indices, and its node
+
+
+@dataclass(frozen=True)
 class Run:
     """One Session.run: the restore, the init, or a request of one signature."""
 
@@ -74,6 +94,8 @@ class Run:
     uses: tuple[ResourceUse, ...] = ()
     opens: tuple[FileOpen, ...] = ()  # ops opening an asset's file (worker.formats.fixed_values)
     asserts: tuple[FailingAssert, ...] = ()  # assertions false on the file's own constants
+    fills: tuple[TableFill, ...] = ()  # mutable tables it inserts into or imports
+    lookups: tuple[DefaultLookup, ...] = ()  # lookups whose default becomes an index
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,8 @@ def _run_from_json(d: dict[str, Any]) -> Run:
         uses=tuple(ResourceUse(**u) for u in d["uses"]),
         opens=tuple(FileOpen(**o) for o in d.get("opens", ())),
         asserts=tuple(FailingAssert(**a) for a in d.get("asserts", ())),
+        fills=tuple(TableFill(**f) for f in d.get("fills", ())),
+        lookups=tuple(DefaultLookup(**x) for x in d.get("lookups", ())),
     )
 
 
