@@ -5,6 +5,7 @@ controls that must not fail."""
 
 from __future__ import annotations
 
+import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
-from worker.formats.read import read_path
+from worker.formats.read import read_path, read_source
+from worker.formats.source import FileSource
 from worker.model.consumer import Loader
 from worker.model.findings import Code, FixKind, Stage
 from worker.model.verdict import Verdict
@@ -111,3 +113,25 @@ def test_a_gpu_consumer_is_not_told_the_gather_fails() -> None:
     # GPU Gather kernels answer zeros for an index out of range
     verdict = _verdict("tf1_empty_table_default_into_gather", V1, "tf1.15", gpu=True)
     assert not any(f.code == Code.LOOKUP_DEFAULT_INDEX for f in verdict.findings)
+
+
+# Where the listing decides: an archive lists every member; a lone blob says nothing.
+def test_an_archive_without_the_asset_fails_the_load(tmp_path: Path) -> None:
+    model = ASSETS / "tf2.8" / "tf2_static_table_asset_deleted"
+    archive = tmp_path / "model.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(model, arcname="model/1")
+    catalog = load_catalog()
+    [artifact] = read_path(str(archive))
+    assert artifact.asset_files == ()
+    verdict = check_artifact(artifact, catalog.consumer("2.8", V1), catalog)
+    assert verdict.loads is False and _first_error(verdict)[0] == Code.ASSET_MISSING
+
+
+def test_a_lone_saved_model_blob_is_not_told_its_assets_are_missing() -> None:
+    model = ASSETS / "tf2.8" / "tf2_static_table_asset_deleted" / "saved_model.pb"
+    [artifact] = read_source(FileSource(model), "bucket/model/1/saved_model.pb")
+    assert artifact.asset_files is None
+    catalog = load_catalog()
+    verdict = check_artifact(artifact, catalog.consumer("2.8", V1), catalog)
+    assert not any(f.code == Code.ASSET_MISSING for f in verdict.findings)
