@@ -61,6 +61,8 @@ LOGICAL: dict[str, Callable[[bool, bool], bool]] = {
     "LogicalAnd": lambda a, b: a and b,
     "LogicalOr": lambda a, b: a or b,
 }
+# Top-level ops a run's facts start from: the rest of the graph is reached from them.
+WATCHED_OPS = frozenset({"Assert", *FILENAME_INPUTS, *CALL_OPS, *IF_OPS})
 MAX_ELEMENTS = 1024  # larger constants are not evaluated (an assertion's are small)
 MAX_DEPTH = 64  # input chains followed further than this are unknown
 MAX_CALL_DEPTH = 6
@@ -147,23 +149,50 @@ class _Body:
 class FixedValues:
     """The evaluator over one MetaGraph: built once, asked once per run."""
 
-    def __init__(self, meta_graph: pb.MetaGraphDef, asset_tensors: dict[str, str]) -> None:
-        graph = meta_graph.graph_def
-        self.top = _Body({n.name: n for n in graph.node}, None, {})
-        self.functions = {f.signature.name: f for f in graph.library.function}
+    def __init__(
+        self, meta_graph: pb.MetaGraphDef, asset_tensors: dict[str, str], ops: dict[str, str]
+    ) -> None:
+        """`ops`: each top-level node's op, known from the pruner: a run that executes no
+        op this module looks at costs nothing more (the NodeDefs are indexed only once
+        a run needs them, so a large TF1 graph without such ops is never walked twice)."""
+        self._graph = meta_graph.graph_def
+        self.ops = ops
+        self.functions = {f.signature.name: f for f in self._graph.library.function}
         self._function_nodes: dict[str, dict[str, pb.NodeDef]] = {}
         # asset tensor node -> its file name under assets/
         self.asset_nodes = {(_split(t, False) or (t, 0))[0]: f for t, f in asset_tensors.items()}
-        self.has_switch = any(n.op in ("Switch", "RefSwitch") for n in graph.node)
+        op_set = set(ops.values())
+        self.has_switch = bool(op_set & {"Switch", "RefSwitch"})
+        self.looked_at = (
+            frozenset(op_set & (WATCHED_OPS | frozenset(self.functions)))
+            if self.asset_nodes or "Assert" in op_set or self.functions
+            else frozenset({"Assert"} & op_set)
+        )
         self._live: dict[tuple[str, int | None], bool | None] = {}
-        # variable node -> the asset an AssignVariableOp writes into it
-        self.asset_variables: dict[str, str] = {}
-        for node in graph.node:
-            if node.op == "AssignVariableOp" and len(node.input) >= 2:
-                variable = self._source(self.top, node.input[0], 0)
-                value = self._source(self.top, node.input[1], 0)
-                if variable is not None and value is not None and value in self.asset_nodes:
-                    self.asset_variables[variable] = self.asset_nodes[value]
+        self._top: _Body | None = None
+        self._asset_variables: dict[str, str] | None = None
+
+    @property
+    def top(self) -> _Body:
+        if self._top is None:
+            self._top = _Body({n.name: n for n in self._graph.node}, None, {})
+        return self._top
+
+    @property
+    def asset_variables(self) -> dict[str, str]:
+        """Variable node -> the asset an AssignVariableOp writes into it (TF2 exports)."""
+        if self._asset_variables is None:
+            found: dict[str, str] = {}
+            if self.asset_nodes:
+                for name, op in self.ops.items():
+                    node = self.top.nodes[name]
+                    if op == "AssignVariableOp" and len(node.input) >= 2:
+                        variable = self._source(self.top, node.input[0], 0)
+                        value = self._source(self.top, node.input[1], 0)
+                        if variable is not None and value in self.asset_nodes:
+                            found[variable] = self.asset_nodes[value]
+            self._asset_variables = found
+        return self._asset_variables
 
     # ------------------------------------------------------------- plumbing
     def _body_nodes(self, name: str) -> dict[str, pb.NodeDef]:
@@ -388,7 +417,11 @@ class FixedValues:
                     inner = _Body(inner_values.nodes, function, args)
                     scan(inner, list(inner.nodes), depth + 1)
 
-        scan(self.top, [n for n in needed if n in self.top.nodes], 0)
+        if not self.looked_at:
+            return (), ()  # the graph holds no op a fact starts from
+        watched = [n for n in needed if self.ops.get(n) in self.looked_at]
+        if watched:
+            scan(self.top, watched, 0)
         return (
             tuple(opens[k] for k in sorted(opens)),
             tuple(asserts[k] for k in sorted(asserts)),

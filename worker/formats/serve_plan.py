@@ -220,7 +220,8 @@ def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
     assets = _assets(meta_graph)
     asset_feeds = [name for a in assets for name in _tensor_names(a.tensor_info)]
     asset_tensors = {n: a.filename for a in assets for n in _tensor_names(a.tensor_info)}
-    pruner = _Pruner(nodes, FixedValues(meta_graph, asset_tensors))
+    ops = {name: op for name, (op, _, _) in nodes.items()}
+    pruner = _Pruner(nodes, FixedValues(meta_graph, asset_tensors, ops))
     restore = None
     saver = meta_graph.saver_def
     if meta_graph.HasField("saver_def") and saver.restore_op_name:

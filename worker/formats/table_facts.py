@@ -44,9 +44,9 @@ class TableFacts:
 
     def __init__(self, fixed: FixedValues) -> None:
         self.fixed = fixed
-        self.nodes = fixed.top.nodes
-        self.has_tables = any(n.op in MUTABLE_TABLE_OPS for n in self.nodes.values())
+        self.has_tables = not MUTABLE_TABLE_OPS.isdisjoint(fixed.ops.values())
         self.users: dict[str, list[tuple[str, int]]] = {}
+        self.nodes: dict[str, pb.NodeDef] = fixed.top.nodes if self.has_tables else {}
         if self.has_tables:
             for node in self.nodes.values():
                 data = [i for i in node.input if not i.startswith("^")]
@@ -91,7 +91,8 @@ class TableFacts:
             return (), ()
         fills: list[TableFill] = []
         lookups: list[DefaultLookup] = []
-        for name in sorted(needed):
+        ops = self.fixed.ops
+        for name in sorted(n for n in needed if ops.get(n) in FILL_OPS or ops.get(n) in FIND_OPS):
             node: pb.NodeDef | None = self.nodes.get(name)
             if node is None or not node.input:
                 continue
