@@ -40,6 +40,7 @@ DTYPES = ROOT / "tests" / "fixtures" / "tf-dtypes"  # data types newer than the 
 DEVICES = ROOT / "tests" / "fixtures" / "tf-devices"  # nodes pinned to devices (no soft placement)
 SIGNATURES = ROOT / "tests" / "fixtures" / "tf-signatures"  # tags and signatures a loader wants
 KERAS3_EXPORT = ROOT / "tests" / "fixtures" / "keras3-export"  # Keras 3 model.export state
+ASSETS = ROOT / "tests" / "fixtures" / "tf-assets"  # what a SavedModel's own files decide
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -51,7 +52,19 @@ def matrix_path(fixture_set: Path) -> Path:
 
 FIXTURE_SETS = [
     p
-    for p in (SHARED, OWN, SERVE, REAL, SHAPES, XLA, DTYPES, DEVICES, SIGNATURES, KERAS3_EXPORT)
+    for p in (
+        SHARED,
+        OWN,
+        SERVE,
+        REAL,
+        SHAPES,
+        XLA,
+        DTYPES,
+        DEVICES,
+        SIGNATURES,
+        KERAS3_EXPORT,
+        ASSETS,
+    )
     if matrix_path(p).exists()
 ]
 
@@ -255,7 +268,12 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("must be built with `--config=cuda`", frozenset({"op.needs-cuda"})),
     ("Detected at node CheckPinned", frozenset({"op.needs-cuda"})),
     ("did not exist", frozenset({"request.checkpoint-io"})),
-    ("No such file or directory", frozenset({"request.checkpoint-io", "init.failed"})),
+    (
+        "No such file or directory",
+        frozenset({"request.checkpoint-io", "init.failed", "asset.missing", "asset.export-path"}),
+    ),
+    ("assertion failed", frozenset({"assert.constant-false"})),
+    ("is not in [0,", frozenset({"request.lookup-default"})),
 ]
 
 

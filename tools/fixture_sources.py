@@ -235,6 +235,13 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         _tf_matrix,
     ),
     "tf-signatures/artifacts.json": (SERVE, HELD, _tf_artifacts),
+    "tf-assets/matrix.jsonl.gz": (
+        SERVE,
+        "own-file cases (--script asset_cases: assets, init-op assertions, tables) made in "
+        f"each producer release, {LOADED}",
+        _tf_matrix,
+    ),
+    "tf-assets/artifacts.json": (SERVE, HELD, _tf_artifacts),
     "keras3-export/matrix.jsonl.gz": (
         SERVE,
         "Keras 3 model.export cases (--script keras_export_cases) made in each producer "

@@ -8,8 +8,25 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from worker.compat.functions import call_closure
 from worker.compat.subject import Subject
+from worker.model.consumer import Loader
 from worker.model.findings import Finding, Severity, Stage
+
+
+def init_functions(s: Subject) -> frozenset[str]:
+    """The functions the loader's init run calls (a TF2 export's table and asset
+    initializers, under `__saved_model_init_op`): the v1 loader and `tf.saved_model.load`
+    run it at load, so an error deferred to a function's first run bites there. A graph
+    import runs no init."""
+    meta_graph, scope = s.meta_graph, s.scope
+    if s.consumer.loader == Loader.GRAPH_IMPORT or meta_graph is None or scope is None:
+        return frozenset()
+    plan = meta_graph.serve_plan
+    if plan is None or plan.init is None:
+        return frozenset()
+    called = [n for k in plan.init.kinds for n in scope.top_calls.get(k, frozenset())]
+    return frozenset(call_closure(called, scope.calls))
 
 
 def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load: bool) -> Finding:
@@ -17,14 +34,15 @@ def place(s: Subject, finding: Finding, function: str | None, *, checked_at_load
 
     1.13 checks nothing in function bodies at load; the v1 loader and a graph
     import check attrs only when a function is instantiated. A deferred error
-    bites at load in the saver's restore function (the loader runs it), on the
-    first request in a function a request runs, and otherwise only when someone
-    calls that function (the saver's save function): information."""
+    bites at load in the saver's restore function and in the functions the init run
+    calls (the loader runs both), on the first request in a function a request runs,
+    and otherwise only when someone calls that function (the saver's save function):
+    information."""
     if function is None or finding.severity != Severity.ERROR:
         return finding
     if checked_at_load and s.consumer.validates_library:
         return finding
-    if s.scope is None or function in s.scope.restore:
+    if s.scope is None or function in s.scope.restore or function in init_functions(s):
         return finding
     if function in s.scope.request:
         return replace(

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from worker.compat.functions import call_closure, callees
 from worker.compat.kernels import kernel_gap
 from worker.compat.memo import ObjectTable, identity
+from worker.compat.own_files import empty_table_findings, own_file_findings
 from worker.compat.subject import SERVING_TAG, Subject, serving_meta_graph
 from worker.model.artifact import Graph, MetaGraph
 from worker.model.consumer import Loader
@@ -180,6 +181,25 @@ def _no_default_signature(names: list[str]) -> Finding:
     )
 
 
+def tf2_own_file_findings(s: Subject) -> list[Finding]:
+    """`tf.saved_model.load` of a TF2 SavedModel: every restored resource's `_initialize`
+    runs at load (`load.py`; the same functions the `__saved_model_init_op` calls, with
+    the assets restored as `Asset`s of the shipped paths), then the request calls
+    `serving_default`."""
+    meta_graph = s.meta_graph
+    if not s.tf2_load or meta_graph is None or meta_graph.serve_plan is None:
+        return []
+    plan = meta_graph.serve_plan
+    present = s.artifact.asset_files
+    findings: list[Finding] = []
+    if plan.init is not None:
+        findings += own_file_findings(plan.init, present, Stage.LOAD)
+    request = plan.request(DEFAULT_SIGNATURE)
+    if request is not None:
+        findings += own_file_findings(request, present, Stage.REQUEST)
+    return findings
+
+
 def tf2_signature_findings(s: Subject) -> list[Finding]:
     """`tf.saved_model.load` of a TF2 SavedModel: the request calls serving_default."""
     meta_graph = s.meta_graph
@@ -201,7 +221,7 @@ def run_findings(s: Subject) -> list[Finding]:
     against 79 releases and a fleet change against every model, and most of them share
     those with many others."""
     if not applies(s):
-        return tf2_signature_findings(s)
+        return tf2_own_file_findings(s) + tf2_signature_findings(s)
     registry = s.consumer.registry
     key = (
         s.consumer.loader,
@@ -262,6 +282,10 @@ def _run_findings(s: Subject) -> list[Finding]:
     findings += _step_findings(
         s, plan, request, effects, filled, restores, Stage.REQUEST, feeds=not tf1_in_v2
     )
+    checkpoint = s.artifact.checkpoint
+    findings += empty_table_findings(
+        steps, request, checkpoint.entries if checkpoint is not None else None, s.consumer.gpu
+    )
     return findings
 
 
@@ -296,7 +320,9 @@ def _step_findings(
         )
     if feeds:
         findings += _feed_findings(run, stage)
-    findings += _asset_findings(s, plan, run, effects, stage)
+    findings += own_file_findings(run, s.artifact.asset_files, stage)
+    if not run.opens:
+        findings += _asset_findings(s, plan, run, effects, stage)
     python = sorted(effects.ops & PYTHON_OPS)
     if python:
         findings.append(
@@ -390,7 +416,8 @@ def _asset_findings(
     s: Subject, plan: ServePlan, run: Run, effects: _Effects, stage: Stage
 ) -> list[Finding]:
     """An asset the MetaGraph names that assets/ lacks fails the run that opens it (the
-    loader feeds its path whether the file exists or not)."""
+    loader feeds its path whether the file exists or not). The coarse form, for plans
+    read before runs recorded which asset each op opens (`Run.opens`)."""
     present = s.artifact.asset_files
     if present is None or not plan.assets or run.role == "request":
         return []

@@ -75,6 +75,7 @@ MODEL_FIXES = frozenset(
         FixKind.ADD_SIGNATURE,
         FixKind.EXPORT_WITHOUT_OPTIMIZER,
         FixKind.SHIP_ASSETS,
+        FixKind.READ_ASSET_AT_INIT,
         FixKind.REEXPORT_XLA,
         FixKind.LIST_BANNED_RELEASES,
     }

@@ -52,6 +52,8 @@ DEFAULT_LIMITS = ArchiveLimits()
 class ArchiveTree(MappingTree):
     """An archive's regular files, plus notes on members deliberately skipped."""
 
+    complete_listing = True  # every member is listed, kept or not (a Placeholder)
+
     def __init__(self, name: str, sources: dict[str, Source], notes: tuple[str, ...]) -> None:
         super().__init__(name, sources)
         self.notes = notes

@@ -117,7 +117,11 @@ def read_saved_model_dir(tree: Tree, root: str, display: str) -> Artifact:
     elif any(n.startswith(f"{prefix}variables/") for n in names):
         notes.append("variables/ has no variables.index: the loader skips the restore")
         restore_skipped = True
-    seen_whole = any(n.startswith(prefix) and n[len(prefix) :].count("/") > 0 for n in names)
+    # A listing that holds a file under the SavedModel's directories, or one known to
+    # list everything (a local directory, an archive), says what assets/ holds.
+    seen_whole = getattr(tree, "complete_listing", False) or any(
+        n.startswith(prefix) and n[len(prefix) :].count("/") > 0 for n in names
+    )
     assets = f"{prefix}assets/"
     asset_files = (
         tuple(sorted(n[len(assets) :] for n in names if n.startswith(assets)))

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from worker.formats.fixed_values import FixedValues
 from worker.formats.graph import TopNodes
+from worker.formats.table_facts import TableFacts
 from worker.model.serving import (
     DEFAULT_SIGNATURE,
     INIT_OP_SIGNATURE,
@@ -77,8 +79,10 @@ def _tensor_names(info: pb.TensorInfo) -> list[str]:
 
 
 class _Pruner:
-    def __init__(self, nodes: TopNodes) -> None:
+    def __init__(self, nodes: TopNodes, fixed: FixedValues | None = None) -> None:
         self.nodes = nodes
+        self.fixed = fixed
+        self.tables = TableFacts(fixed) if fixed is not None else None
         self.users: dict[str, list[tuple[str, int]]] = {}
         for name, (_, inputs, _) in nodes.items():
             for position, text in enumerate(i for i in inputs if not i.startswith("^")):
@@ -133,6 +137,12 @@ class _Pruner:
             for user, position in found
             if user in needed
         ]
+        opens, asserts = (
+            self.fixed.facts(needed, frozenset(node for node, _ in fed))
+            if self.fixed is not None
+            else ((), ())
+        )
+        fills, lookups = self.tables.facts(needed) if self.tables is not None else ((), ())
         return Run(
             role=role,
             name=name,
@@ -140,6 +150,10 @@ class _Pruner:
             unfed=tuple(unfed),
             missing=tuple(missing),
             uses=tuple(sorted(set(uses), key=lambda u: (u.resource, u.kind, u.input))),
+            opens=opens,
+            asserts=asserts,
+            fills=fills,
+            lookups=lookups,
         )
 
 
@@ -203,9 +217,11 @@ def _init_op(meta_graph: pb.MetaGraphDef) -> tuple[str, str, str]:
 
 def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
     """The runs of one MetaGraph, from its graph's top-level nodes."""
-    pruner = _Pruner(nodes)
     assets = _assets(meta_graph)
     asset_feeds = [name for a in assets for name in _tensor_names(a.tensor_info)]
+    asset_tensors = {n: a.filename for a in assets for n in _tensor_names(a.tensor_info)}
+    ops = {name: op for name, (op, _, _) in nodes.items()}
+    pruner = _Pruner(nodes, FixedValues(meta_graph, asset_tensors, ops))
     restore = None
     saver = meta_graph.saver_def
     if meta_graph.HasField("saver_def") and saver.restore_op_name:

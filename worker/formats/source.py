@@ -135,6 +135,10 @@ class DirectoryTree:
     `variables.index/`). Symlinked directories are not descended into.
     """
 
+    # names() lists every file under the root: a SavedModel whose assets/ is empty or
+    # absent here ships no asset (a lone saved_model.pb of an object store does not say)
+    complete_listing = True
+
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self._root = Path(root)
         if not self._root.is_dir():

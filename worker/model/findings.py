@@ -71,6 +71,12 @@ class Code(StrEnum):
     KERNEL_UNMEASURED = "kernel.unmeasured"  # no kernel table for the consumer: not looked up
     OBJECT_NOT_REVIVED = "object.not-revived"  # tf.saved_model.load cannot rebuild it
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
+    # What the SavedModel's own files decide (worker.compat.own_files)
+    ASSET_MISSING = "asset.missing"  # a run opens an asset the SavedModel does not ship
+    ASSET_EXPORT_PATH = "asset.export-path"  # a request opens the path written at export
+    ASSERT_FALSE = "assert.constant-false"  # an Assert whose condition is constant and false
+    # a lookup in a table nothing fills: its negative default becomes a Gather index
+    LOOKUP_DEFAULT_INDEX = "request.lookup-default"
     # Keras files (worker.compat.keras) and ops that should never be served (compat.unsafe)
     KERAS_NOT_SERVABLE = "keras.not-servable"  # TF Serving reads SavedModels, not Keras files
     KERAS_VERSION_UNKNOWN = "keras.version-unknown"
@@ -162,6 +168,8 @@ class FixKind(StrEnum):
     USE_GPU_BUILD = "use_gpu_build"  # op: its kernel exists for GPU only
     EXPORT_WITHOUT_OPTIMIZER = "export_without_optimizer"  # save the model, not its optimizer
     SHIP_ASSETS = "ship_assets"  # upload the SavedModel's assets/ with it
+    # op: read the asset in the init op (a table), or pass its path as a signature input
+    READ_ASSET_AT_INIT = "read_asset_at_init"
     STRIP_OUTPUT_SHAPES = "strip_output_shapes"  # op: remove `_output_shapes` from the graph
     # XlaCallModule: attr (version, platforms, module) re-exported with `value` (a jax
     # serialization version, a platform); release: the oldest measured one that runs it

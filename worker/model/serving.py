@@ -44,6 +44,45 @@ class ResourceUse:
 
 
 @dataclass(frozen=True)
+class FileOpen:
+    """An op a run executes that opens the file one of the SavedModel's assets names."""
+
+    op: str  # InitializeTableFromTextFileV2, ReadFile, ...
+    node: str  # "node X" or "node X in function F"
+    asset: str  # the asset's file name under assets/
+    fed: bool  # the run opens the shipped copy (the loader fed its path)
+    path: str = ""  # not fed: the path the graph holds, written at export
+
+
+@dataclass(frozen=True)
+class FailingAssert:
+    """An Assert a run executes whose condition is computed from constants and false."""
+
+    node: str  # "node X" or "node X in function F"
+    condition: str  # the op computing the condition (Const, Equal, All, ...)
+
+
+@dataclass(frozen=True)
+class TableFill:
+    """A run's insert into, or import of, a mutable lookup table (MutableHashTable*)."""
+
+    table: str  # the table's node
+    op: str  # LookupTableInsertV2, LookupTableImportV2, ...
+    restored_key: str = ""  # an import from the saver's RestoreV2: the checkpoint key read
+
+
+@dataclass(frozen=True)
+class DefaultLookup:
+    """A lookup in a mutable table whose default value, a negative integer constant,
+    flows into an op that takes the lookup's result as an index (GatherV2, ...)."""
+
+    node: str  # the lookup
+    table: str  # the table's node
+    default: int
+    into: str  # the op taking it as indices, and its node
+
+
+@dataclass(frozen=True)
 class Run:
     """One Session.run: the restore, the init, or a request of one signature."""
 
@@ -53,6 +92,10 @@ class Run:
     unfed: tuple[str, ...] = ()  # placeholders it needs that no feed fills
     missing: tuple[str, ...] = ()  # fetched or fed names the graph lacks
     uses: tuple[ResourceUse, ...] = ()
+    opens: tuple[FileOpen, ...] = ()  # ops opening an asset's file (worker.formats.fixed_values)
+    asserts: tuple[FailingAssert, ...] = ()  # assertions false on the file's own constants
+    fills: tuple[TableFill, ...] = ()  # mutable tables it inserts into or imports
+    lookups: tuple[DefaultLookup, ...] = ()  # lookups whose default becomes an index
 
 
 @dataclass(frozen=True)
@@ -92,6 +135,10 @@ def _run_from_json(d: dict[str, Any]) -> Run:
         unfed=tuple(d["unfed"]),
         missing=tuple(d["missing"]),
         uses=tuple(ResourceUse(**u) for u in d["uses"]),
+        opens=tuple(FileOpen(**o) for o in d.get("opens", ())),
+        asserts=tuple(FailingAssert(**a) for a in d.get("asserts", ())),
+        fills=tuple(TableFill(**f) for f in d.get("fills", ())),
+        lookups=tuple(DefaultLookup(**x) for x in d.get("lookups", ())),
     )
 
 

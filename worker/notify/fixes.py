@@ -146,6 +146,12 @@ def _runs_fix_text(kind: Any, who: str, item: str, quote: Quote) -> str:
         return f"Export a {quote('serving_default')} signature"
     if kind == "ship_assets":
         return f"Ship the SavedModel's {quote('assets/')} directory with it, every file it names"
+    if kind == "read_asset_at_init":
+        return (
+            f"Open the asset in the init op (a table initializer in {quote('main_op')}), or "
+            f"save with {quote('tf.saved_model.save')} (an asset path the init op assigns), "
+            f"so {item} reads the shipped copy, not the path written at export"
+        )
     if kind == "export_without_optimizer":
         return (
             "Export for serving without the optimizer "
