@@ -8,9 +8,9 @@
 
 `convert` runs make_feature_models.py in each producer's TensorFlow venv
 (`PRODUCERS`) into build/tflite/features/tf<minor>/; `load` runs
-probe_features.py in every READY runtime, over every file and (`--types`) over
-one minimal file per tensor type, one process per runtime, restarting after a
-subject that crashes it; `write` copies the files to tests/fixtures/tflite-features/
+probe_features.py in every READY runtime, over every file it has not run yet and
+(`--types`) over one minimal file per tensor type, one process per runtime,
+restarting after a subject that crashes it; `write` copies the files to tests/fixtures/tflite-features/
 (models.json: how each was made, its reference output and the features TensorFlow's
 own generated FlatBuffers code finds in it, describe_features.py; matrix.jsonl and
 types.jsonl: what every runtime did) and writes worker/catalog/data/tflite_features.json:
@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_matrix import _matches
+from build_matrix import _flatten
 from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, Runtime, python_of, ready, runtimes
 
 BUILD = REPO / "build" / "tflite" / "features"
@@ -56,7 +56,7 @@ FORMAT = "tfcompat-tflite-features/1"
 
 RULE_PRODUCER = "tf2.21"
 """The converter whose files decide the table; every other producer's files are held out."""
-PRODUCERS = ("2.21.0", "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0")
+PRODUCERS = ("2.21.0", "2.14.1", "2.15.1", "2.16.2", "2.17.1", "2.18.1", "2.19.1", "2.20.0")
 OP_ERRORS = ("Didn't find op for builtin opcode", "builtin_code out of range")
 
 
@@ -100,7 +100,9 @@ def _probe(python: Path, subjects: list[str], key: str) -> list[dict[str, object
         if key == "type_code":  # one run; a crash ends the list
             rows += done
             if len(done) < len(subjects):
-                rows.append({key: int(subjects[len(done)]), "stage": None, "crash": proc.returncode})
+                rows.append(
+                    {key: int(subjects[len(done)]), "stage": None, "crash": proc.returncode}
+                )
             return rows
         rows += done
         pending = pending[len(done) :]
@@ -129,13 +131,23 @@ def load(args: argparse.Namespace) -> None:
             print(f"{runtime.name}: no READY venv, skipped", file=sys.stderr)
             continue
         out = LOADS / f"{runtime.name}.jsonl"
-        if out.exists() and not args.force:
+        rows = [] if args.force or not out.exists() else _lines(out)
+        seen = {str(r.get("model")) for r in rows}
+        pending = [m for m in models if m not in seen]  # new files only: held-out producers
+        has_types = any("type_code" in r for r in rows)
+        if not pending and has_types:
             continue
-        print(f"probing {runtime.name}", file=sys.stderr, flush=True)
+        print(f"probing {runtime.name}: {len(pending)} files", file=sys.stderr, flush=True)
         python = python_of(runtime, args.envs, args.tf_envs)
-        rows = _probe(python, models, "model")
-        rows += _probe(python, [str(c) for c in range(20)], "type_code")
+        if pending:
+            rows += _probe(python, pending, "model")
+        if not has_types:
+            rows += _probe(python, [str(c) for c in range(20)], "type_code")
         out.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _describe(paths: list[Path], args: argparse.Namespace) -> dict[str, dict[str, object]]:
@@ -176,10 +188,16 @@ def write(args: argparse.Namespace) -> None:
         described = _describe(paths, args)
         for path in paths:
             models_doc[f"{path.parent.name}/{path.stem}"]["tensorflow_reads"] = described[str(path)]
-        (FIXTURES / "models.json").write_text(json.dumps(models_doc, indent=1, sort_keys=True) + "\n")
+        (FIXTURES / "models.json").write_text(
+            json.dumps(models_doc, indent=1, sort_keys=True) + "\n"
+        )
     rows, types = _rows(models_doc)
-    (FIXTURES / "matrix.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    (FIXTURES / "types.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in types))
+    (FIXTURES / "matrix.jsonl").write_text(
+        "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    )
+    (FIXTURES / "types.jsonl").write_text(
+        "".join(json.dumps(r, sort_keys=True) + "\n" for r in types)
+    )
     sys.path.insert(0, str(HERE.parent))
     from fixture_sources import record
 
@@ -190,14 +208,20 @@ def write(args: argparse.Namespace) -> None:
     print(f"wrote {len(models_doc)} models, {len(rows)} rows, {len(types)} type rows; {TABLE}")
 
 
-def _rows(models_doc: dict[str, dict[str, object]]) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+def _rows(
+    models_doc: dict[str, dict[str, object]],
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     rows: list[dict[str, object]] = []
     types: list[dict[str, object]] = []
     for runtime in runtimes():
         path = LOADS / f"{runtime.name}.jsonl"
         if not path.exists():
             continue
-        ident = {"runtime": runtime.name, "family": runtime.family, "runtime_version": runtime.version}
+        ident = {
+            "runtime": runtime.name,
+            "family": runtime.family,
+            "runtime_version": runtime.version,
+        }
         for line in path.read_text().splitlines():
             row = json.loads(line)
             if "type_code" in row:
@@ -208,13 +232,28 @@ def _rows(models_doc: dict[str, dict[str, object]]) -> tuple[list[dict[str, obje
             reference = entry.get("own_output") or entry.get("expected")
             row.update(ident, model=model_id)
             row["matches_producer"] = (
-                _matches(row.get("output"), reference) if row.get("stage") == "invoked" else None
+                _same(row.get("output"), reference) if row.get("stage") == "invoked" else None
             )
             if "signature_output" in row:
-                row["signature_matches"] = _matches(row.pop("signature_output"), reference)
+                row["signature_matches"] = _same(row.pop("signature_output"), reference)
             row.pop("output", None)
             rows.append(row)
     return rows, types
+
+
+def _same(output: object, reference: object) -> bool | None:
+    """As build_matrix's `_matches` (within 1% of the reference's largest magnitude), a
+    NaN matching only a NaN: the 2.21 converter's sparse float16 file answers NaN in its
+    own interpreter, and a runtime that answers as the producer does reads it as it does."""
+    if not isinstance(output, list) or not isinstance(reference, list):
+        return None
+    out, ref = _flatten(output), _flatten(reference)
+    if len(out) != len(ref):
+        return False
+    span = max((abs(v) for v in ref if v == v), default=0.0) or 1.0
+    return all(
+        (a != a and b != b) or abs(a - b) <= 0.01 * span for a, b in zip(out, ref, strict=True)
+    )
 
 
 def _outcome(row: dict[str, object]) -> str:
@@ -241,7 +280,9 @@ def build_table(
     rows: list[dict[str, object]],
     types: list[dict[str, object]],
 ) -> dict[str, object]:
-    ours = {k: v for k, v in models_doc.items() if k.startswith(RULE_PRODUCER + "/") and "path" in v}
+    ours = {
+        k: v for k, v in models_doc.items() if k.startswith(RULE_PRODUCER + "/") and "path" in v
+    }
     sets = {k: _features(v) for k, v in ours.items()}
     pairs = []  # (feature, probe, control)
     for probe, have in sets.items():
@@ -298,24 +339,54 @@ def build_table(
             "over one minimal flatbuffer per tensor type",
             [f"converter tensorflow {RULE_PRODUCER.removeprefix('tf')}", *measured],
         ),
-        "pairs": [
-            {"feature": f, "probe": p, "control": c} for f, p, c in sorted(set(pairs))
-        ],
+        "pairs": [{"feature": f, "probe": p, "control": c} for f, p, c in sorted(set(pairs))],
         "runtimes": {r: dict(sorted(table[r].items())) for r in measured},
         "errors": {r: dict(sorted(errors[r].items())) for r in measured if errors.get(r)},
     }
 
 
+def summary(args: argparse.Namespace) -> None:
+    """The table as Markdown, runs of consecutive runtimes per family and status (the
+    docs' table): `python3 tools/tflite/build_features.py summary`."""
+    doc = json.loads(TABLE.read_text())
+    table: dict[str, dict[str, str]] = doc["runtimes"]
+    order = [r for r in runtimes() if r.name in table]
+    features = sorted({f for row in table.values() for f in row})
+    print("| feature | " + " | ".join(FAMILIES) + " |")
+    print("|---|" + "---|" * len(FAMILIES))
+    for feature in features:
+        cells = []
+        for family in FAMILIES:
+            runs: list[list[str]] = []  # [status, first, last]
+            for r in (r for r in order if r.family == family):
+                status = table[r.name].get(feature, "unknown")
+                if runs and runs[-1][0] == status:
+                    runs[-1][2] = r.version
+                else:
+                    runs.append([status, r.version, r.version])
+            cells.append(
+                "; ".join(
+                    f"{a}{'' if a == b else '-' + b}: {st}" for st, a, b in runs
+                )
+            )
+        if all(c.count(":") == 1 and c.endswith(": reads") for c in cells):
+            continue  # read everywhere: said in one sentence below the table
+        print(f"| `{feature}` | " + " | ".join(cells) + " |")
+
+
+FAMILIES = ("tensorflow", "tflite-runtime", "ai-edge-litert")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("command", choices=("convert", "load", "write"))
+    parser.add_argument("command", choices=("convert", "load", "write", "summary"))
     parser.add_argument("--envs", type=Path, default=DEFAULT_ENVS)
     parser.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
     parser.add_argument("--only", default="")
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--from-fixtures", action="store_true")
     args = parser.parse_args()
-    {"convert": convert, "load": load, "write": write}[args.command](args)
+    {"convert": convert, "load": load, "write": write, "summary": summary}[args.command](args)
 
 
 if __name__ == "__main__":

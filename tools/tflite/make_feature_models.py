@@ -14,7 +14,10 @@ quarters zeros, so the sparsity pass has something to compress) fed float32
   constant buffers after the flatbuffer (schema 3c's Buffer.offset/size, what
   the converter writes for a model over 2 GB);
 - `sparse`: the same with `Optimize.EXPERIMENTAL_SPARSITY`: W as a sparse
-  tensor (Tensor.sparsity) and a DENSIFY operator;
+  tensor (Tensor.sparsity) read by FULLY_CONNECTED version 8;
+- `float16`, `sparse_float16`: float16 weights (`supported_types = [tf.float16]`:
+  DEQUANTIZE before FULLY_CONNECTED), without and with the sparsity pass (then a
+  DENSIFY of the sparse float16 weights, as the real sparse models have);
 - `bare`, `signatures`, `shape_signature`: `base` rewritten with TensorFlow's own
   generated FlatBuffers object API (`schema_py_generated`) without the
   SignatureDefs and the shape signatures, then with only one of the two back:
@@ -63,8 +66,13 @@ def convert(path, settings):
         if not hasattr(converter, "_experimental_use_buffer_offset"):
             raise RuntimeError("this converter has no _experimental_use_buffer_offset")
         converter._experimental_use_buffer_offset = True
+    if settings.get("float16"):
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
     if settings.get("sparsity"):
-        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY] + (
+            [tf.lite.Optimize.DEFAULT] if settings.get("float16") else []
+        )
     return converter.convert()
 
 
@@ -97,6 +105,8 @@ CONVERTED = {
     "base": {},
     "buffer_offset": {"buffer_offset": True},
     "sparse": {"sparsity": True},
+    "float16": {"float16": True},
+    "sparse_float16": {"sparsity": True, "float16": True},
 }
 REWRITTEN = {  # case -> (keep the signatures, keep the shape signatures)
     "bare": (False, False),
