@@ -86,6 +86,8 @@ def agreement(fixture_set: Path, held_out: bool) -> tuple[int, int]:
 # headline is the rows' first-measured figure, 432 of 468 before the in-sample tuning
 # (tests/fixtures/held_out.json); 460 is measured after it, on rows it did not read, and
 # 464 after the file-feature rule (1.13 refuses float16 tensors when built: 4 rows' code).
+# The file-feature files of the 2.14 to 2.16 converters are held out from that rule: 1,248
+# of 1,248 as first measured, against the rule's commit.
 @pytest.mark.parametrize(
     ("fixture_set", "held_out", "agreeing", "total"),
     [
@@ -93,6 +95,7 @@ def agreement(fixture_set: Path, held_out: bool) -> tuple[int, int]:
         (REAL, False, 671, 676),
         (REAL, True, 464, 468),
         (FEATURES, False, 416, 416),
+        (FEATURES, True, 1248, 1248),
     ],
 )
 def test_agreement_in_sample_and_held_out(
