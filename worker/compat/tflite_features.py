@@ -89,9 +89,9 @@ def judge_features(model: TfliteModel, table: TfliteRuntime) -> FeatureFindings:
         elif status in (LOAD_FAILS, REQUESTS_FAIL):
             loads = status == REQUESTS_FAIL
             what = (
-                "loads the file without reading them, and every request fails or answers wrong"
+                "it loads the file and every request fails or answers wrong"
                 if loads
-                else "fails to load the file"
+                else "it fails to load the file"
             )
             words = f" ('{said.strip()}')" if said else ""
             finding = _fails(feature, text, table, what + words, loads)
@@ -117,7 +117,7 @@ def _fails(feature: str, text: str, table: TfliteRuntime, what: str, loads: bool
     fix = Fix(FixKind.CONVERT_WITHOUT, value=setting) if setting else None
     return error(
         Code.TFLITE_FILE_FEATURE,
-        f"The file has {text}: {table.label()} does not read them and {what} (measured on "
+        f"The file has {text}: {table.label()} does not read them, so {what} (measured on "
         "a converter's file).",
         fix=fix,
         stage=Stage.REQUEST if loads else Stage.LOAD,
