@@ -5,9 +5,9 @@ version, its `operator_codes`, each subgraph's operators with the type, rank
 and quantization scales of the tensors they read and write, the metadata
 entry `min_runtime_version`, and the file features a runtime may not read
 (`FEATURES` below: buffers after the flatbuffer, SignatureDefs, sparse tensors,
-tensor types, ...). Tensor data (`buffers`) is never read: each Buffer's table
-is looked at for an outside offset, up to the first one, so a 2 GB model costs a
-few hundred kilobytes of reads, wherever its tables sit in the file, through
+tensor types, ...). Tensor data (`buffers`) is never read, only the first
+Buffer tables, up to the first that holds data, so a 2 GB model costs a few
+hundred kilobytes of reads, wherever its tables sit in the file, through
 any `Source` (a local file, an archive member, an S3 object read with ranged
 GETs).
 
@@ -58,7 +58,7 @@ DESCRIPTION_BYTES = 1024
 MIN_RUNTIME_BYTES = 256
 """`min_runtime_version` is a short version string (TFLite writes 16 bytes)."""
 MAX_BUFFERS = 20_000_000
-"""Buffers looked at for an outside offset; each costs one small table read."""
+"""The length of the buffers vector; only its first tables are read."""
 
 # FEATURES: file features a runtime may not read (names of catalog/data/tflite_features.json).
 BUFFER_OFFSET = "buffer-offset"  # a Buffer's bytes after the flatbuffer (schema 3c, > 2 GB)
@@ -427,12 +427,18 @@ def _min_runtime_version(flat: _Flat, model: _Table, metadata: list[tuple[str, i
 
 
 def _has_buffer_offset(flat: _Flat, model: _Table) -> bool:
-    """Whether some Buffer keeps its bytes after the flatbuffer (offset > 1, as TFLite's
-    builder tests it). One small table read per buffer, up to the first such one; the
-    bytes themselves are never read."""
+    """Whether the Buffers keep their bytes after the flatbuffer (offset > 1, as TFLite's
+    builder tests it), from the first Buffer that holds anything: the converter writes
+    every constant outside or none (flatbuffer_export.cc, `use_buffer_offset`, which
+    it turns on for a model over 2 GB), constants before metadata. A Buffer table sits
+    beside its data, so reading them all would page through the whole file; the bytes
+    themselves are never read. A file that mixes the two (no converter writes one) is
+    judged by its first Buffer with data."""
     for buffer in flat.tables(model, S.MODEL_BUFFERS, MAX_BUFFERS, "buffers"):
         if flat.scalar(buffer, S.BUFFER_OFFSET, "<Q", 0) > 1:
             return True
+        if flat.length(buffer, S.BUFFER_DATA, 1):
+            return False
     return False
 
 
