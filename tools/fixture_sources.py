@@ -210,6 +210,24 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         "input and the producer's output",
         lambda p: [f"converter of {x}" for x in _prefixes(_doc(p))],
     ),
+    "tflite-features/matrix.jsonl": (
+        "tools/tflite/build_features.py",
+        "each file-feature model built, allocated and invoked by every runtime "
+        "(tools/tflite/probe_features.py in the runtime's own venv)",
+        lambda p: releases_read(_lines(p), "runtime"),
+    ),
+    "tflite-features/types.jsonl": (
+        "tools/tflite/build_features.py",
+        "one minimal flatbuffer per tensor type built and allocated by every runtime "
+        "(tools/tflite/probe_features.py --types in the runtime's own venv)",
+        lambda p: releases_read(_lines(p), "runtime"),
+    ),
+    "tflite-features/models.json": (
+        "tools/tflite/build_features.py",
+        "each file-feature model a converter wrote (tools/tflite/make_feature_models.py, one "
+        "venv per release): its input, the producer's output, the features TensorFlow reads",
+        lambda p: [f"converter of {x}" for x in _prefixes(_doc(p))],
+    ),
     "tflite-real/models.json": (
         "tools/tflite/real_models.py",
         "where each real .tflite comes from (pinned wheel, SHA-256, member) and whether it is "

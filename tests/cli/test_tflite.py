@@ -99,3 +99,21 @@ def test_fix_refuses_a_tflite_and_says_what_to_do(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "not TFLite flatbuffers; convert the model again" in result.stderr
     assert not (tmp_path / "out.tflite").exists()
+
+
+FEATURES = Path(__file__).resolve().parents[1] / "fixtures" / "tflite-features" / "models"
+
+
+def test_buffers_after_the_flatbuffer_fail_requests_with_the_setting_to_leave_off() -> None:
+    path = FEATURES / "tf2.21" / "buffer_offset.tflite"
+    result = run("check", str(path), "--consumer", "tflite==2.13", "--consumer", "litert==1.0")
+    assert result.returncode == 1, result.stderr
+    assert "REQUESTS FAIL  tflite-2.13.0" in result.stdout
+    assert "Input tensor 1 lacks data" in result.stdout
+    assert "Convert it without _experimental_use_buffer_offset = True" in result.stdout
+    assert "upgrade tflite-2.13.0 to tflite-runtime >= 2.14.0" in result.stdout
+
+
+def test_inspect_lists_the_file_features() -> None:
+    text = run("inspect", str(FEATURES / "tf2.21" / "buffer_offset.tflite")).stdout
+    assert "file features: buffer-offset, shape-signature, signature-defs" in text

@@ -32,6 +32,16 @@ def test_wrong_values_read_as_failing_requests() -> None:
             "Convert it with TensorFlow 2.15.1's converter, or upgrade phone",
         ),
         (
+            {
+                "kind": "convert_without",
+                "value": "_experimental_use_buffer_offset",
+                "release": "2.14.0",
+                "runtime": "tflite-runtime",
+            },
+            "Convert it without _experimental_use_buffer_offset = True (a model under 2 GB "
+            "needs none), or upgrade phone to tflite-runtime >= 2.14.0",
+        ),
+        (
             {"kind": "add_flex_delegate", "op": "FlexMatrixDeterminant", "release": "2.4.4"},
             "Link the Flex delegate into phone, or convert without Select TF op "
             "FlexMatrixDeterminant (TensorFlow 2.4.4's tf.lite.Interpreter has it)",

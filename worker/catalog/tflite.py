@@ -1,6 +1,6 @@
 """The TFLite runtimes tfcompat has measured, and what they run.
 
-Two data files ship with the package:
+Three data files ship with the package:
 - `data/tflite_runtimes.json`: for each of 52 real runtimes (`tf.lite.Interpreter`
   of the 25 TensorFlow releases with an op registry, the standalone
   `tflite-runtime`, LiteRT `ai-edge-litert`) the builtin codes and op versions its
@@ -9,7 +9,10 @@ Two data files ship with the package:
   (tools/tflite/build_table.py, from one-op probes);
 - `data/tflite_kernels.json`: kernel changes no op version shows, with the
   releases of each family measured with and without them, and the op versions
-  TFLite's own versioning gives some tensor signatures.
+  TFLite's own versioning gives some tensor signatures;
+- `data/tflite_features.json`: per runtime, what it does with a file that uses a
+  file feature (buffers after the flatbuffer, SignatureDefs, sparse tensors, each
+  tensor type, ...), measured on real files (tools/tflite/build_features.py).
 
 Both are read on first use. A family and version without a measured table gets
 a `TfliteInterpreter` without one: its verdicts are unknown, never a guessed
@@ -43,6 +46,7 @@ from worker.model.tflite import (
 DATA = Path(__file__).with_name("data")
 RUNTIMES_FILE = "tflite_runtimes.json"
 KERNELS_FILE = "tflite_kernels.json"
+FEATURES_FILE = "tflite_features.json"
 
 FAMILIES = {"tflite": TFLITE_RUNTIME, "litert": LITERT}
 """How fleets and the command line name the standalone runtimes (`tflite: "2.14"`)."""
@@ -73,11 +77,18 @@ class TfliteCatalog:
     """Measured runtimes by family, oldest first."""
 
     def __init__(
-        self, runtimes_doc: Mapping[str, Any], kernels_doc: Mapping[str, Any], digest: str = ""
+        self,
+        runtimes_doc: Mapping[str, Any],
+        kernels_doc: Mapping[str, Any],
+        digest: str = "",
+        features_doc: Mapping[str, Any] | None = None,
     ) -> None:
         """`digest` names the data's contents (default: computed from the documents)."""
+        features_doc = features_doc or {}
+        measured_features = features_doc.get("runtimes", {})
+        feature_errors = features_doc.get("errors", {})
         if not digest:
-            text = json.dumps([runtimes_doc, kernels_doc], sort_keys=True)
+            text = json.dumps([runtimes_doc, kernels_doc, features_doc], sort_keys=True)
             digest = hashlib.sha256(text.encode()).hexdigest()
         changes = [
             (
@@ -122,6 +133,8 @@ class TfliteCatalog:
                     custom_ops=frozenset(row["custom_ops"]) if "custom_ops" in row else None,
                     unused_custom_fails_build=bool(row.get("unused_custom_fails_build")),
                     delegate_custom_ops=frozenset(row.get("delegate_custom_ops", ())),
+                    features=dict(measured_features.get(row["name"], {})),
+                    feature_errors=dict(feature_errors.get(row["name"], {})),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(
@@ -184,5 +197,6 @@ def load_tflite_catalog() -> TfliteCatalog:
     """The measured runtimes shipped with the package, read once per process (on the
     first consumer built, or the first .tflite checked)."""
     runtimes, kernels = _read(RUNTIMES_FILE), _read(KERNELS_FILE)
-    digest = hashlib.sha256(runtimes + b"\0" + kernels).hexdigest()
-    return TfliteCatalog(json.loads(runtimes), json.loads(kernels), digest)
+    features = _read(FEATURES_FILE)
+    digest = hashlib.sha256(runtimes + b"\0" + kernels + b"\0" + features).hexdigest()
+    return TfliteCatalog(json.loads(runtimes), json.loads(kernels), digest, json.loads(features))

@@ -67,6 +67,8 @@ def _tflite_lines(model: dict[str, Any], ops: list[dict[str, Any]]) -> list[str]
     ]
     if model["signatures"]:
         lines.append(f"  signatures: {', '.join(model['signatures'])}")
+    if model.get("features"):
+        lines.append(f"  file features: {', '.join(model['features'])}")
     lines.append(f"  ops ({len(ops)}):")
     for op in ops:
         what = f"code {op['code']}"
@@ -157,7 +159,9 @@ RANGE_LOADER = {
     "tflite": "tf.lite.Interpreter",
 }
 # Information shown on the terminal anyway: it says why an answer is unknown.
-SHOWN_INFO = frozenset({"registry.unavailable", "tflite.runtime-unmeasured"})
+SHOWN_INFO = frozenset(
+    {"registry.unavailable", "tflite.runtime-unmeasured", "tflite.feature-unmeasured"}
+)
 
 
 def _consumer_mark(consumer: dict[str, Any]) -> str:

@@ -10,7 +10,10 @@ model's problems in this order, and the findings keep it:
    field and reports 127), and so does a code or op version its resolver lacks
    ("Didn't find op for builtin opcode 'X' version 'N'"). 1.13 and 1.14 also
    refuse here a custom op their resolver lacks, used or not ("Didn't find
-   custom op for name 'X' with version 1");
+   custom op for name 'X' with version 1"). Then the file's features are read
+   (worker.compat.tflite_features, measured per runtime): a tensor type past
+   the runtime's enum fails here; constant buffers after the flatbuffer
+   (schema 3c) load in a runtime that predates them and fail every request;
 2. allocating tensors, where each operator is prepared in order: a custom op
    the runtime's default resolver does not register ("Encountered unresolved
    custom op"; which custom ops each resolver registers is measured, e.g.
@@ -40,6 +43,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from worker.compat.policy import Policy, policy_findings
+from worker.compat.tflite_features import judge_features
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, info
@@ -435,6 +439,11 @@ def run_model(
         _builtins(model, table, run)
     _custom_ops(model, interp, run)
     if table is not None:
+        features = judge_features(model, table)  # read when the interpreter is built
+        run.build += features.build
+        run.request += features.request
+        run.notes += features.notes
+        run.load_unknown |= features.unknown
         _kernels(model, table, run)
     else:
         run.load_unknown = True
@@ -453,7 +462,12 @@ def _oldest_upgrade(
 
 
 UPGRADE_CODES = frozenset(
-    {Code.TFLITE_CODE_OUT_OF_RANGE, Code.TFLITE_OP_VERSION, Code.TFLITE_KERNEL_PREPARE}
+    {
+        Code.TFLITE_CODE_OUT_OF_RANGE,
+        Code.TFLITE_OP_VERSION,
+        Code.TFLITE_KERNEL_PREPARE,
+        Code.TFLITE_FILE_FEATURE,
+    }
 )
 
 
@@ -476,6 +490,10 @@ def _with_fixes(
         elif finding.fix is not None and finding.fix.kind == FixKind.ADD_FLEX_DELEGATE:
             release = _oldest_upgrade(model, interp.upgrades, flex=True)
             finding = replace(finding, fix=replace(finding.fix, release=release))
+        elif finding.fix is not None and finding.fix.kind == FixKind.CONVERT_WITHOUT:
+            release = _oldest_upgrade(model, interp.upgrades)  # or: a runtime that reads it
+            runtime = interp.family if release else None
+            finding = replace(finding, fix=replace(finding.fix, release=release, runtime=runtime))
         fixed.append(finding)
     return fixed
 

@@ -68,6 +68,7 @@ MODEL_FIXES = frozenset(
         FixKind.RESAVE_WITH_PYTHON,
         FixKind.FLOAT_LAYER_DTYPE,
         FixKind.CONVERT_WITH,
+        FixKind.CONVERT_WITHOUT,
         FixKind.EXPORT_SERVE_TAG,
         FixKind.ADD_INIT_OP,
         FixKind.SAVE_VARIABLES,

@@ -2,11 +2,14 @@
 
 The schema subset is small (`worker.formats.tflite_schema`): the model's schema
 version, its `operator_codes`, each subgraph's operators with the type, rank
-and quantization scales of the tensors they read and write, and the metadata
-entry `min_runtime_version`. Tensor data (`buffers`) is never read, only
-counted, so a 2 GB model costs a few hundred kilobytes of reads, wherever its
-tables sit in the file, through any `Source` (a local file, an archive member,
-an S3 object read with ranged GETs).
+and quantization scales of the tensors they read and write, the metadata
+entry `min_runtime_version`, and the file features a runtime may not read
+(`FEATURES` below: buffers after the flatbuffer, SignatureDefs, sparse tensors,
+tensor types, ...). Tensor data (`buffers`) is never read, only the first
+Buffer tables, up to the first that holds data, so a 2 GB model costs a few
+hundred kilobytes of reads, wherever its tables sit in the file, through
+any `Source` (a local file, an archive member, an S3 object read with ranged
+GETs).
 
 Nothing in the file is trusted. A flatbuffer is offsets into itself: every
 offset, vtable, vector length and string is checked against the file before it
@@ -54,6 +57,17 @@ DESCRIPTION_BYTES = 1024
 """The description is kept up to this long (it is the converter's note)."""
 MIN_RUNTIME_BYTES = 256
 """`min_runtime_version` is a short version string (TFLite writes 16 bytes)."""
+MAX_BUFFERS = 20_000_000
+"""The length of the buffers vector; only its first tables are read."""
+
+# FEATURES: file features a runtime may not read (names of catalog/data/tflite_features.json).
+BUFFER_OFFSET = "buffer-offset"  # a Buffer's bytes after the flatbuffer (schema 3c, > 2 GB)
+LARGE_CUSTOM_OPTIONS = "large-custom-options"  # an Operator's custom options there too
+SIGNATURE_DEFS = "signature-defs"
+SPARSE_TENSOR = "sparse-tensor"  # Tensor.sparsity
+SHAPE_SIGNATURE = "shape-signature"  # Tensor.shape_signature
+VARIANT_SUBTYPES = "variant-subtypes"  # Tensor.variant_tensors
+TENSOR_TYPE = "tensor-type-"  # + the TensorType's name, for each type a tensor has
 
 SLOTS_READ = 16
 """Field slots read of a vtable: the schema subset reads none past slot 7."""
@@ -235,8 +249,15 @@ def read_tflite(source: Source) -> TfliteModel:
         _operator_code(flat, t)
         for t in flat.tables(model, S.MODEL_OPERATOR_CODES, MAX_OPERATOR_CODES, "operator codes")
     )
-    kinds, subgraphs, operators, tensors = _Operators(flat, len(codes)).read(model)
+    reading = _Operators(flat, len(codes))
+    kinds, subgraphs, operators, tensors = reading.read(model)
     metadata = _metadata(flat, model)
+    signatures = _signatures(flat, model)
+    features = set(reading.features)
+    if signatures:
+        features.add(SIGNATURE_DEFS)
+    if _has_buffer_offset(flat, model):
+        features.add(BUFFER_OFFSET)
     return TfliteModel(
         schema_version=flat.scalar(model, S.MODEL_VERSION, "<I", 0),
         description=flat.string(model, S.MODEL_DESCRIPTION, DESCRIPTION_BYTES, truncate=True) or "",
@@ -248,7 +269,8 @@ def read_tflite(source: Source) -> TfliteModel:
         tensors=tensors,
         buffers=flat.length(model, S.MODEL_BUFFERS, 4),
         metadata=tuple(name for name, _ in metadata),
-        signatures=_signatures(flat, model),
+        signatures=signatures,
+        features=tuple(sorted(features)),
     )
 
 
@@ -278,6 +300,7 @@ class _Operators:
         self.codes = codes
         self.refs = 0
         self.sigs: dict[TensorSig, TensorSig] = {}  # one object per distinct signature
+        self.features: set[str] = set()  # of the tensors operators use, and the operators
 
     def read(self, model: _Table) -> tuple[tuple[TfliteOperatorKind, ...], int, int, int]:
         flat = self.flat
@@ -324,6 +347,8 @@ class _Operators:
         inputs = flat.ints(op, S.OPERATOR_INPUTS, MAX_OPERATOR_IO, "an operator's inputs")
         outputs = flat.ints(op, S.OPERATOR_OUTPUTS, MAX_OPERATOR_IO, "an operator's outputs")
         self.refs += len(inputs) + len(outputs)
+        if flat.scalar(op, S.OPERATOR_LARGE_CUSTOM_OPTIONS_OFFSET, "<Q", 0) > 1:
+            self.features.add(LARGE_CUSTOM_OPTIONS)
         if self.refs > MAX_TENSOR_REFS:
             raise LimitExceeded(f"{flat.name}: more than {MAX_TENSOR_REFS} tensor references")
         return (
@@ -353,6 +378,13 @@ class _Operators:
             rank=flat.length(tensor, S.TENSOR_SHAPE, 4),
             scales=scales,
         )
+        self.features.add(TENSOR_TYPE + sig.type)
+        if flat.target(tensor, S.TENSOR_SPARSITY) is not None:
+            self.features.add(SPARSE_TENSOR)
+        if flat.target(tensor, S.TENSOR_SHAPE_SIGNATURE) is not None:
+            self.features.add(SHAPE_SIGNATURE)
+        if flat.length(tensor, S.TENSOR_VARIANT_TENSORS, 4):
+            self.features.add(VARIANT_SUBTYPES)
         sig = self.sigs.setdefault(sig, sig)
         seen[index] = sig
         return sig
@@ -392,6 +424,22 @@ def _min_runtime_version(flat: _Flat, model: _Table, metadata: list[tuple[str, i
         return None
     raw = flat.read(data_start, length)
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _has_buffer_offset(flat: _Flat, model: _Table) -> bool:
+    """Whether the Buffers keep their bytes after the flatbuffer (offset > 1, as TFLite's
+    builder tests it), from the first Buffer that holds anything: the converter writes
+    every constant outside or none (flatbuffer_export.cc, `use_buffer_offset`, which
+    it turns on for a model over 2 GB), constants before metadata. A Buffer table sits
+    beside its data, so reading them all would page through the whole file; the bytes
+    themselves are never read. A file that mixes the two (no converter writes one) is
+    judged by its first Buffer with data."""
+    for buffer in flat.tables(model, S.MODEL_BUFFERS, MAX_BUFFERS, "buffers"):
+        if flat.scalar(buffer, S.BUFFER_OFFSET, "<Q", 0) > 1:
+            return True
+        if flat.length(buffer, S.BUFFER_DATA, 1):
+            return False
+    return False
 
 
 def _signatures(flat: _Flat, model: _Table) -> tuple[str, ...]:

@@ -32,6 +32,9 @@ SUBGRAPH_OPERATORS = 3
 TENSOR_SHAPE = 0
 TENSOR_TYPE = 1  # byte (TensorType)
 TENSOR_QUANTIZATION = 4
+TENSOR_SPARSITY = 6  # SparsityParameters
+TENSOR_SHAPE_SIGNATURE = 7  # [int]: the shape with -1 for unknown dimensions
+TENSOR_VARIANT_TENSORS = 9  # [VariantSubType]
 
 # table QuantizationParameters
 QUANTIZATION_SCALE = 2
@@ -40,6 +43,7 @@ QUANTIZATION_SCALE = 2
 OPERATOR_OPCODE_INDEX = 0  # uint
 OPERATOR_INPUTS = 1
 OPERATOR_OUTPUTS = 2
+OPERATOR_LARGE_CUSTOM_OPTIONS_OFFSET = 9  # ulong: custom options outside the flatbuffer (3c)
 
 # table Metadata
 METADATA_NAME = 0

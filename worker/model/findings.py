@@ -117,6 +117,9 @@ class Code(StrEnum):
     TFLITE_RUNTIME_UNMEASURED = "tflite.runtime-unmeasured"
     TFLITE_ONLY = "tflite.reads-tflite-only"
     TFLITE_NOT_SERVABLE = "tflite.not-servable"  # TF Serving reads SavedModels, not .tflite
+    TFLITE_FILE_FEATURE = "tflite.file-feature"  # a file feature the runtime does not read
+    TFLITE_FEATURE_IGNORED = "tflite.feature-ignored"  # read past; the file still serves
+    TFLITE_FEATURE_UNMEASURED = "tflite.feature-unmeasured"
 
 
 class FixKind(StrEnum):
@@ -154,6 +157,9 @@ class FixKind(StrEnum):
     # TFLite: `runtime` names the runtime family (tflite-runtime, ai-edge-litert, tensorflow)
     UPGRADE_RUNTIME = "upgrade_runtime"  # runtime, release: its oldest measured one that runs it
     CONVERT_WITH = "convert_with"  # release: convert with that release's TFLite converter
+    # value: the converter setting to leave off (a model under 2 GB needs none of it);
+    # runtime, release: else the consumer's oldest measured upgrade that reads the file
+    CONVERT_WITHOUT = "convert_without"
     ADD_FLEX_DELEGATE = "add_flex_delegate"  # op: link the Flex delegate (release: one with it)
     LINK_CUSTOM_OP = "link_custom_op"  # op: register its kernel with the interpreter's resolver
     MEASURE_TFLITE_RUNTIME = "measure_tflite_runtime"  # runtime, release: tools/tflite there

@@ -19,7 +19,7 @@ was measured (else `table` is None and the answers are unknown).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from worker.model.findings import SeenOnly
@@ -97,6 +97,8 @@ class TfliteModel:
     buffers: int
     metadata: tuple[str, ...] = ()  # the names of the metadata entries
     signatures: tuple[str, ...] = ()  # SignatureDef keys
+    # file features a runtime may not read (worker.formats.tflite's FEATURE names), sorted
+    features: tuple[str, ...] = ()
 
 
 def _sig(d: dict[str, Any] | None) -> TensorSig | None:
@@ -127,6 +129,7 @@ def tflite_from_json(d: dict[str, Any]) -> TfliteModel:
         buffers=d["buffers"],
         metadata=tuple(d["metadata"]),
         signatures=tuple(d["signatures"]),
+        features=tuple(d.get("features", ())),
     )
 
 
@@ -182,6 +185,10 @@ class TfliteRuntime:
     # it resolves every OperatorCode when built, so an unresolved custom op fails there even
     # when no operator uses it (1.13, 1.14); later ones fail when an operator is prepared
     unused_custom_fails_build: bool = False
+    # file feature -> what it does with a file that has it (FEATURE_STATUSES); a feature
+    # missing here was not measured for this runtime
+    features: Mapping[str, str] = field(default_factory=dict)
+    feature_errors: Mapping[str, str] = field(default_factory=dict)  # its own words, measured
 
     @property
     def reads_builtin_code(self) -> bool:

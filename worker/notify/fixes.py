@@ -239,6 +239,13 @@ def _tflite_fix_text(kind: Any, fix: Mapping[str, Any], who: str, item: str, quo
         if not release:
             return "Convert it again with a TensorFlow converter"
         return f"Convert it with TensorFlow {release}'s converter, or upgrade {who}"
+    if kind == "convert_without":
+        setting = quote(f"{fix.get('value')} = True")
+        text = f"Convert it without {setting} (a model under 2 GB needs none)"
+        if not release:
+            return text + f": no measured newer {runtime or 'release'} reads it"
+        family = "TensorFlow" if runtime == "tensorflow" else runtime
+        return text + f", or upgrade {who} to {family} >= {release}"
     if kind == "add_flex_delegate":
         text = f"Link the Flex delegate into {who}, or convert without Select TF op {item}"
         return text + (f" (TensorFlow {release}'s tf.lite.Interpreter has it)" if release else "")
