@@ -19,7 +19,9 @@ from Redis), `plan` the plan of every consumer at every candidate release (one
 process, streamed likewise), each from a cold process state; then both again over
 the models already read (in memory: the computation alone, where the 2 s goal
 applies). The row's figures are plan / impact (ratios: the machine is shared) with
-the wall times.
+the wall times, and the in-memory CPU seconds of each (the process's own CPU time:
+on a shared machine, wall time counts the other processes' turns too; the goal is
+judged on it).
 
 Run: .venv/bin/python bench/fleet_plan.py [--models 10000] [--distinct 2000]
      [--fleets default,mixed] [--redis-url redis://127.0.0.1:6379/6]
@@ -130,17 +132,20 @@ def main() -> int:
         with gc_paused():
             loaded = list(index.models())
             cold()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             assess(loaded, upgraded, history=catalog, with_artifacts=False)
             impact_memory_s = time.perf_counter() - started
+            impact_cpu_s = time.process_time() - cpu
             cold()
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             build_plan(loaded, Fleet(tuple(consumers)), catalog)
             plan_memory_s = time.perf_counter() - started
+            plan_cpu_s = time.process_time() - cpu
         del loaded
         slots = sum(len(c.candidates) for c in plan.consumers)
         print(
-            f"{label}: in memory: impact {impact_memory_s:.2f} s, plan {plan_memory_s:.2f} s; "
+            f"{label}: in memory: impact {impact_memory_s:.2f} s ({impact_cpu_s:.2f} s CPU), "
+            f"plan {plan_memory_s:.2f} s ({plan_cpu_s:.2f} s CPU); "
             f"from Redis: impact {impact_s:.2f} s ({impact.checks} checks); plan {plan_s:.2f} s "
             f"({slots} candidates, {plan.groups} record groups, {len(plan.signatures)} distinct "
             f"outcomes, {plan.checks} checks, {plan.recorded} recorded verdicts)"
@@ -151,10 +156,11 @@ def main() -> int:
             f"{slots} candidates",
             f"{plan_s / impact_s:.2f}x fleet impact from Redis ({plan_s:.2f} s vs "
             f"{impact_s:.2f} s); {plan_memory_s / impact_memory_s:.2f}x in memory "
-            f"({plan_memory_s:.2f} s vs {impact_memory_s:.2f} s)",
+            f"({plan_memory_s:.2f} s vs {impact_memory_s:.2f} s; CPU {plan_cpu_s:.2f} s vs "
+            f"{impact_cpu_s:.2f} s)",
             "fleet impact upgrading one consumer, one process, same index",
-            f"<= {GOAL_S} s in memory" if goal else "",
-            (plan_memory_s <= GOAL_S) if goal else None,
+            f"<= {GOAL_S} s CPU in memory" if goal else "",
+            (plan_cpu_s <= GOAL_S) if goal else None,
         )
     client.flushdb()
     return 0

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, NamedTuple
 
 from packaging.specifiers import SpecifierSet
@@ -94,9 +93,12 @@ class Cause(NamedTuple):
 
 
 class Outcome(NamedTuple):
+    """What a plan tallies of a verdict: its state and its failure's cause. Messages are
+    left out: they name a model's own nodes, and models alike but for their node names
+    are counted together (a cause keeps the first message met, `_Judge._cause_id`)."""
+
     state: str | None  # as `fleet impact` says it; None: the consumer does not judge it
     cause: int | None  # into the plan's causes
-    reasons: tuple[str, ...] = ()
 
 
 _CHECK = -1  # a signature slot a check decides
@@ -115,12 +117,26 @@ def _status(text: str) -> Status:
 
 
 def _group_key(model: IndexedModel) -> Hashable:
-    """What the record-decided verdicts depend on: equal keys, equal verdicts."""
+    """What the record-decided outcomes depend on: equal keys, equal outcomes. A release
+    record counts by its states and causes, not its messages (which name the model's
+    nodes, so every model has its own): 100,000 models fall into a few hundred groups.
+    A record that keeps no causes (written before they were kept) counts with its
+    messages, since a check of the group's first model names the cause of those.
+    Names and values are keyed apart (no pair per consumer): a plan keys every model."""
+    record = model.releases
+    kept: Hashable = None
+    if record is not None:
+        kept = (record.digest, record.runs, record.causes)
+        if len(record.causes) != len(record.errors):
+            kept = record
+    verdicts, digests = model.verdicts, model.consumer_digests
     return (
         model.invalid,
-        tuple(model.verdicts.items()),
-        tuple(model.consumer_digests.items()),
-        model.releases,
+        tuple(verdicts),
+        tuple(verdicts.values()),
+        tuple(digests),
+        tuple(digests.values()),
+        kept,
     )
 
 
@@ -141,6 +157,45 @@ def _digests(slots: Sequence[Candidate]) -> list[str]:
             known[key] = consumer_digest(c)
         found.append(known[key])
     return found
+
+
+class _Record:
+    """One model's release record as a plan reads it: each catalog release's (state,
+    cause) once, by position (a record is run-length encoded; a plan asks it about the
+    twenty-odd releases its candidates are)."""
+
+    __slots__ = ("judge", "known", "model", "runs")
+
+    def __init__(self, judge: _Judge, model: IndexedModel) -> None:
+        self.judge = judge
+        self.model = model
+        lookup, record = judge.releases, model.releases
+        self.runs: list[tuple[str, int | None]] | None = None
+        if lookup is not None and record is not None and record.digest == lookup.digest:
+            self.runs = []
+            for state, error, count in record.runs:
+                self.runs += [(state, error)] * count
+        self.known: dict[str, tuple[str, int | None] | None] = {}
+
+    def verdict(self, n: int, digest: str) -> tuple[str, int | None] | None:
+        """(state, cause) recorded for the release the consumer of `digest` is (slot
+        `n`'s); None when it is no catalog release or the record is missing or stale."""
+        if digest in self.known:
+            return self.known[digest]
+        found: tuple[str, int | None] | None = None
+        position = self.judge.releases.positions.get(digest) if self.judge.releases else None
+        if self.runs is not None and position is not None and position < len(self.runs):
+            state, error = self.runs[position]
+            cause = None
+            if error is not None and _status(state) == FAILS:
+                record = self.model.releases
+                assert record is not None
+                kept = record.causes[error] if len(record.causes) == len(record.errors) else None
+                slot = self.judge.slots[n]
+                cause = self.judge._recorded_cause(self.model, slot, record.errors[error], kept)
+            found = (state, cause)
+        self.known[digest] = found
+        return found
 
 
 class _Judge:
@@ -171,8 +226,8 @@ class _Judge:
         self.checks = 0
         self.recorded = 0
 
-    def outcome(self, state: str | None, cause: int | None, reasons: tuple[str, ...]) -> int:
-        key = Outcome(state, cause, reasons)
+    def outcome(self, state: str | None, cause: int | None) -> int:
+        key = Outcome(state, cause)
         found = self._outcome_ids.get(key)
         if found is None:
             found = self._outcome_ids[key] = len(self.outcomes)
@@ -186,16 +241,16 @@ class _Judge:
         if first is None:
             return None
         fix = tuple(sorted(first.fix.to_json().items())) if first.fix else ()
-        return self._cause_id(Cause(str(first.code), first.message, fix))
+        return self._cause_id(str(first.code), fix, first.message)
 
-    def _cause_id(self, cause: Cause) -> int:
+    def _cause_id(self, code: str, fix: tuple[tuple[str, str], ...], message: str) -> int:
         """Causes are one per code and fix; the first message met stands for the rest
         (messages name nodes, so each model has its own)."""
-        key = (cause.code, cause.fix)
+        key = (code, fix)
         found = self._cause_ids.get(key)
         if found is None:
             found = self._cause_ids[key] = len(self.causes)
-            self.causes.append(cause)
+            self.causes.append(Cause(code, message, fix))
         return found
 
     def recorded_part(self, model: IndexedModel) -> tuple[int, ...]:
@@ -204,6 +259,7 @@ class _Judge:
         judged: dict[str, str] | None = None
         states, digests = model.verdicts, model.consumer_digests
         invalid = model.invalid
+        record = _Record(self, model)
         found: list[int] = []
         # past the unchanged consumer, a slot's outcome depends on its definition only:
         # the candidates of 20 consumers share 20-odd releases
@@ -212,76 +268,58 @@ class _Judge:
             recorded = states.get(name)
             unchanged = None if recorded is None or self.recheck_all else digests.get(name)
             for n in span:
-                slot, digest = self.slots[n], self.digests[n]
+                digest = self.digests[n]
                 if invalid or unchanged == digest:
-                    found.append(self._unchanged(model, slot, digest, recorded))
+                    found.append(self._unchanged(record, n, digest, recorded))
                     continue
                 known = by_digest.get(digest)
                 if known is None:
                     if judged is None:  # the recorded state by consumer digest
                         judged = {digests[c]: s for c, s in states.items() if c in digests}
-                    known = by_digest[digest] = self._changed(model, slot, digest, judged)
+                    known = by_digest[digest] = self._changed(record, n, digest, judged)
                 found.append(known)
         return tuple(found)
 
-    def _changed(
-        self, model: IndexedModel, slot: Candidate, digest: str, judged: Mapping[str, str]
-    ) -> int:
+    def _changed(self, record: _Record, n: int, digest: str, judged: Mapping[str, str]) -> int:
         """A changed consumer's outcome as `assess` takes it: a consumer defined alike,
         unless a failure; else the catalog release's record; else `_CHECK`."""
         if self.recheck_all:
             return _CHECK
         same = judged.get(digest)
         if same is not None and same != FAILS:
-            return self.outcome(same, None, ())
-        release = self.releases.verdict(model, digest) if self.releases else None
+            return self.outcome(same, None)
+        release = record.verdict(n, digest)
         if release is None:
             return _CHECK
-        state, reasons = release
         self.recorded += 1
-        cause = self._recorded_cause(model, slot, digest, state, reasons)
-        return self.outcome(state, cause, reasons)
+        return self.outcome(release[0], release[1])
 
-    def _unchanged(
-        self, model: IndexedModel, slot: Candidate, digest: str, recorded: str | None
-    ) -> int:
+    def _unchanged(self, record: _Record, n: int, digest: str, recorded: str | None) -> int:
         """The recorded verdict of an unchanged consumer; a failure's cause from the
         release record when the consumer is a catalog release, else `_CAUSE`: a check
         names it (the index keeps no findings of the fleet's own verdicts)."""
-        if (
-            recorded is not None
-            and self.releases is not None
-            and not model.invalid
-            and _status(recorded) == FAILS
-        ):
-            release = self.releases.verdict(model, digest)
-            if release is not None and _status(release[0]) == FAILS:
-                cause = self._recorded_cause(model, slot, digest, release[0], release[1])
-                return self.outcome(recorded, cause, release[1])
-        if recorded is not None and not model.invalid and _status(recorded) == FAILS:
-            return _CAUSE
-        return self.outcome(recorded, None, ())
+        if recorded is None or record.model.invalid or _status(recorded) != FAILS:
+            return self.outcome(recorded, None)
+        release = record.verdict(n, digest)
+        if release is not None and _status(release[0]) == FAILS:
+            return self.outcome(recorded, release[1])
+        return _CAUSE
 
     def _recorded_cause(
         self,
         model: IndexedModel,
         slot: Candidate,
-        digest: str,
-        state: str,
         reasons: tuple[str, ...],
+        kept: tuple[str, tuple[tuple[str, str], ...]] | None,
     ) -> int | None:
         """A recorded failure's cause: the code and fix the record keeps beside its
-        errors, else (a record written before it kept them) one check of the first model
-        that has those errors for that release."""
-        if not reasons or _status(state) != FAILS:
+        errors (`kept`), else (a record written before it kept them) one check of the
+        first model that has those errors for that release."""
+        if not reasons:
             return None
-        assert self.releases is not None
-        position = self.releases.positions.get(digest)
-        record = model.releases
-        kept = record.cause_at(position) if record and position is not None else None
         if kept is not None:
             code, fix = kept
-            return self._cause_id(Cause(code, reasons[0], fix))
+            return self._cause_id(code, fix, reasons[0])
         key = (slot.release, reasons)
         if key not in self._recorded_causes:
             applicable = [a for a in model.artifacts if applies(a, slot.definition)]
@@ -302,7 +340,7 @@ class _Judge:
             consumer = self.slots[n].definition
             applicable = [a for a in model.artifacts if applies(a, consumer)]
             if not applicable:
-                found[n] = self.outcome(None, None, ())
+                found[n] = self.outcome(None, None)
                 continue
             key = tuple(verdict_class(a, consumer, self.catalog, self.policy) for a in applicable)
             alike = None if None in key else classes.get(key)
@@ -311,15 +349,13 @@ class _Judge:
                     check_artifact(a, consumer, self.catalog, self.policy) for a in applicable
                 ]
                 self.checks += len(verdicts)
-                errors = (f.message for v in verdicts for f in v.findings if f.severity == "error")
-                reasons = tuple(islice(errors, 5))
-                alike = self.outcome(str(verdict_state(verdicts)), self.cause(verdicts), reasons)
+                alike = self.outcome(str(verdict_state(verdicts)), self.cause(verdicts))
                 if None not in key:
                     classes[key] = alike
             if value == _CAUSE:  # the recorded state stands; the check names its cause
                 checked = self.outcomes[alike]
                 recorded = model.verdicts[self.slots[n].consumer]
-                alike = self.outcome(recorded, checked.cause, checked.reasons)
+                alike = self.outcome(recorded, checked.cause)
             found[n] = alike
         return tuple(found)
 
@@ -503,37 +539,44 @@ def _tallied(
     members: Sequence[list[int]],
     outcomes: Sequence[Outcome],
 ) -> ConsumerPlan:
-    """The consumer's tallies: per candidate, the groups of models alike are gathered by
-    (outcome now, outcome there) first, and each pair of outcomes is classified once."""
+    """The consumer's tallies. The groups of models alike are gathered by their outcomes
+    under this consumer's candidates first (a few dozen patterns where there are
+    thousands of groups), then each candidate's (outcome now, outcome there) pairs are
+    classified once, each with its groups in ascending order."""
     plan = ConsumerPlan(
         consumer, found, [Tally() for _ in found], skipped=plannable(consumer), slots=slots
     )
     if not found:
         return plan
-    # what a tally reads of an outcome: its state and cause (not its messages)
-    kinds: dict[tuple[Status | None, int | None], int] = {}
-    kind_of = [kinds.setdefault((_state(o), o.cause), len(kinds)) for o in outcomes]
-    by_kind = list(kinds)
+    states = [_state(o) for o in outcomes]
     counts = [len(m) for m in members]
-    now_slot = slots[0]
+    patterns: dict[tuple[int, ...], list[int]] = {}
+    start, stop = slots.start, slots.stop
     for group, signature in enumerate(signatures):
-        now = by_kind[kind_of[signature[now_slot]]][0]
-        if now is not None and now != Status.INVALID:
-            plan.must += counts[group]
-    for n, slot in enumerate(slots):
-        pairs: dict[tuple[int, int], list[int]] = {}
-        for group, signature in enumerate(signatures):
-            key = (kind_of[signature[now_slot]], kind_of[signature[slot]])
-            gathered = pairs.get(key)
-            if gathered is None:
-                pairs[key] = [group]
-            else:
-                gathered.append(group)
+        pattern = signature[start:stop]
+        gathered = patterns.get(pattern)
+        if gathered is None:
+            patterns[pattern] = [group]
+        else:
+            gathered.append(group)
+    sizes = {pattern: sum(counts[g] for g in groups) for pattern, groups in patterns.items()}
+    for pattern, size in sizes.items():
+        current = states[pattern[0]]
+        if current is not None and current != Status.INVALID:
+            plan.must += size
+    for n in range(len(found)):
+        pairs: dict[tuple[int, int], list[tuple[int, ...]]] = {}
+        for pattern in patterns:  # in order of each pattern's first group
+            pairs.setdefault((pattern[0], pattern[n]), []).append(pattern)
         tally = plan.tallies[n]
-        for (now_kind, kind), groups in pairs.items():
-            state, cause = by_kind[kind]
-            count = sum(counts[g] for g in groups)
-            _classify(tally, by_kind[now_kind][0], state, cause, groups, count)
+        for (here, there), alike in pairs.items():
+            if len(alike) == 1:
+                groups = patterns[alike[0]]
+            else:
+                groups = sorted(g for pattern in alike for g in patterns[pattern])
+            count = sum(sizes[pattern] for pattern in alike)
+            outcome = outcomes[there]
+            _classify(tally, states[here], states[there], outcome.cause, groups, count)
     return plan
 
 
