@@ -176,7 +176,10 @@ def check_version(
     settings: Settings, services: Services, job: RegistryJob, checker: Checker
 ) -> VersionOutcome:
     """One registered version checked against `checker`'s fleet, its arguments built as
-    the webhook-driven registry tasks build theirs (`pipeline.registry_tasks`)."""
+    the webhook-driven registry tasks build theirs (`pipeline.registry_tasks`), judged
+    from the metadata of its stored report when that report can stand for a re-read
+    (`pipeline.stored_versions`); the model is read again only when it cannot. The
+    read rule is applied first either way."""
     from worker.ingest.gate import read_policy
 
     policy = read_policy(settings)
@@ -193,13 +196,21 @@ def check_version(
             services.location,
             policy,
             settings.check_deadline,
+            reuse_report=True,
         )
     from worker.pipeline.registered import check_model_version
     from worker.sinks.mlflow import mlflow_registry
 
     mlflow = mlflow_registry(settings)
     return check_model_version(
-        job, mlflow, services.store, checker, services.location, policy, settings.check_deadline
+        job,
+        mlflow,
+        services.store,
+        checker,
+        services.location,
+        policy,
+        settings.check_deadline,
+        reuse_report=True,
     )
 
 
@@ -223,10 +234,15 @@ def fleet_version(self: Task[Any, Any], payload: dict[str, Any]) -> dict[str, An
         outcome = check_version(settings, services, job, checker)
     if outcome.action in UNRECHECKABLE:
         raise Unrecheckable(f"{unit.kind} {name} v{version}: {outcome.action}")
-    log.info("fleet.version_done", action=outcome.action, deleted=list(outcome.deleted))
+    log.info(
+        "fleet.version_done",
+        action=outcome.action,
+        source=outcome.source,
+        deleted=list(outcome.deleted),
+    )
     FLEET_MODELS.labels("done").inc()
     _report(FleetRuns(services.index.redis_client), str(payload["digest"]), unit, ok=True)
-    return {"action": outcome.action, "status": outcome.status}
+    return {"action": outcome.action, "status": outcome.status, "source": outcome.source}
 
 
 @shared_task(bind=True, name=TASK_RECONCILE, **RETRY_POLICY)
