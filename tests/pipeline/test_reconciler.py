@@ -6,6 +6,9 @@ again from the stored plan, and the run records its digest when they report."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +19,6 @@ import redis
 from moto import mock_aws
 
 from tests.redis_server import REDIS_PORT
-from worker.cli import main
 from worker.pipeline.app import TASK_FLEET_CHUNK, TASK_FLEET_VERSION
 from worker.pipeline.fanout import object_units, version_unit
 from worker.pipeline.reconciler import resend_stalled, stale_registered
@@ -148,21 +150,24 @@ def test_a_failed_unit_is_left_to_the_dead_letters(client: redis.Redis) -> None:
     assert runs.outstanding("d1") == [units[1]]
 
 
-def test_fleet_status_shows_a_stalled_run_with_its_age(
-    client: redis.Redis, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def fleet_status(stall_after: int, *args: str) -> str:
+    """`tfcompat fleet status` in its own process, as an operator runs it."""
+    env = {
+        **os.environ,
+        "TFCOMPAT_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
+        "TFCOMPAT_FLEET_STALL_AFTER": str(stall_after),
+    }
+    command = [sys.executable, "-m", "worker.cli", "fleet", "status", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+
+
+def test_fleet_status_shows_a_stalled_run_with_its_age(client: redis.Redis) -> None:
     runs = FleetRuns(client)
     runs.start("d1", "fleet.yaml", plan())
     long_ago = time.time() - 2 * 3600 - 5 * 60
     client.hset(RUN, mapping={"started": long_ago, "progressed": long_ago})
-    monkeypatch.setenv("TFCOMPAT_REDIS_URL", f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}")
-    monkeypatch.setenv("TFCOMPAT_FLEET_STALL_AFTER", "3600")
-    assert main(["fleet", "status"]) == 0
-    assert "stalled: running, no unit reported for 2h 5m" in capsys.readouterr().out
-    assert main(["fleet", "status", "--json"]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    assert "stalled: running, no unit reported for 2h 5m" in fleet_status(3600)
+    shown = json.loads(fleet_status(3600, "--json"))
     assert shown["stalled"] is True and shown["state"] == "running"
     assert 2 * 3600 < shown["idle_s"] < 3 * 3600
-    monkeypatch.setenv("TFCOMPAT_FLEET_STALL_AFTER", "86400")
-    assert main(["fleet", "status", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["stalled"] is False
+    assert json.loads(fleet_status(86400, "--json"))["stalled"] is False
