@@ -19,7 +19,14 @@ before the fan-out (`pipeline.reevaluate.reevaluate`, one process, in this proce
 Each worker time is printed beside it as a ratio; speed-up per worker is the 1-process
 fan-out time over the K-process time, divided by K.
 
-Run: .venv/bin/python bench/fleet_fanout.py [--models 300] [--chunk 25]
+Where a model's time goes (`split`): the first --split models (default 200) re-checked
+chunk by chunk in this process (`pipeline.fanout.retag_chunk`, what a chunk task runs),
+once with an in-memory object store (our own code alone: the check, the report, the
+index entry) and once with moto's S3 server (plus the report PUT and the tag GET and
+PUT, moto's own CPU on the same cores included); per model, and the share the S3
+requests take.
+
+Run: .venv/bin/python bench/fleet_fanout.py [--models 300] [--chunk 25] [--split 200]
 """
 
 from __future__ import annotations
@@ -44,16 +51,20 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fleet_impact import base_artifacts, checked_at_upload, varied_ops, vary  # noqa: E402
 from local_s3 import AWS_ENV, client, moto_s3, redis_server, table  # noqa: E402
+from rows import row  # noqa: E402
 
 from worker.catalog.catalog import load_catalog  # noqa: E402
 from worker.fleet.checker import Checker  # noqa: E402
 from worker.fleet.fleet import load_fleet  # noqa: E402
 from worker.model.index import IndexedModel  # noqa: E402
+from worker.pipeline.fanout import retag_chunk  # noqa: E402
 from worker.pipeline.process import ReportLocation  # noqa: E402
 from worker.pipeline.reevaluate import reevaluate  # noqa: E402
 from worker.sinks import matrix  # noqa: E402
 from worker.sinks.fleet_runs import FleetRuns  # noqa: E402
 from worker.sinks.index import BUILT, FLEET_APPLIED, ModelIndex  # noqa: E402
+from worker.sinks.memory import MemoryObjectStore  # noqa: E402
+from worker.sinks.ports import ObjectStore  # noqa: E402
 
 BEFORE = (
     "consumers:\n"
@@ -157,10 +168,27 @@ def run_worker(
         proc.wait(60)
 
 
+def per_model_ms(
+    fields: list[str],
+    index: ModelIndex,
+    store: ObjectStore,
+    checker: Checker,
+    location: ReportLocation,
+    chunk: int,
+) -> float:
+    """Milliseconds per model of re-checking `fields` chunk by chunk in this process."""
+    started = time.perf_counter()
+    for start in range(0, len(fields), chunk):
+        result = retag_chunk(fields[start : start + chunk], index, store, checker, location)
+        assert result.rewritten == len(fields[start : start + chunk]), result
+    return (time.perf_counter() - started) * 1000 / max(1, len(fields))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--models", type=int, default=300)
     parser.add_argument("--chunk", type=int, default=25, help="TFCOMPAT_FLEET_CHUNK_SIZE")
+    parser.add_argument("--split", type=int, default=200, help="models in the split")
     args = parser.parse_args()
     catalog = load_catalog()
     with TemporaryDirectory() as tmp, moto_s3() as endpoint, redis_server() as redis_url:
@@ -192,6 +220,21 @@ def main() -> int:
         state = redis.Redis.from_url(f"{redis_url}/0")
         index = ModelIndex(state, store, ["reports"], "tfcompat-reports/")
         location = ReportLocation("reports", "tfcompat-reports/")
+
+        split = [ModelIndex.field(m.bucket, m.key) for m in models[: args.split]]
+        memory = MemoryObjectStore()
+        for field in split:
+            memory.put(*field.split("/", 1), b"x")
+        restore(state, index, models, before.fleet_digest)
+        ours_ms = per_model_ms(split, index, memory, after, location, args.chunk)
+        restore(state, index, models, before.fleet_digest)
+        s3_ms = per_model_ms(split, index, store, after, location, args.chunk)
+        share = max(0.0, s3_ms - ours_ms) / s3_ms
+        print(
+            f"split ({len(split)} models, in process): {ours_ms:.1f} ms/model with an "
+            f"in-memory store, {s3_ms:.1f} ms/model with moto's S3 ({share:.0%} in S3)",
+            flush=True,
+        )
 
         restore(state, index, models, before.fleet_digest)
         t0 = time.perf_counter()
@@ -232,6 +275,17 @@ def main() -> int:
             print(f"  {size} process(es): {elapsed:.1f} s", flush=True)
     print(f"\n{args.models} models, chunks of {args.chunk}; CPUs: {os.cpu_count()}")
     print(table(rows))
+    row(
+        f"fleet change re-check per model, in process ({len(split)} models)",
+        f"{ours_ms:.1f} ms our code alone; {s3_ms:.1f} ms with S3 ({share:.0%} in S3)",
+        f"moto's S3 server on the same cores; {s3_ms / ours_ms:.2f}x our code alone",
+    )
+    for line in rows[2:]:
+        row(
+            f"fleet change fanned out, {args.models:,} models, {line[0]}",
+            f"{line[1]} s, {line[2]} x reference; speed-up {line[3]} ({line[4]} per worker)",
+            f"one task, one process: {reference:.1f} s",
+        )
     print("peak RSS: the worker's main process first, then each pool process")
     return 0
 

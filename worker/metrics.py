@@ -53,6 +53,8 @@ DEAD_LETTERS = Counter(
 )
 RECONCILED = Counter(
     "tfcompat_reconciler_stale_total",
-    "Objects and registry versions the reconciler found tagged under another fleet",
+    "Objects and registry versions the reconciler found tagged under another fleet "
+    "(kind object, version), and units of a stalled fleet change it sent again "
+    "(kind stalled-unit)",
     ["kind"],
 )

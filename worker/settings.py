@@ -375,6 +375,13 @@ class Settings(BaseSettings):
         description="Most objects and most registry versions the reconciler examines per "
         "run (it resumes where the previous run stopped)",
     )
+    fleet_stall_after: int = Field(
+        2700,
+        description="Seconds a running fleet change may go without any unit reporting "
+        "before `tfcompat fleet status` shows it stalled and the reconciler sends its "
+        "pending units again (a unit lost to the time limit is never redelivered); keep "
+        "it above `TFCOMPAT_TASK_TIME_LIMIT` plus the longest retry backoff",
+    )
     version_lock_lease: int = Field(
         60,
         description="Seconds a per-version check lock lasts: one check of a model version "
@@ -417,6 +424,7 @@ class Settings(BaseSettings):
             "fleet_chunk_size",
             "reconcile_interval",
             "reconcile_batch",
+            "fleet_stall_after",
             "version_lock_lease",
         ):
             if getattr(self, name) <= 0:

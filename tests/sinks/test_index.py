@@ -3,6 +3,7 @@ lost cache is rebuilt from the stored reports, current versions only."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from dataclasses import replace
@@ -20,7 +21,7 @@ from tests.redis_server import REDIS_HOST, REDIS_PORT, redis_url
 from tests.truth import FIXTURE_SETS
 from worker.errors import ConfigError, TransientError
 from worker.formats.read import read_path
-from worker.model.artifact import Artifact, Graph, MetaGraph, VersionDef
+from worker.model.artifact import Artifact, Graph, MetaGraph, VersionDef, artifact_from_json
 from worker.model.index import IndexedModel
 from worker.model.shapes import ShapedNode
 from worker.sinks.index import BUILT, HASH, PARTS, ModelIndex
@@ -62,6 +63,14 @@ def test_index_entries_round_trip_exactly(path: Any) -> None:
     for a, b in zip(decoded.artifacts, model.artifacts, strict=True):
         for ga, gb in zip(a.graphs(), b.graphs(), strict=True):
             assert [k.key for k in ga.kinds] == [k.key for k in gb.kinds]
+    # a decoded entry re-encoded (a fleet change's re-check) is the same entry, parts too,
+    # with its OpDefs' texts taken from the decoder instead of made again
+    again = Encoder()
+    assert again.entry(decoded) == blob
+    assert again.parts.items() <= encoder.parts.items()
+    # artifacts as the report's metadata (asdict's value, made faster) read back the same
+    assert [artifact_from_json(a.to_json()) for a in model.artifacts] == list(artifacts)
+    assert [a.to_json() for a in artifacts] == [dataclasses.asdict(a) for a in artifacts]
 
 
 def test_recorded_output_shapes_round_trip() -> None:

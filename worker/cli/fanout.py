@@ -26,8 +26,22 @@ def _when(stamp: float | None) -> str:
     return datetime.datetime.fromtimestamp(stamp, datetime.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def _age(seconds: float) -> str:
+    minutes, _ = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d {hours}h"
+    return f"{hours}h {minutes}m" if hours else f"{minutes}m"
+
+
 def cmd_fleet_status(args: argparse.Namespace) -> int:
-    """The current (or last) fleet change: planned / done / failed, and the applied digest."""
+    """The current (or last) fleet change: planned / done / failed, and the applied digest.
+    A running change with no unit reported for TFCOMPAT_FLEET_STALL_AFTER is shown as
+    stalled, with how long it has been idle (the reconciler sends its pending units
+    again)."""
+    import time
+
     from worker.settings import load_settings
     from worker.sinks.dead_letters import DeadLetters
     from worker.sinks.fleet_runs import FleetRuns
@@ -39,9 +53,17 @@ def cmd_fleet_status(args: argparse.Namespace) -> int:
     applied = client.get(FLEET_APPLIED)
     applied_text = applied.decode() if isinstance(applied, bytes) else applied
     letters = DeadLetters(client).count()
+    now = time.time()
+    idle = progress.idle(now)
+    stalled = progress.stalled(now, settings.fleet_stall_after)
     if args.json:
+        shown = {
+            **progress.to_json(),
+            "stalled": stalled,
+            "idle_s": round(idle, 1) if idle is not None else None,
+        }
         json.dump(
-            {**progress.to_json(), "applied": applied_text, "dead_letters": letters},
+            {**shown, "applied": applied_text, "dead_letters": letters},
             sys.stdout,
             indent=1,
         )
@@ -50,8 +72,13 @@ def cmd_fleet_status(args: argparse.Namespace) -> int:
     if progress.digest is None:
         print(f"no fleet change recorded; applied fleet: {applied_text or '-'}")
         return 0
+    state = progress.state
+    if stalled and idle is not None:
+        state = f"stalled: running, no unit reported for {_age(idle)}"
+        if progress.resent:
+            state += f" ({progress.resent} units sent again, last {_when(progress.resent_at)})"
     print(
-        f"fleet change {progress.digest} ({progress.fleet}): {progress.state}\n"
+        f"fleet change {progress.digest} ({progress.fleet}): {state}\n"
         f"  planned {progress.planned}  done {progress.done}  failed {progress.failed}"
         f"  (units: {progress.units}, {progress.remaining} outstanding)\n"
         f"  started {_when(progress.started)}  finished {_when(progress.finished)}\n"

@@ -232,7 +232,7 @@ class Artifact:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        """`dataclasses.asdict(self)`, value for value (tests/model/test_artifact_json.py)."""
+        """`dataclasses.asdict(self)`, value for value (tests/model/test_artifact.py)."""
         found = plain(self)
         assert isinstance(found, dict)
         return found

@@ -12,15 +12,15 @@ takes it: `retag_chunk` re-checks a chunk's models from the metadata in the inde
 fails for good goes to the dead-letter list (`sinks.dead_letters`); the unit that
 completes the run with none failing records the fleet's digest as applied.
 
-`stale_objects` and `stale_versions` are the reconciler's: what carries another
-fleet's digest in its tags, a bounded batch per run, resuming where the last
-run stopped.
+`stale_objects`, `stale_versions` and `stale_packages` are the reconciler's: what
+carries another fleet's digest in its tags, a bounded batch per run, resuming where
+the last run stopped.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -179,3 +179,30 @@ def stale_versions(
     ]
     after = start + len(window)
     return stale, (after if after < len(tagged) else 0)
+
+
+def stale_packages(
+    arns: Sequence[str],
+    tags_of: Callable[[str], dict[str, str]],
+    digest: str,
+    start: int,
+    batch: int,
+    fleet_tag: str,
+    status_tag: str,
+) -> tuple[list[str], int]:
+    """SageMaker's `stale_versions`: from `arns[start:start+batch]`, the packages we tagged
+    under another fleet, and where the next run starts (0: the pass is complete).
+    SageMaker lists packages without their tags, so only the window's tags are read
+    (`tags_of`, one request each); a package gone meanwhile is skipped."""
+    from worker.errors import NotFound
+
+    window = arns[start : start + batch]
+    tagged: list[tuple[str, str, dict[str, str]]] = []
+    for arn in window:
+        try:
+            tagged.append(("", arn, tags_of(arn)))
+        except NotFound:
+            continue
+    stale, _ = stale_versions(tagged, digest, 0, len(tagged), fleet_tag, status_tag)
+    after = start + len(window)
+    return [arn for _, arn in stale], (after if after < len(arns) else 0)

@@ -34,9 +34,9 @@ from worker.pipeline.fanout import (
     plan_units,
     retag_chunk,
     stale_objects,
-    stale_versions,
     version_unit,
 )
+from worker.pipeline.reconciler import resend_stalled, stale_registered
 from worker.pipeline.registered import VersionOutcome
 from worker.pipeline.services import Services, services_for
 from worker.settings import Settings
@@ -47,7 +47,6 @@ from worker.sinks.index import redis_errors
 log = structlog.get_logger(__name__)
 
 RECONCILE_OBJECTS = "tfcompat:reconcile:objects"  # the index scan cursor of the next run
-RECONCILE_VERSIONS = "tfcompat:reconcile:versions"  # {registry}: offset of the next run
 UNRECHECKABLE = ("unreadable", "refused")  # outcomes that leave the version's tags stale
 
 _CHECKERS: dict[tuple[str, str], Checker] = {}
@@ -176,7 +175,10 @@ def check_version(
     settings: Settings, services: Services, job: RegistryJob, checker: Checker
 ) -> VersionOutcome:
     """One registered version checked against `checker`'s fleet, its arguments built as
-    the webhook-driven registry tasks build theirs (`pipeline.registry_tasks`)."""
+    the webhook-driven registry tasks build theirs (`pipeline.registry_tasks`), judged
+    from the metadata of its stored report when that report can stand for a re-read
+    (`pipeline.stored_versions`); the model is read again only when it cannot. The
+    read rule is applied first either way."""
     from worker.ingest.gate import read_policy
 
     policy = read_policy(settings)
@@ -193,13 +195,21 @@ def check_version(
             services.location,
             policy,
             settings.check_deadline,
+            reuse_report=True,
         )
     from worker.pipeline.registered import check_model_version
     from worker.sinks.mlflow import mlflow_registry
 
     mlflow = mlflow_registry(settings)
     return check_model_version(
-        job, mlflow, services.store, checker, services.location, policy, settings.check_deadline
+        job,
+        mlflow,
+        services.store,
+        checker,
+        services.location,
+        policy,
+        settings.check_deadline,
+        reuse_report=True,
     )
 
 
@@ -223,20 +233,25 @@ def fleet_version(self: Task[Any, Any], payload: dict[str, Any]) -> dict[str, An
         outcome = check_version(settings, services, job, checker)
     if outcome.action in UNRECHECKABLE:
         raise Unrecheckable(f"{unit.kind} {name} v{version}: {outcome.action}")
-    log.info("fleet.version_done", action=outcome.action, deleted=list(outcome.deleted))
+    log.info(
+        "fleet.version_done",
+        action=outcome.action,
+        source=outcome.source,
+        deleted=list(outcome.deleted),
+    )
     FLEET_MODELS.labels("done").inc()
     _report(FleetRuns(services.index.redis_client), str(payload["digest"]), unit, ok=True)
-    return {"action": outcome.action, "status": outcome.status}
+    return {"action": outcome.action, "status": outcome.status, "source": outcome.source}
 
 
 @shared_task(bind=True, name=TASK_RECONCILE, **RETRY_POLICY)
 def reconcile(self: Task[Any, Any]) -> dict[str, Any]:
     """The reconciler (`tfcompat beat` sends it every TFCOMPAT_RECONCILE_INTERVAL): a
-    bounded batch of objects and registry versions checked for another fleet's digest
-    in their tags, and what is stale sent again; a fleet change never planned (its
-    planning task lost) is planned."""
+    bounded batch of objects, MLflow versions and SageMaker packages checked for
+    another fleet's digest in their tags, and what is stale sent again; a fleet change
+    never planned (its planning task lost) is planned; a run that stalled (a unit lost
+    without failing) has its pending units sent again (`pipeline.reconciler`)."""
     from worker.metrics import RECONCILED
-    from worker.registries.tags import FLEET, STATUS
 
     settings = settings_of(self.app)
     services = services_for(settings)
@@ -263,19 +278,16 @@ def reconcile(self: Task[Any, Any]) -> dict[str, Any]:
         payload = {"digest": digest, "fleet": settings.fleet, "unit": unit.to_json()}
         self.app.send_task(TASK_FLEET_CHUNK, args=[{**payload, "force": True}])
     RECONCILED.labels("object").inc(len(stale))
-    versions: list[tuple[str, str, str]] = []
+    mlflow = sagemaker = None
     if settings.mlflow_tracking_uri:
         from worker.sinks.mlflow import mlflow_registry
 
-        with redis_errors("reading the reconciler's cursor"):
-            start = int(client.hget(RECONCILE_VERSIONS, "mlflow") or 0)
-        tagged = mlflow_registry(settings).tagged_versions()
-        found, start = stale_versions(
-            tagged, digest, start, settings.reconcile_batch, FLEET, STATUS
-        )
-        with redis_errors("recording the reconciler's cursor"):
-            client.hset(RECONCILE_VERSIONS, "mlflow", start)
-        versions += [("mlflow", n, v) for n, v in found]
+        mlflow = mlflow_registry(settings)
+    if settings.sagemaker_fleet_recheck:
+        from worker.sinks.sagemaker import sagemaker_registry
+
+        sagemaker = sagemaker_registry(settings)
+    versions = stale_registered(client, digest, settings.reconcile_batch, mlflow, sagemaker)
     sent = 0
     for registry, name, version in versions:
         unit = version_unit(registry, name, version)
@@ -285,15 +297,30 @@ def reconcile(self: Task[Any, Any]) -> dict[str, Any]:
         self.app.send_task(TASK_FLEET_VERSION, args=[payload])
         sent += 1
     RECONCILED.labels("version").inc(sent)
+    resent = 0
+    if not replanned:
+        resent = resend_stalled(
+            runs,
+            digest,
+            settings.fleet_stall_after,
+            lambda task, payload: self.app.send_task(task, args=[payload]),
+        )
+    RECONCILED.labels("stalled-unit").inc(resent)
     log.info(
         "reconcile.done",
         digest=digest,
         examined_objects=examined,
         stale_objects=len(stale),
         stale_versions=sent,
+        resent_units=resent,
         replanned=replanned,
     )
-    return {"stale_objects": len(stale), "stale_versions": sent, "replanned": replanned}
+    return {
+        "stale_objects": len(stale),
+        "stale_versions": sent,
+        "resent_units": resent,
+        "replanned": replanned,
+    }
 
 
 @shared_task(bind=True, name=TASK_INDEX_REBUILD, **RETRY_POLICY)

@@ -24,7 +24,7 @@ from worker.ingest.gate import gate
 from worker.model.artifact import Artifact
 from worker.model.registry import RegistryJob
 from worker.pipeline.process import ReportLocation
-from worker.pipeline.registered import VersionOutcome, record, version_document
+from worker.pipeline.registered import VersionOutcome, record, stored_report, version_document
 from worker.registries.mlmodel import Target
 from worker.registries.sagemaker import image_consumer
 from worker.registries.tags import TagPlan
@@ -42,12 +42,17 @@ def check_model_package(
     location: ReportLocation,
     policy: ReadPolicy,
     deadline: float | None = None,
+    *,
+    reuse_report: bool = False,
 ) -> VersionOutcome:
     """Check one SageMaker model package (`job.version` is its ARN) and record the result:
     its first container's `ModelDataUrl` read from S3 (a `model.tar.gz` is read as an
     archive, member by member), checked against the fleet and against the TensorFlow
     Serving release its image runs (`sagemaker-image`, named in the report); the report,
-    then our tags on the package. Approval status is never touched."""
+    then our tags on the package. Approval status is never touched. `reuse_report` (a
+    fleet change): the stored report's metadata is judged instead of reading the archive
+    again, when it was made from the same `ModelDataUrl` and image
+    (`pipeline.registered.stored_report`)."""
     try:
         package = registry.model_package(job.version)
     except NotFound:
@@ -71,17 +76,25 @@ def check_model_package(
     folder, name = posixpath.split(key)
     error: str | None = None
     artifacts: list[Artifact] = []
-    try:
-        tree: Tree = store.tree(decision.bucket, folder)
-        if deadline is not None:
-            tree = DeadlineTree(tree, deadline)
-        artifacts = read_object(tree, name, f"s3://{decision.bucket}/{folder}".rstrip("/"))
-    except NotFound as exc:
-        log.warning("sagemaker.unreadable", package=job.version, error=str(exc))
-        return VersionOutcome("unreadable")
-    except InvalidArtifact as exc:
-        error = str(exc)
     target = Target(key, False, f"image {image}" if consumer else "ModelDataUrl")
+    stored = (
+        stored_report(store, location, job, registry.base_url, url, policy, {"image": image})
+        if reuse_report
+        else None
+    )
+    if stored is not None:
+        artifacts = stored[0]
+    else:
+        try:
+            tree: Tree = store.tree(decision.bucket, folder)
+            if deadline is not None:
+                tree = DeadlineTree(tree, deadline)
+            artifacts = read_object(tree, name, f"s3://{decision.bucket}/{folder}".rstrip("/"))
+        except NotFound as exc:
+            log.warning("sagemaker.unreadable", package=job.version, error=str(exc))
+            return VersionOutcome("unreadable")
+        except InvalidArtifact as exc:
+            error = str(exc)
     document = version_document(job, registry.base_url, url, artifacts, checker, target, error)
     document["model_version"]["image"] = image
     document["model_version"]["image_consumer"] = consumer.tensorflow if consumer else None
@@ -93,4 +106,5 @@ def check_model_package(
     def current() -> dict[str, str]:
         return registry.tags(job.version)
 
-    return record(job, document, url, store, checker, location, current, write, policy)
+    outcome = record(job, document, url, store, checker, location, current, write, policy)
+    return replace(outcome, source="stored") if stored is not None else outcome

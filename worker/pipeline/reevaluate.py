@@ -69,7 +69,7 @@ def rewrite(
     outcome = check_and_record(event, model.artifacts, store, checker, location)
     if outcome.document is not None:
         bucket, key = location.of(event)
-        updated = model_from_report(outcome.document, bucket, key)
+        updated = model_from_report(outcome.document, bucket, key, tuple(model.artifacts))
         if updated is not None:
             index.put(updated)
     return outcome.tags_changed

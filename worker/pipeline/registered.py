@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import structlog
@@ -46,6 +46,7 @@ from worker.model.verdict import Status
 from worker.notify.dispatch import Notifier
 from worker.once import Claims
 from worker.pipeline.process import ReportLocation, consumer_states, fleet_record, verdict_reports
+from worker.pipeline.stored_versions import stored_model
 from worker.redact import strip_userinfo
 from worker.registries.mlmodel import NoTensorFlowModel, Target, read_registered_model
 from worker.registries.tags import TagPlan, plan_tags, version_tags
@@ -85,6 +86,7 @@ class VersionOutcome:
     document: dict[str, Any] | None = None
     version_tags: dict[str, str] | None = None  # every tag of the version after ours
     error: str | None = None  # why it was refused (the read rule's reason)
+    source: str = "read"  # "read": the model was read; "stored": judged from its report
 
 
 def open_model_tree(decision: Decision, registry: VersionRegistry, store: ObjectStore) -> Tree:
@@ -125,6 +127,24 @@ def report_place(
         if decided.allowed and decided.kind == "s3":
             bucket = decided.bucket
     return (bucket, report_key(location.prefix, job)) if bucket else None
+
+
+def stored_report(
+    store: ObjectStore,
+    location: ReportLocation,
+    job: RegistryJob,
+    server: str,
+    uri: str,
+    policy: ReadPolicy,
+    extra: dict[str, Any] | None = None,
+) -> tuple[list[Artifact], Target] | None:
+    """The artifacts of the version's stored report when it can stand for reading the
+    model at `uri` again (`pipeline.stored_versions`); None when the model must be read.
+    Asked only after the read rule allowed `uri`: a refused source is never judged, not
+    even from what an earlier check stored."""
+    place = report_place(location, job, uri, policy)
+    document = store.get_json(*place) if place is not None else None
+    return stored_model(document, job, server, uri, extra)
 
 
 def version_document(
@@ -173,12 +193,16 @@ def check_model_version(
     location: ReportLocation,
     policy: ReadPolicy,
     deadline: float | None = None,
+    *,
+    reuse_report: bool = False,
 ) -> VersionOutcome:
     """Check one registered version and record the result (report, then tags). Its
     source is read only when the read rule (`policy`: buckets, local roots, the tracking
     server's proxy) allows it; a refused version is recorded as `refused`, never
     retried and never tagged. `deadline`: seconds the model may take to read
-    (`TFCOMPAT_CHECK_DEADLINE`; DeadlineExceeded past it)."""
+    (`TFCOMPAT_CHECK_DEADLINE`; DeadlineExceeded past it). `reuse_report` (a fleet
+    change): the metadata of the version's stored report is judged instead of reading
+    the model again, when that report can stand for a re-read (`stored_report`)."""
     try:
         version = registry.model_version(job.name, job.version)
     except NotFound:
@@ -194,19 +218,27 @@ def check_model_version(
     target: Target | None = None
     artifacts: list[Artifact] = []
     error: str | None = None
-    try:
-        tree = open_model_tree(decision, registry, store)
-        if deadline is not None:
-            tree = DeadlineTree(tree, deadline)
-        artifacts, target = read_registered_model(tree, uri.rstrip("/"))
-    except NoTensorFlowModel as exc:
-        log.info("mlflow.not_tensorflow", name=job.name, version=job.version, reason=str(exc))
-        return VersionOutcome("not-tensorflow")
-    except NotFound as exc:
-        log.warning("mlflow.unreadable", name=job.name, version=job.version, error=str(exc))
-        return VersionOutcome("unreadable")
-    except InvalidArtifact as exc:
-        error = str(exc)
+    stored = (
+        stored_report(store, location, job, registry.base_url, uri, policy)
+        if reuse_report
+        else None
+    )
+    if stored is not None:
+        artifacts, target = stored
+    else:
+        try:
+            tree = open_model_tree(decision, registry, store)
+            if deadline is not None:
+                tree = DeadlineTree(tree, deadline)
+            artifacts, target = read_registered_model(tree, uri.rstrip("/"))
+        except NoTensorFlowModel as exc:
+            log.info("mlflow.not_tensorflow", name=job.name, version=job.version, reason=str(exc))
+            return VersionOutcome("not-tensorflow")
+        except NotFound as exc:
+            log.warning("mlflow.unreadable", name=job.name, version=job.version, error=str(exc))
+            return VersionOutcome("unreadable")
+        except InvalidArtifact as exc:
+            error = str(exc)
     document = version_document(job, registry.base_url, uri, artifacts, checker, target, error)
 
     def write(plan: TagPlan) -> None:
@@ -218,7 +250,8 @@ def check_model_version(
     def current() -> dict[str, str]:
         return registry.model_version(job.name, job.version).tags
 
-    return record(job, document, uri, store, checker, location, current, write, policy)
+    outcome = record(job, document, uri, store, checker, location, current, write, policy)
+    return replace(outcome, source="stored") if stored is not None else outcome
 
 
 def record(

@@ -17,6 +17,14 @@ ChordError, losing the "record the digest" step for a change that an operator
 could still complete by re-driving the dead letter. The counter needs only the
 Redis we already keep the index in, survives kills of any worker, and finishes
 the run whenever the last failed unit is re-driven.
+
+A unit can also be lost without failing: a pool process killed by the time limit is
+recorded as failed by Celery but never redelivered, and its unit stays `pending`.
+The run then stays `running` with nothing left to report. Every new outcome stamps
+the run (`progressed`); a run with no new outcome for longer than
+`TFCOMPAT_FLEET_STALL_AFTER` is *stalled*, and the reconciler sends its pending
+units again (`outstanding`, `resent`), at most once per that period. A unit that
+was only slow reports twice and is counted once.
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ else
   redis.call('HINCRBY', KEYS[1], 'done', -size)
 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[1], 'progressed', ARGV[5])
 if ARGV[3] == 'ok' then
   redis.call('HINCRBY', KEYS[1], 'done', size)
 else
@@ -105,6 +114,25 @@ class Progress:
     remaining: int
     started: float | None
     finished: float | None
+    progressed: float | None = None  # the last new outcome (or the start)
+    resent: int = 0  # units the reconciler sent again
+    resent_at: float | None = None
+
+    def idle(self, now: float) -> float | None:
+        """Seconds since the run last made progress; None when it is not running."""
+        if self.state != "running":
+            return None
+        last = self.progressed or self.started
+        return max(0.0, now - last) if last is not None else None
+
+    def stalled(self, now: float, after: float) -> bool:
+        """Running with no new outcome for longer than `after` seconds."""
+        idle = self.idle(now)
+        return idle is not None and idle > after
+
+    def due_for_resend(self, now: float, after: float) -> bool:
+        """Stalled, and not sent again within the last `after` seconds."""
+        return self.stalled(now, after) and (self.resent_at is None or now - self.resent_at > after)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +146,9 @@ class Progress:
             "remaining_units": self.remaining,
             "started": self.started,
             "finished": self.finished,
+            "progressed": self.progressed,
+            "resent": self.resent,
+            "resent_at": self.resent_at,
         }
 
 
@@ -147,6 +178,7 @@ class FleetRuns:
     def start(self, digest: str, fleet: str, units: Sequence[Unit]) -> None:
         """A new run for `digest` replaces the previous one (its plan and outcomes)."""
         planned = sum(u.size for u in units)
+        now = time.time()
         with redis_errors("starting the fleet run"):
             pipe = self._redis.pipeline(transaction=True)
             pipe.delete(RUN, UNITS, PLAN)
@@ -165,11 +197,13 @@ class FleetRuns:
                     "failed_units": 0,
                     "units": len(units),
                     "remaining": len(units),
-                    "started": time.time(),
+                    "started": now,
+                    "progressed": now,
+                    "resent": 0,
                 },
             )
             if not units:
-                pipe.hset(RUN, "finished", time.time())
+                pipe.hset(RUN, "finished", now)
                 pipe.set(FLEET_APPLIED, digest)
             pipe.execute()
 
@@ -214,7 +248,31 @@ class FleetRuns:
             remaining=number("remaining"),
             started=moment("started"),
             finished=moment("finished"),
+            progressed=moment("progressed"),
+            resent=number("resent"),
+            resent_at=moment("resent_at"),
         )
+
+    def outstanding(self, digest: str) -> list[Unit]:
+        """The planned units of `digest`'s run that have reported nothing yet (a failed
+        unit is not among them: it waits in the dead-letter list for an operator)."""
+        with redis_errors("reading the fleet run"):
+            if _text(self._redis.hget(RUN, "digest")) != digest:
+                return []
+            rows = self._redis.lrange(PLAN, 0, -1)
+            states = {_text(k): _text(v) for k, v in self._redis.hgetall(UNITS).items()}
+        units = [Unit.from_json(json.loads(row)) for row in rows]
+        return [u for u in units if states.get(u.id) == "pending"]
+
+    def resent_units(self, digest: str, count: int, now: float) -> None:
+        """Record that the reconciler sent `count` units of `digest`'s run again."""
+        with redis_errors("recording the fleet run"):
+            if _text(self._redis.hget(RUN, "digest")) != digest:
+                return
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.hincrby(RUN, "resent", count)
+            pipe.hset(RUN, "resent_at", now)
+            pipe.execute()
 
 
 def _text(value: Any) -> Any:

@@ -243,9 +243,17 @@ class Decoder:
         return text
 
     def op(self, ref: str) -> OpDef:
+        """The OpDef of part `ref`; its text is remembered as the encoder's (`_OP_TEXTS`),
+        since it is the very text the encoder makes of it: an entry re-encoded after a
+        fleet change's re-check does not turn its OpDefs into JSON again (that was a
+        sixth of the re-check's own time per model, bench/fleet_fanout.py)."""
         found = self._ops.get(ref)
         if found is None:
-            found = self._ops[ref] = op_def_from_dict(orjson.loads(self._text(ref)))
+            text = self._text(ref)
+            found = self._ops[ref] = op_def_from_dict(orjson.loads(text))
+            if len(_OP_TEXTS) >= 10_000:
+                _OP_TEXTS.clear()
+            _OP_TEXTS[id(found)] = (found, text if isinstance(text, bytes) else text.encode())
         return found
 
     def producer_ops(self, ref: str) -> dict[str, OpDef]:
