@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 PROBE = Path(__file__).with_name("probe.py")
+STRUCTURED = Path(__file__).with_name("structured.py")
 TIMEOUT = 300.0
 MAX_RESTARTS = 300
 
@@ -41,14 +42,17 @@ def ready_envs(envs: Path, only: set[str] | None = None) -> list[tuple[str, Path
     return sorted(found, key=lambda r: version_key(r[0]))
 
 
-def probe_digest() -> str:
-    """The probe's code, formatting aside: a reformat keeps the cache, a change does not."""
-    tree = ast.dump(ast.parse(PROBE.read_text()))
+def probe_digest(script: Path = PROBE) -> str:
+    """The script's code, formatting aside: a reformat keeps the cache, a change does not.
+    The structured builders' cache also follows the probe they import."""
+    texts = [script.read_text()] + ([PROBE.read_text()] if script != PROBE else [])
+    tree = "".join(ast.dump(ast.parse(t)) for t in texts)
     return hashlib.sha256(tree.encode()).hexdigest()[:12]
 
 
-def cache_path(cache: Path, release: str) -> Path:
-    return cache / f"{release}-{probe_digest()}.jsonl"
+def cache_path(cache: Path, release: str, script: Path = PROBE) -> Path:
+    kind = "" if script == PROBE else f"{script.stem}-"
+    return cache / f"{release}-{kind}{probe_digest(script)}.jsonl"
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
@@ -83,7 +87,9 @@ def _run_once(command: list[str], out: Path) -> None:
                 process.wait()
 
 
-def probe_release(python: Path, out: Path, only: str = "") -> list[dict[str, Any]]:
+def probe_release(
+    python: Path, out: Path, only: str = "", script: Path = PROBE
+) -> list[dict[str, Any]]:
     """The release's op lines, restarted past any op that crashes or hangs the probe."""
     lines = read_lines(out)
     for _ in range(MAX_RESTARTS):
@@ -101,7 +107,7 @@ def probe_release(python: Path, out: Path, only: str = "") -> list[dict[str, Any
             "-n",
             "19",
             str(python),
-            str(PROBE),
+            str(script),
             "--skip",
             ",".join(sorted(finished | set(crashed))),
         ]

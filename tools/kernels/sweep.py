@@ -8,7 +8,10 @@
 tools/kernels/probe.py runs in every READY venv (its own Python): each op it can
 build from its OpDef, for each swept dtype the op takes, on eight input classes
 (ordinary, halves, special, large, tiny, empty, scalar, indices) in up to three
-layouts, with the same seeds and attrs everywhere, so only the kernel differs.
+layouts, with the same seeds and attrs everywhere, so only the kernel differs;
+tools/kernels/structured.py runs the ops that need inputs of related shapes or
+attrs without defaults (matrix products, convolutions, pools, batch norms, seeded
+random ops, CTC decoding...), in the same way.
 Raw lines are cached per release under .cache/kernel-sweep (tools/kernels/runs.py:
 restarted past an op that crashes or hangs). Every release is compared with the
 newest measured one (tools/kernels/compare.py): bitwise equal; within the
@@ -44,7 +47,14 @@ sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 
 from compare import DIFFERS, comparable, differences  # noqa: E402
 from provenance import cpu_wheels, source_record  # noqa: E402
-from runs import cache_path, probe_release, read_lines, ready_envs, version_key  # noqa: E402
+from runs import (  # noqa: E402
+    STRUCTURED,
+    cache_path,
+    probe_release,
+    read_lines,
+    ready_envs,
+    version_key,
+)
 
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
 LEGACY_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
@@ -99,7 +109,22 @@ def load_answers(cache: Path, releases: list[str]) -> dict[str, dict[str, dict[s
         found[release] = {line["op"]: line for line in lines if "op" in line}
         classes = next((line["classes"] for line in lines if "classes" in line), None)
         found[release]["__classes__"] = {"classes": classes}
+        merge_structured(found[release], read_lines(cache_path(cache, release, STRUCTURED)))
     return found
+
+
+def merge_structured(ops: dict[str, dict[str, Any]], lines: list[dict[str, Any]]) -> None:
+    """Add the structured builders' runs (tools/kernels/structured.py) to the generic ones:
+    they replace an op the probe could not build, and join one it could under the same
+    type attr (their layouts are named apart)."""
+    for line in lines:
+        if "runs" not in line:
+            continue
+        generic = ops.get(line["op"])
+        if generic is None or "runs" not in generic:
+            ops[line["op"]] = line
+        elif generic.get("type_attr") == line.get("type_attr"):
+            generic["runs"] = generic["runs"] + line["runs"]
 
 
 def _not_built(line: dict[str, Any] | None) -> str | None:
@@ -266,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
             started = time.monotonic()
             lines = probe_release(python, cache_path(args.cache, release))
+            lines += probe_release(
+                python, cache_path(args.cache, release, STRUCTURED), script=STRUCTURED
+            )
             print(
                 f"{release}: {len(lines)} ops ({time.monotonic() - started:.0f}s)", file=sys.stderr
             )
