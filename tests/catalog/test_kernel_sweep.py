@@ -95,8 +95,8 @@ def test_the_table_keeps_rounding_apart_from_a_change() -> None:
     verdicts = {g["releases"][0]: g["verdict"] for g in pair["changes"]}
     assert verdicts == {"1.0.0": "rounding", "1.1.0": "differs"}
     assert table["pairs_differ"] == 1 and table["newest"] == "1.2.0"
-    assert sum(table["tolerance"]["distribution"].values()) == 2
-    assert table["tolerance"]["distribution"]["<=1"] == 1
+    distribution = dict(table["tolerance"]["distribution"])
+    assert sum(distribution.values()) == 2 and distribution["<= 1"] == 1
 
 
 def test_a_release_that_raises_where_the_newest_answers_is_a_refusal() -> None:
@@ -109,4 +109,4 @@ def test_a_release_that_raises_where_the_newest_answers_is_a_refusal() -> None:
     table = sweep.build_table(_answers(v1_0_0=[raised], v1_1_0=[run(["1.0"])]), tolerance=4.0)
     (pair,) = table["ops"]["Op"]["dtypes"].values()
     assert [g["verdict"] for g in pair["changes"]] == ["raises"]
-    assert table["pairs_differ"] == 0 and table["tolerance"]["distribution"] == {}
+    assert table["pairs_differ"] == 0 and table["tolerance"]["distribution"] == []

@@ -10,6 +10,7 @@ from worker.compat.check import check_artifact
 from worker.compat.kernel_changes import dtype_of
 from worker.compat.policy import Policy
 from worker.compat.subject import NO_HISTORY
+from worker.compat.verdict_class import verdict_class
 from worker.model.artifact import ArgDef, Artifact, AttrDef, Graph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Registry
 from worker.model.effects import KernelChange
@@ -157,3 +158,12 @@ def test_strict_consumer_alone_is_incompatible_and_others_stay_at_risk() -> None
 def test_strict_leaves_a_consumer_without_a_measured_change_compatible() -> None:
     strict = replace(consumer("2.4.4"), same_answer_strict=True)
     assert check_artifact(frozen_max(F), strict, Measured()).status == Status.COMPATIBLE  # type: ignore[arg-type]
+
+
+def test_strict_and_warned_consumers_are_classed_apart() -> None:
+    history = Measured()
+    warned = consumer("1.15.5")
+    strict = replace(warned, name="strict", same_answer_strict=True)
+    artifact = frozen_max(F)
+    apart = verdict_class(artifact, strict, history)  # type: ignore[arg-type]
+    assert apart is not None and apart != verdict_class(artifact, warned, history)  # type: ignore[arg-type]

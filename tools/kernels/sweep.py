@@ -81,11 +81,20 @@ def _short(run: dict[str, Any]) -> dict[str, Any]:
 
 def _bucket(d: float) -> str:
     if d == DIFFERS:
-        return "differs"
-    for edge in BUCKETS:
+        return "not finite on one side"
+    if d == 0:
+        return "0 (-0.0 against 0.0)"
+    for edge in BUCKETS[1:]:
         if d <= edge:
-            return f"<={edge:g}"
-    return f">{BUCKETS[-1]:g}"
+            return f"<= {edge:g}"
+    return f"> {BUCKETS[-1]:g}"
+
+
+def _ordered(counts: Counter[str]) -> list[list[Any]]:
+    """[bucket, count] in the order of their distance (a mapping's keys get sorted)."""
+    order = ["0 (-0.0 against 0.0)", *(f"<= {e:g}" for e in BUCKETS[1:])]
+    order += [f"> {BUCKETS[-1]:g}", "not finite on one side"]
+    return [[k, counts[k]] for k in order if counts[k]]
 
 
 def _verdict(newest: dict[str, Any], other: dict[str, Any], d: float, tolerance: float) -> str:
@@ -133,6 +142,8 @@ def _not_built(line: dict[str, Any] | None) -> str | None:
     if line.get("crashed"):
         return "the probe process died or hung running it"
     if "unbuildable" in line:
+        if line["op"].startswith("_"):  # the probe denies these by name as well
+            return "internal op: made by graph rewrites at run time, not run on its own"
         return str(line["unbuildable"])
     return None
 
@@ -238,10 +249,8 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "how": "a float output within this many ULPs of the newest release's (relative to "
             "the larger magnitude, in the output's dtype), every value finite on both sides, "
             "is `rounding`; chosen from `distribution`",
-            "distribution": dict(sorted(distribution.items())),
-            "distribution_by_dtype": {
-                k: dict(sorted(v.items())) for k, v in sorted(per_dtype.items())
-            },
+            "distribution": _ordered(distribution),
+            "distribution_by_dtype": {k: _ordered(v) for k, v in sorted(per_dtype.items())},
             "counted": "per (op, dtype, release) not bitwise equal to the newest: the largest "
             "distance over its nodes",
         },
@@ -310,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         "tools/kernels/probe.py runs every generically buildable op on eight input classes "
         "in every release's CPU wheel (its own Python); results compared with the newest "
         "release's; hand cases from tools/attrs/kernels.py",
-        cpu_wheels(table["releases"]),
+        cpu_wheels([*table["releases"], *(hand or {}).get("releases", [])]),
     )
     text = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
     args.output.write_bytes(gzip.compress(text.encode(), mtime=0))

@@ -130,5 +130,6 @@ def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:
         f"{len(ops)} op(s) on the request path were never run and compared across releases "
         f"for the types this model uses, so whether TensorFlow {s.consumer.tensorflow} gives "
         f"the newest release's results for them is not verified: {', '.join(named)}{more}. "
-        "Measure them with tools/kernels/sweep.py (a builder in tools/kernels/probe.py).",
+        "Measure them with tools/kernels/sweep.py (an op it cannot build needs a builder in "
+        "tools/kernels/structured.py).",
     )
