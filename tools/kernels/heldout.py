@@ -6,7 +6,7 @@
 
 `pick` (standard library) draws (op, dtype) pairs at random: some from the sweep's
 `differs` list, some from the ops the fixtures' real models use (FILE: a JSON list
-of op names) that the sweep compared, each with a layout the newest release built
+of op names, or tests/fixtures/kernel-sweep/fixture_ops.json) that the sweep compared, each with a layout the newest release built
 and ran (read from its cached probe lines). `make` (in a producer release's own
 Python) writes per pick `DIR/<case>/frozen_graph.pb` (placeholders of unknown shape
 for the swept inputs, constants 1 for the others, the op, an Identity per output)
@@ -112,7 +112,8 @@ def pick(args):
                 continue
             if "runs" in line:
                 runs[line["op"]] = line["runs"]
-    fixture_ops = set(json.load(open(args.ops)))
+    used = json.load(open(args.ops))
+    fixture_ops = set(used["ops"] if isinstance(used, dict) else used)
 
     def layout(op, dtype):
         """A layout whose ordinary node the newest release built and ran."""
