@@ -63,6 +63,9 @@ class Measured:
     def kernel_unbuildable(self, op: str) -> str | None:
         return "attr k (int) has no default" if op == "Sort" else None
 
+    def kernel_release_measured(self, release: str) -> bool | None:
+        return not release.startswith("2.9.")
+
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         if (op, dtype) == ("Max", "DT_FLOAT") and release.startswith("1.15."):
             return KernelChange(
@@ -167,3 +170,9 @@ def test_strict_and_warned_consumers_are_classed_apart() -> None:
     artifact = frozen_max(F)
     apart = verdict_class(artifact, strict, history)  # type: ignore[arg-type]
     assert apart is not None and apart != verdict_class(artifact, warned, history)  # type: ignore[arg-type]
+
+
+def test_a_release_the_sweep_never_ran_in_lists_every_computing_op_as_unmeasured() -> None:
+    verdict = check_artifact(frozen_max(F), consumer("2.9.3"), Measured())  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_RESULTS_UNMEASURED]
+    assert "Max (float)" in found.message and "did not run in TensorFlow 2.9.3" in found.message

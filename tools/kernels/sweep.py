@@ -81,7 +81,7 @@ def _short(run: dict[str, Any]) -> dict[str, Any]:
 
 def _bucket(d: float) -> str:
     if d == DIFFERS:
-        return "not finite on one side"
+        return "not comparable as numbers (shape, integer, NaN or inf on one side)"
     if d == 0:
         return "0 (-0.0 against 0.0)"
     for edge in BUCKETS[1:]:
@@ -93,7 +93,10 @@ def _bucket(d: float) -> str:
 def _ordered(counts: Counter[str]) -> list[list[Any]]:
     """[bucket, count] in the order of their distance (a mapping's keys get sorted)."""
     order = ["0 (-0.0 against 0.0)", *(f"<= {e:g}" for e in BUCKETS[1:])]
-    order += [f"> {BUCKETS[-1]:g}", "not finite on one side"]
+    order += [
+        f"> {BUCKETS[-1]:g}",
+        "not comparable as numbers (shape, integer, NaN or inf on one side)",
+    ]
     return [[k, counts[k]] for k in order if counts[k]]
 
 

@@ -261,6 +261,10 @@ class Catalog:
         """Why the kernel sweep could not run `op` (None: it ran, or no table)."""
         return self.kernel_changes.unbuildable(op) if self.kernel_changes else None
 
+    def kernel_release_measured(self, release: str) -> bool | None:
+        """Whether the kernel sweep ran in the release's minor; None: no table."""
+        return self.kernel_changes.release_measured(release) if self.kernel_changes else None
+
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         return self.output_shapes.cases(op, release) if self.output_shapes else None

@@ -64,6 +64,7 @@ class _Tables:
     fixed_dtype: dict[str, str] = field(default_factory=dict)
     unbuildable: dict[str, str] = field(default_factory=dict)
     tolerance_ulps: float | None = None
+    sweep_releases: set[str] = field(default_factory=set)  # the minors the sweep ran in
 
 
 class ShippedKernelChanges:
@@ -128,6 +129,11 @@ class ShippedKernelChanges:
         """Whether (op, dtype) was run and compared in the releases (changed or not)."""
         return (op, dtype) in self._tables.measured
 
+    def release_measured(self, release: str) -> bool:
+        """Whether the sweep ran in `release`'s minor (the hand cases alone do not say)."""
+        tables = self._tables
+        return not tables.sweep_releases or _minor(release) in tables.sweep_releases
+
     def unbuildable(self, op: str) -> str | None:
         """Why the sweep could not run `op` (None: it ran, or it is not registered)."""
         return self._tables.unbuildable.get(op)
@@ -165,6 +171,7 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
     tables.newest = doc["newest"]
     releases = sorted(doc["releases"], key=_key)
     tables.releases = releases
+    tables.sweep_releases = {_minor(r) for r in releases}
     tolerance = doc.get("tolerance", {}).get("ulps")
     tables.tolerance_ulps = tolerance
     tables.unbuildable = dict(doc.get("unbuildable", {}))

@@ -111,6 +111,12 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
                 fix=Fix(FixKind.UPGRADE_TO, release=change.same_from),
             )
         )
+    if history.kernel_release_measured(release) is False:
+        # the sweep never ran in this minor: every op it compared is unmeasured here too
+        for kind in request_kinds(s):
+            if kind.op not in COMPUTES_NO_VALUES and kind.op not in unmeasured:
+                keys = history.kernel_dtypes(kind.op, kind.attrs)
+                unmeasured[kind.op] = {keys[-1]} if keys else set()
     if unmeasured:
         findings.append(_unmeasured(s, unmeasured))
     return findings
@@ -125,10 +131,16 @@ def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:
         parts = [p for p in (dtypes, f"not built by the sweep: {why}" if why else "") if p]
         named.append(f"{op} ({'; '.join(parts)})" if parts else op)
     more = f" and {len(ops) - LISTED} more" if len(ops) > LISTED else ""
+    release = s.consumer.tensorflow or ""
+    absent = (
+        f" (the sweep did not run in TensorFlow {release}'s minor)"
+        if s.history.kernel_release_measured(release) is False
+        else ""
+    )
     return info(
         Code.KERNEL_RESULTS_UNMEASURED,
         f"{len(ops)} op(s) on the request path were never run and compared across releases "
-        f"for the types this model uses, so whether TensorFlow {s.consumer.tensorflow} gives "
+        f"for the types this model uses{absent}, so whether TensorFlow {release} gives "
         f"the newest release's results for them is not verified: {', '.join(named)}{more}. "
         "Measure them with tools/kernels/sweep.py (an op it cannot build needs a builder in "
         "tools/kernels/structured.py).",

@@ -78,6 +78,10 @@ class History(Protocol):
         """Why the kernel sweep could not run `op` (None: it ran, or no table)."""
         ...
 
+    def kernel_release_measured(self, release: str) -> bool | None:
+        """Whether the kernel sweep ran in the release's minor; None: no table."""
+        ...
+
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         ...
@@ -130,6 +134,9 @@ class NoHistory:
         return None
 
     def kernel_unbuildable(self, op: str) -> str | None:
+        return None
+
+    def kernel_release_measured(self, release: str) -> bool | None:
         return None
 
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
