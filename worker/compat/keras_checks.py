@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from worker.compat.keras_inputs import input_findings
+from worker.compat.keras_layer_configs import layer_config_findings
 from worker.compat.keras_objects import (
     fails_only_in_compile,
     object_findings,
@@ -217,6 +218,16 @@ def argument_removed(load: KerasLoad) -> None:
                 )
             )
             return
+
+
+def layer_configs(load: KerasLoad) -> None:
+    """A Keras 2 H5 file's layer configs in Keras 3 (keras.layer-config, measured per class
+    and config feature); nothing once an earlier check found the load's failure."""
+    if any(f.fails_load for f in load.findings):
+        return
+    consumer = load.s.consumer
+    tables = load.s.history.keras_layer_configs(consumer.keras, consumer.tensorflow)
+    load.findings.extend(layer_config_findings(load.model, consumer, tables, load.tables))
 
 
 def unknown_objects(load: KerasLoad) -> None:
