@@ -43,6 +43,10 @@ KNOWN_MISSES: dict[tuple[str, ...], str] = {
     ("tf2.21/float8_variable", "1.15.5"): _FIRST_OF_TWO_ERRORS,
     ("tf2.15/int4_in_function", "2.8.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
     ("tf2.21/int4_in_function", "2.8.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.15/newattr_request_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.15/newattr_unused_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.21/newattr_request_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.21/newattr_unused_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
     ("tf1.15/unique_axis_meta", "1.15.5"): (
         "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "
         "kernel returns a matrix: the producer's own release imports the graph and fails "
