@@ -41,6 +41,7 @@ DEVICES = ROOT / "tests" / "fixtures" / "tf-devices"  # nodes pinned to devices 
 SIGNATURES = ROOT / "tests" / "fixtures" / "tf-signatures"  # tags and signatures a loader wants
 KERAS3_EXPORT = ROOT / "tests" / "fixtures" / "keras3-export"  # Keras 3 model.export state
 ASSETS = ROOT / "tests" / "fixtures" / "tf-assets"  # what a SavedModel's own files decide
+BITES = ROOT / "tests" / "fixtures" / "tf-bites"  # kernels, ops and attrs met late (request, body)
 REAL_CACHE = ROOT / ".cache" / "real-models"
 
 
@@ -64,6 +65,7 @@ FIXTURE_SETS = [
         SIGNATURES,
         KERAS3_EXPORT,
         ASSETS,
+        BITES,
     )
     if matrix_path(p).exists()
 ]

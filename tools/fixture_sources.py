@@ -260,6 +260,13 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         _tf_matrix,
     ),
     "tf-assets/artifacts.json": (SERVE, HELD, _tf_artifacts),
+    "tf-bites/matrix.jsonl.gz": (
+        SERVE,
+        "late-bite cases (--script bite_cases: a missing kernel, op or attr on the request "
+        f"path, in a function body, in an unused branch) made in each producer release, {LOADED}",
+        _tf_matrix,
+    ),
+    "tf-bites/artifacts.json": (SERVE, HELD, _tf_artifacts),
     "keras3-export/matrix.jsonl.gz": (
         SERVE,
         "Keras 3 model.export cases (--script keras_export_cases) made in each producer "

@@ -3,7 +3,9 @@ shared set, ours, tests/fixtures/tf-serve for the loader's steps and the request
 tests/fixtures/tf-dtypes for data types newer than the consumer, tests/fixtures/tf-devices
 for nodes pinned to devices, tests/fixtures/tf-signatures for the tags and signatures a
 loader looks for, tests/fixtures/keras3-export for Keras 3 `model.export` SavedModels,
-tests/fixtures/tf-assets for what a SavedModel's own assets and constants decide).
+tests/fixtures/tf-assets for what a SavedModel's own assets and constants decide,
+tests/fixtures/tf-bites for kernels, ops and attrs TensorFlow meets only at the request
+or when a function is instantiated).
 
 For every row, with no skips: `loads` equals TensorFlow's `ok`, `serves` equals
 `ok and ran` (it loaded and answered the fed input), and where it failed, our
@@ -22,9 +24,9 @@ ROWS = rows()
 
 
 def test_fixture_matrices_are_present() -> None:
-    assert len(FIXTURE_SETS) == 11, (
+    assert len(FIXTURE_SETS) == 12, (
         "every fixture matrix (shared, ours, serve, real, shapes, xla, dtypes, devices, "
-        "signatures, keras3-export, assets) must be present"
+        "signatures, keras3-export, assets, bites) must be present"
     )
     assert len(ROWS) >= 288 + 16988 + 1600 + 40
 
@@ -41,6 +43,10 @@ KNOWN_MISSES: dict[tuple[str, ...], str] = {
     ("tf2.21/float8_variable", "1.15.5"): _FIRST_OF_TWO_ERRORS,
     ("tf2.15/int4_in_function", "2.8.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
     ("tf2.21/int4_in_function", "2.8.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.15/newattr_request_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.15/newattr_unused_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.21/newattr_request_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
+    ("tf2.21/newattr_unused_fn", "2.4.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,
     ("tf1.15/unique_axis_meta", "1.15.5"): (
         "1.15's own shape function gives UniqueV2 along an axis a rank-1 output where its "
         "kernel returns a matrix: the producer's own release imports the graph and fails "

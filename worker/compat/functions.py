@@ -143,6 +143,46 @@ def function_scope(graph: Graph) -> FunctionScope:
     )
 
 
+# The functional control-flow ops a Session's pre-placement pass lowers into the graph
+# (lower_functional_ops.cc: If, Case and While with `_lower_using_switch_merge`), and
+# the attrs naming the functions it inlines for them.
+LOWERED_OPS = frozenset({"If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile"})
+BRANCH_ATTRS = ("then_branch", "else_branch", "branches", "cond", "body")
+
+
+def lowered_functions(graph: Graph) -> frozenset[str]:
+    """The library functions a Session inlines into the graph before it places it: the
+    branches and bodies of `If`/`Case`/`While` nodes of the graph, and of those in the
+    bodies it inlined, transitively. A plain function call (`PartitionedCall`,
+    `StatefulPartitionedCall`, a call by name) is not inlined there:
+    LowerFunctionalOpsPass inlines calls only with `do_function_inlining` set, which a
+    default Session's OptimizerOptions leave off; its body is instantiated when a run
+    executes the call. Measured (tests/fixtures/tf-bites): RFFTND, which no CPU build
+    has a kernel for, in the serving tf.function of a TF2 SavedModel: the v1 loader's
+    restore run passes in 2.15 and 2.21 and the request fails."""
+    functions = frozenset(graph.functions)
+    found: set[str] = set()
+    todo: list[str | None] = [None]
+    done: set[str | None] = set()
+    while todo:
+        where = todo.pop()
+        if where in done:
+            continue
+        done.add(where)
+        for kind in graph.kinds:
+            if kind.function != where or kind.op not in LOWERED_OPS:
+                continue
+            for attr in BRANCH_ATTRS:
+                value = kind.attrs.get(attr)
+                if value is None:
+                    continue
+                for name in _func_names(value):
+                    if name in functions and name not in found:
+                        found.add(name)
+                        todo.append(name)
+    return frozenset(found)
+
+
 _SCOPES: ObjectTable[bool, FunctionScope] = ObjectTable("scope_of")
 
 

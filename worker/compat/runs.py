@@ -12,7 +12,8 @@ What each loader runs, from TensorFlow's code (the plan itself is data:
   initializers), and prunes every signature into a function at load, which fails
   when a signature's outputs need a placeholder that is not one of its inputs;
 - **a graph import of a SavedModel's graph** (how the fixture matrix runs it):
-  the restore, no init, then the request.
+  the restore, no init, then the request; the import is the load, so what the
+  restore run fails fails before the first answer (Stage.REQUEST).
 
 A resource is filled by a run that executes a node assigning or initialising
 it (`Assign`, `AssignVariableOp`, `InitializeTable*`, `LookupTableImport*`,
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.compat.functions import call_closure, callees
+from worker.compat.functions import call_closure, callees, lowered_functions
 from worker.compat.kernels import kernel_gap
 from worker.compat.memo import ObjectTable, identity
 from worker.compat.own_files import empty_table_findings, own_file_findings
@@ -209,6 +210,36 @@ def tf2_signature_findings(s: Subject) -> list[Finding]:
     return [] if DEFAULT_SIGNATURE in names else [_no_default_signature(names)]
 
 
+def tf2_request_kernel_findings(s: Subject) -> list[Finding]:
+    """`tf.saved_model.load` of a TF2 SavedModel: a function's kernels are looked up when
+    a call runs it (its instantiation at load only builds the graph), so an op with no
+    kernel in what `serving_default` calls fails the request, not the load. Measured
+    (tests/fixtures/tf-bites): RFFTND in the serving function loads and fails the
+    request in 2.15 and 2.21."""
+    meta_graph, graph = s.meta_graph, s.graph
+    if not s.tf2_load or meta_graph is None or meta_graph.serve_plan is None or graph is None:
+        return []
+    request = meta_graph.serve_plan.request(DEFAULT_SIGNATURE)
+    if request is None:
+        return []
+    return _kernel_findings(s, request, _effects(s, graph, request).kinds, Stage.REQUEST)
+
+
+def graph_def_kernel_findings(s: Subject) -> list[Finding]:
+    """A bare GraphDef under a graph import: the import looks up no kernel; the first run
+    (the request) places the whole graph (`_session_places_graph`) and instantiates the
+    functions its calls reach. Measured (tests/fixtures/tf-bites): a GraphDef holding
+    bfloat16 Erfc on the path, in an unfetched node or in a called function imports in
+    2.4 and 2.8 and fails the request."""
+    graph = s.graph
+    if s.is_saved_model or graph is None or s.consumer.loader != Loader.GRAPH_IMPORT:
+        return []
+    reached = s.scope.reachable if s.scope is not None else frozenset()
+    kinds = [i for i, k in enumerate(graph.kinds) if k.function is None or k.function in reached]
+    request = Run(role="request", name=DEFAULT_SIGNATURE, kinds=())
+    return _kernel_findings(s, request, kinds, Stage.REQUEST, whole_graph=True)
+
+
 _RUNS: ObjectTable[tuple[object, ...], tuple[Finding, ...]] = ObjectTable("run_findings")
 
 
@@ -221,7 +252,12 @@ def run_findings(s: Subject) -> list[Finding]:
     against 79 releases and a fleet change against every model, and most of them share
     those with many others."""
     if not applies(s):
-        return tf2_own_file_findings(s) + tf2_signature_findings(s)
+        return (
+            tf2_own_file_findings(s)
+            + tf2_signature_findings(s)
+            + tf2_request_kernel_findings(s)
+            + graph_def_kernel_findings(s)
+        )
     registry = s.consumer.registry
     key = (
         s.consumer.loader,
@@ -262,12 +298,15 @@ def _run_findings(s: Subject) -> list[Finding]:
             steps.append(plan.default_init)
     request = plan.request(DEFAULT_SIGNATURE)
     first = steps[0] if steps else request
+    # A graph import loads when import_graph_def returns: the restore is the caller's
+    # first run, and what fails there fails before the first answer, not the load.
+    step_stage = Stage.REQUEST if loader == Loader.GRAPH_IMPORT else Stage.LOAD
     if first is not None and _session_places_graph(s):
-        findings += _graph_kernel_findings(s, graph, first, Stage.LOAD if steps else Stage.REQUEST)
+        findings += _graph_kernel_findings(s, graph, first, step_stage if steps else Stage.REQUEST)
     filled: set[int] = set()
     for run in steps:
         effects = _effects(s, graph, run)
-        findings += _step_findings(s, plan, run, effects, filled, restores, Stage.LOAD)
+        findings += _step_findings(s, plan, run, effects, filled, restores, step_stage)
         filled |= effects.fills
     tf1_in_v2 = loader == Loader.SAVED_MODEL_V2
     if tf1_in_v2:
@@ -355,18 +394,25 @@ def _step_findings(
 def _session_places_graph(s: Subject) -> bool:
     """A Session (the v1 loader, a graph import) places every node of the graph at its
     first run, whether that run needs it or not (GraphOptions.place_pruned_graph is off
-    by default), after lowering `If`/`While`/`Case` and inlining function calls into
-    it: a node with no kernel, in the graph or in a function it reaches, fails that
-    run. Measured: 2.4 and 2.5 fail the restore of a model whose unused branch holds
-    bfloat16 Erf (a `StatelessIf` branch from 2.12 on); 2.21 fails a run that does not
-    fetch a KthOrderStatistic node. tf.saved_model.load prunes first."""
+    by default), after lowering `If`/`While`/`Case` into it (`lowered_functions`): a
+    node with no kernel there fails that run. A plain function call's body is placed
+    when a run executes the call. Measured: 2.4 and 2.5 fail the restore of a model
+    whose unused branch holds bfloat16 Erf (a `StatelessIf` branch from 2.12 on); 2.21
+    fails a run that does not fetch a KthOrderStatistic node; 2.8 fails the restore of
+    a graph whose unfetched node is bfloat16 Erfc (tests/fixtures/tf-bites).
+    tf.saved_model.load prunes first."""
     return s.consumer.loader != Loader.SAVED_MODEL_V2
 
 
+def _placed_with_graph(graph: Graph) -> list[int]:
+    """The kinds a Session places at its first run: the graph's own nodes and the
+    bodies its control flow is lowered from."""
+    lowered = lowered_functions(graph)
+    return [i for i, k in enumerate(graph.kinds) if k.function is None or k.function in lowered]
+
+
 def _graph_kernel_findings(s: Subject, graph: Graph, first: Run, stage: Stage) -> list[Finding]:
-    reached = s.scope.reachable if s.scope is not None else frozenset()
-    placed = [i for i, k in enumerate(graph.kinds) if k.function is None or k.function in reached]
-    return _kernel_findings(s, first, placed, stage, whole_graph=True)
+    return _kernel_findings(s, first, _placed_with_graph(graph), stage, whole_graph=True)
 
 
 def _kernel_findings(
@@ -381,11 +427,14 @@ def _kernel_findings(
     functions = set(graph.functions)
     findings: list[Finding] = []
     seen: set[str] = set()
+    placed = (
+        set(_placed_with_graph(graph)) if _session_places_graph(s) and not whole_graph else set()
+    )
     for index in kinds:
         kind = graph.kinds[index]
         if kind.op in seen or kind.op in functions or kind.op not in registry.ops:
             continue
-        if _session_places_graph(s) and not whole_graph:
+        if index in placed:
             continue  # placed with the whole graph at the first run
         gap = kernel_gap(kind, registry.ops.get(kind.op), registry.kernels, s.consumer.gpu)
         if gap is None:
@@ -393,7 +442,7 @@ def _kernel_findings(
         seen.add(kind.op)
         where = kind.where
         outcome = "every request fails" if stage == Stage.REQUEST else "the load fails"
-        placed = (
+        placement = (
             f"placed with the whole graph at {_where(run)}, whether a request needs it or not"
             if whole_graph
             else f"run by {_where(run)}"
@@ -402,7 +451,7 @@ def _kernel_findings(
         findings.append(
             error(
                 Code.KERNEL_MISSING,
-                f"No OpKernel was registered to support Op '{kind.op}' ({where}, {placed}): "
+                f"No OpKernel was registered to support Op '{kind.op}' ({where}, {placement}): "
                 f"{gap.reason}. {outcome.capitalize()}.",
                 op=kind.op,
                 fix=Fix(kind_of_fix, op=kind.op),
