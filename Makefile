@@ -69,9 +69,16 @@ lint-infra: venv $(SCAN_STAMP)
 	$(CHECKOV_RUN) --framework dockerfile -f Dockerfile
 
 # The broker tests' RabbitMQ virtual host (`make services` adds it) is deleted after the
-# suite, whatever its result.
+# suite, whatever its result. The suite runs in two parts: the tests of the pure packages
+# (rules, readers, catalog, fleet logic: no Redis, broker, S3 or worker process) one
+# pytest process per core, a file staying in one process; then the rest, which share
+# Redis databases and ports, in one process.
+PURE_TESTS := tests/catalog tests/compat tests/fix tests/fleet tests/formats tests/model \
+	tests/proto tests/registries tests/standins
 test: venv services lint lint-infra typecheck docs
-	$(BIN)/python -m pytest -q; status=$$?; tools/services.sh rabbitmq-remove; exit $$status
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile $(PURE_TESTS); pure=$$?; \
+	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PURE_TESTS)); rest=$$?; \
+	tools/services.sh rabbitmq-remove; test $$pure -eq 0 && test $$rest -eq 0
 
 # The manual, built offline with --strict (mkdocs.yml): a link to a missing page or
 # anchor, or a page left out of the nav, fails it. The site goes to .cache/site.
