@@ -35,6 +35,7 @@ import traceback
 
 import numpy as np
 import tensorflow as tf
+from make_models import write_case  # this folder (make_models.py)
 
 X = np.linspace(-2.0, 2.0, 8, dtype=np.float32).reshape(1, 8)
 W = ((np.arange(128, dtype=np.float32).reshape(8, 16) % 7) - 3.0) / 4.0
@@ -142,15 +143,7 @@ def main():
             cases[name] = entry
             continue
         made[name] = data
-        with open(os.path.join(out, name + ".tflite"), "wb") as f:
-            f.write(data)
-        entry["expected"] = np.asarray(expected, dtype=np.float64).round(6).tolist()
-        try:
-            entry["own_output"] = np.asarray(run_own(data), dtype=np.float64).round(6).tolist()
-        except Exception as exc:
-            entry["own_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:300])
-        cases[name] = entry
-        print(name, "ok", file=sys.stderr)
+        cases[name] = write_case(out, name, data, expected, run_own, entry)
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1, sort_keys=True)
 

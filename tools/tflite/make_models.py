@@ -102,6 +102,20 @@ def run_own(data):
     return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
 
 
+def write_case(out, name, data, expected, run, entry):
+    """Write one case's file to `out` and complete its `entry` (the converter's
+    expected output, and this release's own interpreter output or error, via `run`)."""
+    with open(os.path.join(out, name + ".tflite"), "wb") as f:
+        f.write(data)
+    entry["expected"] = np.asarray(expected, dtype=np.float64).round(6).tolist()
+    try:
+        entry["own_output"] = np.asarray(run(data), dtype=np.float64).round(6).tolist()
+    except Exception as exc:
+        entry["own_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:300])
+    print(name, "ok", file=sys.stderr)
+    return entry
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -121,15 +135,7 @@ def main():
             entry["skipped"] = "convert failed: %s: %s" % (type(exc).__name__, str(exc)[:300])
             cases[name] = entry
             continue
-        with open(os.path.join(out, name + ".tflite"), "wb") as f:
-            f.write(data)
-        entry["expected"] = np.asarray(expected, dtype=np.float64).round(6).tolist()
-        try:
-            entry["own_output"] = np.asarray(run_own(data), dtype=np.float64).round(6).tolist()
-        except Exception as exc:
-            entry["own_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:300])
-        cases[name] = entry
-        print(name, "ok", file=sys.stderr)
+        cases[name] = write_case(out, name, data, expected, run_own, entry)
     with open(os.path.join(out, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1, sort_keys=True)
 
