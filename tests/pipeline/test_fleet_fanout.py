@@ -340,11 +340,20 @@ def test_a_fleet_change_survives_kills_and_an_mlflow_outage_and_writes_each_tag_
     assert twice == []
     puts = collections.Counter(stack.s3_writes)
     assert all(n <= 2 for n in puts.values()), puts.most_common(3)
-    status = json.loads(
-        subprocess.run(
-            cli("fleet", "status", "--json"), env=env, capture_output=True, text=True, check=True
-        ).stdout
-    )
+
+    def settled() -> dict[str, Any] | None:
+        """The run's status once every unit has reported: a unit killed after its tags
+        were written and before it reported is redelivered, and reports, a visibility
+        timeout later."""
+        found: dict[str, Any] = json.loads(
+            subprocess.run(
+                cli("fleet", "status", "--json"), env=env, capture_output=True, text=True,
+                check=True,
+            ).stdout
+        )  # fmt: skip
+        return found if found["done"] + found["failed"] >= found["planned"] else None
+
+    status = wait_until(settled, 120, "every unit reported", interval=2)
     assert status["digest"] == after and status["failed"] == 1 and status["dead_letters"] == 1
     assert status["done"] == status["planned"] - 1
 
