@@ -77,8 +77,14 @@ def test_verdict_agrees_with_the_real_runtime(row: Row) -> None:
     assert predicted(row) == outcome(row), row.error
 
 
-def agreement(fixture_set: Path, held_out: bool) -> tuple[int, int]:
-    chosen = [r for r in ROWS if r.fixture_set == fixture_set and r.held_out is held_out]
+def agreement(fixture_set: Path, held_out: bool, after: str | None = None) -> tuple[int, int]:
+    """Rows agreeing, of the set's in-sample or held-out rows (`after`: the held-out round
+    of the rules of that commit; None: the rows held out with no round)."""
+    chosen = [
+        r
+        for r in ROWS
+        if r.fixture_set == fixture_set and r.held_out is held_out and r.held_out_after == after
+    ]
     return sum(predicted(r) == outcome(r) for r in chosen), len(chosen)
 
 
