@@ -1,6 +1,6 @@
 """Agreement of our TFLite verdicts with real runtimes, in-sample and held-out apart.
 
-    .venv/bin/python tools/tflite/agreement.py [--misses N] [--family NAME]
+    .venv/bin/python tools/tflite/agreement.py [--misses N] [--family NAME] [--set NAME]
 
 For each fixture set (tests/fixtures/tflite: converter models; tests/fixtures/tflite-real:
 files PyPI packages ship) and apart for its in-sample and held-out rows
@@ -29,10 +29,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--misses", type=int, default=10, help="disagreements to print")
     parser.add_argument("--family", default="")
+    parser.add_argument("--set", default="", help="one fixture set: tflite, tflite-real, ...")
     args = parser.parse_args()
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for row in rows():
         if args.family and row.family != args.family:
+            continue
+        if args.set and row.fixture_set.name != args.set:
             continue
         part = "held-out" if row.held_out else "in-sample"
         groups[(row.fixture_set.name, part, row.held_out_after or "")].append(row)
