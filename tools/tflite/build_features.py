@@ -190,6 +190,14 @@ def write(args: argparse.Namespace) -> None:
         models_doc = json.loads((FIXTURES / "models.json").read_text())
     else:
         models_doc = {}
+        # a rebuild keeps each file's held-out round: a round stays held out from the rules
+        # it was first measured against, apart from the rounds before it
+        committed = FIXTURES / "models.json"
+        rounds = {
+            k: v["held_out_after"]
+            for k, v in (json.loads(committed.read_text()) if committed.exists() else {}).items()
+            if v.get("held_out_after")
+        }
         if (FIXTURES / "models").exists():
             shutil.rmtree(FIXTURES / "models")
         for cases_file in sorted((BUILD / "models").glob("tf*/cases.json")):
@@ -202,6 +210,8 @@ def write(args: argparse.Namespace) -> None:
                     shutil.copyfile(src, dst)
                     entry["path"] = f"models/{producer}/{case}.tflite"
                 entry["held_out"] = producer != RULE_PRODUCER
+                if f"{producer}/{case}" in rounds:
+                    entry["held_out_after"] = rounds[f"{producer}/{case}"]
                 models_doc[f"{producer}/{case}"] = entry
         paths = sorted(FIXTURES.glob("models/*/*.tflite"))
         described = _describe(paths, args)
