@@ -15,6 +15,7 @@ import redis
 from tests.redis_server import redis_url
 from tests.sinks.documents import LOCATION, NEW_OP, NONDEFAULT, STRIPPED, UNSTRIPPED, checked
 from tests.truth import FIXTURE_SETS
+from worker.errors import ConfigError
 from worker.model.index import IndexedModel
 from worker.sinks import matrix
 from worker.sinks.index import HASH, PARTS, ModelIndex, model_from_report
@@ -161,3 +162,12 @@ def test_a_redis_that_forgot_the_scripts_is_sent_them_again(
     index.put(replace(first, status="incompatible"))
     assert matrix.Matrix(clients[0]).row(ModelIndex.field(first.bucket, first.key)) is not None
     assert clients[0].zcard(matrix.STATUS + "incompatible") == 1
+
+
+def test_a_key_of_ours_holding_another_type_stops_a_put_as_a_config_error(
+    clients: tuple[redis.Redis, redis.Redis],
+) -> None:
+    clients[0].set(matrix.ROWS, "not a hash")  # an error inside the script keeps its kind
+    index = ModelIndex(clients[0], object(), [], "r/")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="another type"):
+        index.put(model(NEW_OP, "a/b"))
