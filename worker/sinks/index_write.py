@@ -8,8 +8,8 @@ trigram of a new row's field). On a loaded machine each round trip waits for
 Redis to be scheduled: in a pool process profiled under bench/pipeline_throughput.py
 the two took 15 of the 50 ms an upload spent beyond its S3 calls. Here Redis reads
 the previous row itself, so a put is one EVALSHA with one reply, and a removal
-another; the worker's CPU per upload went from 1.44x to 1.36x the bench's floor
-(three alternating runs each).
+another; the worker's CPU per upload went from 1.44x to 1.35x the bench's floor
+(five alternating runs each).
 
 The keys, values and set memberships written are exactly those of
 `matrix.write_rows` and `matrix.remove_rows` over the rows read just before
