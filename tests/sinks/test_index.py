@@ -159,6 +159,37 @@ class FakeRedis:
     def pipeline(self, transaction: bool = True) -> FakePipeline:
         return FakePipeline(self)
 
+    def register_script(self, source: str) -> Any:
+        """The index's write scripts (`worker.sinks.index_write`), run as the commands
+        they replace: `matrix.write_rows` or `remove_rows` over the rows stored now."""
+        from worker.sinks import index_write, matrix
+
+        def put(keys: list[str], args: list[Any]) -> int:
+            entries, parts = keys[0], keys[1]
+            at = 5
+            for _ in range(args[4]):
+                self.hset(parts, args[at], args[at + 1])
+                at += 2
+            written = 0
+            while at < len(args):
+                field, entry, blob = args[at : at + 3]
+                self.hset(entries, field, entry)
+                row = matrix.decode_row(blob)
+                matrix.write_rows(self, [row], matrix.rows_before(self, [row]))
+                written += 1
+                at += 5 + args[at + 4]
+            return written
+
+        def remove(keys: list[str], args: list[Any]) -> int:
+            field = args[3]
+            self.hdel(keys[0], field)
+            row = matrix.Matrix(self).row(field)
+            if row is not None:
+                matrix.remove_rows(self, [row])
+            return int(row is not None)
+
+        return {index_write.PUT: put, index_write.REMOVE: remove}[source]
+
 
 class FakePipeline:
     """Runs each command at once and answers every result at `execute`, as Redis does."""

@@ -35,6 +35,7 @@ from worker.model.artifact import Artifact, artifact_from_json
 from worker.model.index import IndexedModel
 from worker.sinks import matrix
 from worker.sinks.index_codec import Decoder, Encoder
+from worker.sinks.index_write import IndexWriter
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
@@ -201,6 +202,13 @@ class ModelIndex:
         self._reports = reports
         self._buckets = list(dict.fromkeys(buckets))
         self._prefix = prefix
+        self._writer: IndexWriter | None = None
+
+    def _writes(self) -> IndexWriter:
+        """The write scripts, registered on first use (a reader never needs them)."""
+        if self._writer is None:
+            self._writer = IndexWriter(self._redis, HASH, PARTS)
+        return self._writer
 
     @property
     def redis_client(self) -> Any:
@@ -223,13 +231,14 @@ class ModelIndex:
             return command(*args, **kwargs)
 
     def put(self, model: IndexedModel) -> None:
-        """Store one entry with the parts it refers to, in one round trip (parts first:
-        a reader that sees the entry finds its parts)."""
+        """Store one entry with the parts it refers to and its fleet-page row, in one
+        round trip and atomically (`worker.sinks.index_write`): a reader that sees the
+        entry finds its parts."""
         self.put_many([model])
 
     def put_many(self, models: Iterable[IndexedModel], batch: int = BATCH) -> None:
-        """`put` for many entries, a batch per round trip, each shared part sent once
-        per batch."""
+        """`put` for many entries, a batch per round trip (one script run), each shared
+        part sent once per batch."""
         pending: list[IndexedModel] = []
         for model in models:
             pending.append(model)
@@ -259,32 +268,12 @@ class ModelIndex:
             if not models:
                 return
         encoder = Encoder()
-        entries = {self.field(m.bucket, m.key): encoder.entry(m) for m in models}
-        rows = [_row(m) for m in models]
-        before = self._call("reading matrix rows", matrix.rows_before, self._redis, rows)
-
-        def write() -> None:
-            pipe = self._redis.pipeline(transaction=False)
-            if encoder.parts:
-                pipe.hset(PARTS, mapping=encoder.parts)
-            pipe.hset(HASH, mapping=entries)
-            matrix.write_rows(pipe, rows, before)
-            pipe.execute()
-
-        self._call("writing entries", write)
+        written = [(encoder.entry(m), _row(m)) for m in models]  # fills encoder.parts
+        self._call("writing entries", self._writes().put, encoder.parts, written)
 
     def remove(self, bucket: str, key: str) -> None:
-        name = self.field(bucket, key)
-        row = self._call("reading a matrix row", matrix.Matrix(self._redis).row, name)
-
-        def write() -> None:
-            pipe = self._redis.pipeline(transaction=False)
-            pipe.hdel(HASH, name)
-            if row is not None:
-                matrix.remove_rows(pipe, [row])
-            pipe.execute()
-
-        self._call("removing an entry", write)
+        """Drop the entry and its fleet-page row, in one round trip."""
+        self._call("removing an entry", self._writes().remove, self.field(bucket, key))
 
     def ensure_rows(self) -> int:
         """Give every entry its fleet-page row (`worker.sinks.matrix`) once: an index

@@ -2,7 +2,7 @@
 
 The fleet page (`worker.ui`) must answer a page of the matrix in a time that does
 not grow with the index: it never reads every entry. Beside each index entry the
-index writes (in the same round trip, `ModelIndex.put_many`) a row of what the
+index writes (in the same script run, `ModelIndex.put_many`) a row of what the
 matrix shows, a few hundred bytes of JSON: the model's status and, per
 consumer, its cell (a state word, and the code and message of the finding
 behind a failure), and adds the entry's field (`bucket/key`) to sorted sets
@@ -14,9 +14,11 @@ whose members all score 0, so Redis keeps each in the fields' byte order:
   `keys`, where they are most rows, and filing them was most of what writing a row
   cost: bench/ui_matrix.py).
 A writer reads the rows it replaces first and moves each only between the sets
-that changed; two writers of one model at once could leave a stale member behind,
-so a page always reads the row to confirm, and counts only from `keys` and
-`status:` sets.
+that changed. A put does both inside Redis, atomically, in one script run
+(`worker.sinks.index_write`); a rebuild reads the rows, then writes them
+(`write_rows`), and two writers of one model at once could leave a stale member
+behind there (an index written before the scripts may hold one too), so a page
+always reads the row to confirm, and counts only from `keys` and `status:` sets.
 
 A page walks one of these sets in order (`Matrix.page`), from a cursor, reads the
 rows of a chunk of fields at once (a search is tested on the fields first, and
