@@ -74,7 +74,6 @@ KERAS3_APPS = ("keras-3.0.5", "keras-3.5.0", "keras-3.10.0", "keras-3.15.1")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{(c, "tf2.15.1/densenet121"): SLASH_NAME for c in KERAS3_APPS},
     **{(c, "tf2.15.1/init_mlp"): UNMEASURED_INIT for c in KERAS3_APPS},
-    **{(c, "tf2.15.1/nonneg_unit"): UNMEASURED_INIT for c in KERAS3_APPS[1:]},
     ("keras-3.0.5", "tf2.15.1/nonneg_unit"): UNMEASURED_30,
     ("keras-3.10.0", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,
     ("keras-3.15.1", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,

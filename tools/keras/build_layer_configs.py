@@ -26,6 +26,9 @@ pack: (the repository's Python) splits every written layer config into its featu
       minor, class and feature, "loads" (a file whose layer has the feature loaded) or
       the error and stage of a file that failed where every other feature of its layer
       loaded elsewhere (the feature is the one the failure is charged to).
+reattribute: (the repository's Python) charges the failures of the packed table by what
+      each error names (layer_config_table.charged), in place: for a table packed before
+      that attribution, whose rows are no longer at hand; pack does the same from rows.
 
 make and load run under any Python 3.7+ with the standard library (and the runtime's
 Keras) only; pack imports the worker.
@@ -554,6 +557,25 @@ def cmd_pack(args):
     pack(BUILD, DATA)
 
 
+def cmd_reattribute(args):
+    import gzip
+
+    sys.path.insert(0, REPO)
+    from tools.keras.layer_config_table import ATTRIBUTION, reattribute
+
+    with open(DATA, "rb") as f:
+        document = json.loads(gzip.decompress(f.read()))
+    document = reattribute(document)
+    document["attribution"] = ATTRIBUTION
+    note = "; each failure charged to what its error names (reattribute)"
+    if not document["source"]["how"].endswith(note):
+        document["source"]["how"] += note
+    raw = json.dumps(document, sort_keys=True, indent=None, separators=(",", ":")).encode()
+    with open(DATA, "wb") as f:
+        f.write(gzip.compress(raw, mtime=0))
+    print("reattributed %s" % DATA)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -568,6 +590,7 @@ def main():
     load.add_argument("--defaults-only", action="store_true", help="each class's default only")
     load.add_argument("--together", action="store_true", help="every writer in one interpreter")
     sub.add_parser("pack")
+    sub.add_parser("reattribute")
     child = sub.add_parser("_make")
     child.add_argument("out")
     child.add_argument("--defaults-only", action="store_true")
@@ -586,6 +609,8 @@ def main():
         cmd_load(args)
     elif args.command == "pack":
         cmd_pack(args)
+    elif args.command == "reattribute":
+        cmd_reattribute(args)
     else:
         parser.print_help()
         return 2

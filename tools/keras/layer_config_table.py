@@ -1,21 +1,35 @@
 """Pack the measured layer-config loads into the catalog table (build_layer_configs.py pack).
 
 Per Keras 3 minor (the newest patch measured) and layer class, a feature is:
-- "loads" when some file whose layer has it loaded in that Keras;
-- charged with a failure when a file whose layer has it failed and every other feature of
-  that layer loaded in some file (so the failure is this feature's; several such features
-  of one failing file are all charged);
+- "loads" when some file whose layer has it loaded in that Keras, or (a bare key) when a
+  file's layer failed on `Layer.__init__`'s "Unrecognized keyword arguments passed to
+  <its class>: {...}" and the complete dict there does not name it: the base class names
+  every argument the constructors left over, so every other key was taken;
+- charged with a failure by what the error names (`charged`, from Keras 3's own
+  messages): the keys of that dict, the argument of "<Class>.__init__() got an
+  unexpected keyword argument 'k'" (the layer's key k, or `key=Class.k` of an object
+  entry), the object entry "Could not interpret <kind> identifier: {...}" shows
+  (`key=Class` and its arguments), "Invalid value for
+  argument k" and "Values in `k`". A named class that is neither the layer's nor one of
+  its object entries' (a wrapper's nested LSTM) charges nothing here: the nested layer
+  is judged as a layer of its own. Only an error that names nothing (an unknown layer
+  class, a dtype policy Keras 3 mishandles, a weight shape) is charged as before, to
+  every feature of the failing layer no other file loaded;
 - a failing combination when a file failed although each of its features loaded in
   another file (kept as the features that file adds to the class's default configs, or
   all of its features when it adds none: another writer's default that fails).
-What no file measured is absent: the worker reads an absent feature as "unknown".
+What no file measured is absent: the worker reads an absent feature as "unknown". So a
+Keras 2.0 config, which lacks keys a TF 2.15 config of the same class carries, is not
+charged with what those keys did.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +41,116 @@ from tools.provenance import cpu_wheels, source_record  # noqa: E402
 from worker.formats.keras_features import config_features  # noqa: E402
 
 TOOL = "tools/keras/build_layer_configs.py"
+# how the table's failures are charged (the document's "attribution")
+ATTRIBUTION = "tools/keras/layer_config_table.py charged: by what each error names"
+
+
+UNRECOGNIZED = re.compile(r"Unrecognized keyword arguments passed to (\w+): (\{.*)", re.S)
+UNEXPECTED = re.compile(r"(\w+)\.__init__\(\) got an unexpected keyword argument '(\w+)'")
+NO_ARGUMENTS = re.compile(r"(\w+)\(\) takes no arguments")
+UNINTERPRETED = re.compile(r"Could not interpret [\w ]+ identifier: (\{.*)", re.S)
+INVALID_VALUE = re.compile(r"Invalid value for argument (\w+)")
+VALUES_IN = re.compile(r"Values in `(\w+)` argument")
+
+
+def top_keys(text: str) -> tuple[list[str], bool]:
+    """The keys of a dict's repr at its first level (`text` starts at its "{"), and
+    whether the repr was complete (errors are kept cut at 400 characters)."""
+    keys: list[str] = []
+    depth, quote, start, index = 0, "", -1, 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+                if depth == 1 and text[index + 1 : index + 2] == ":":
+                    keys.append(text[start + 1 : index])
+        elif char in "'\"":
+            quote, start = char, index
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth -= 1
+            if depth == 0:
+                return keys, True
+        index += 1
+    return keys, False
+
+
+def _entry_class(text: str) -> str | None:
+    found = re.search(r"'class_name': '(\w+)'", text)
+    return found.group(1) if found else None
+
+
+def _of_key(features: Iterable[str], keys: Iterable[str]) -> set[str]:
+    """The features of the given config keys: the key and `key=...`."""
+    wanted = set(keys)
+    return {f for f in features if re.split(r"[=.]", f, maxsplit=1)[0] in wanted}
+
+
+def charged(
+    class_name: str, features: Iterable[str], cause: str
+) -> tuple[set[str], set[str]] | None:
+    """What a failure of `class_name`'s layer with `features` is charged to, from what
+    Keras 3's error (`cause`, underneath its wrappers) names: (charged features, bare
+    keys the error shows the constructor took), or None when it names nothing."""
+    features = set(features)
+    keys = {f for f in features if "=" not in f and "." not in f}
+    found = UNRECOGNIZED.search(cause)
+    if found:
+        named, complete = top_keys(found.group(2))
+        if found.group(1) != class_name:
+            return set(), set()  # a nested layer's: judged as that layer
+        taken = keys - set(named) if complete else set()
+        return _of_key(features, named), taken
+    found = UNEXPECTED.search(cause)
+    if found:
+        owner, argument = found.groups()
+        if owner == class_name:
+            return _of_key(features, [argument]), set()
+        return {f for f in features if f.endswith(f"={owner}.{argument}")}, set()
+    found = NO_ARGUMENTS.search(cause)
+    if found:
+        owner = found.group(1)
+        return {f for f in features if f"={owner}." in f}, set()
+    found = UNINTERPRETED.search(cause)
+    if found:
+        entry = _entry_class(found.group(1))
+        own = {f for f in features if entry and (f.endswith(f"={entry}") or f"={entry}." in f)}
+        return own, set()  # another layer's entry (a wrapper's nested layer's): nothing here
+    for pattern in (INVALID_VALUE, VALUES_IN):
+        found = pattern.search(cause)
+        if found:
+            return _of_key(features, [found.group(1)]), set()
+    return None
+
+
+def reattribute(document: dict[str, Any]) -> dict[str, Any]:
+    """A packed table's failures charged by `charged` (for a table packed before it):
+    each failure's features (those it was charged with) are the failing file's own less
+    those another file loaded, so what the error names is among them; the rest are no
+    longer charged (absent: unknown), and keys the error shows taken join "loads"."""
+    for version in document["versions"].values():
+        for name, entry in version["classes"].items():
+            groups: dict[str, list[str]] = {}
+            for feature, raw in entry["fails"].items():
+                groups.setdefault(json.dumps(raw, sort_keys=True), []).append(feature)
+            fails: dict[str, Any] = {}
+            loads = set(entry["loads"])
+            for said, members in groups.items():
+                raw = json.loads(said)
+                found = charged(name, members, raw.get("cause", raw["error"]))
+                if found is None:
+                    fails.update({f: raw for f in members})
+                    continue
+                picked, taken = found
+                fails.update({f: raw for f in picked})
+                loads |= taken
+            entry["fails"] = {f: fails[f] for f in sorted(fails) if f not in loads}
+            entry["loads"] = sorted(loads)
+    return document
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -81,6 +205,12 @@ def _table(
                 "variant": case["variant"],
                 "writer": row["writer"],
             }
+            named = charged(name, case["features"], said["cause"])
+            if named is not None:
+                for feature in sorted(named[0]):
+                    fails.setdefault(feature, said)
+                loads.update(named[1])
+                continue
             culprits = sorted(set(case["features"]) - loads)
             if not culprits:
                 combo = sorted(set(case["features"]) - defaults) or sorted(case["features"])
@@ -89,6 +219,7 @@ def _table(
                 continue
             for feature in culprits:
                 fails.setdefault(feature, said)
+        fails = {f: fails[f] for f in sorted(fails) if f not in loads}
         entry: dict[str, Any] = {"loads": sorted(loads), "fails": fails}
         if combos:
             entry["combinations"] = combos
@@ -148,6 +279,7 @@ def pack(build: str | Path, out: str | Path) -> None:
             read,
         ),
         "features": "worker.formats.keras_features.config_features",
+        "attribution": ATTRIBUTION,
         "versions": versions,
     }
     raw = json.dumps(document, sort_keys=True, indent=None, separators=(",", ":")).encode()

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.catalog.keras_objects import keras_tables, table_key
+from worker.formats.keras_features import object_part
 from worker.model.keras import FeatureFailure, LayerConfigs, LayerConfigTable
 
 DATA = Path(__file__).resolve().parent / "data" / "keras_layer_configs.json.gz"
@@ -51,7 +52,15 @@ def _parse(version: Mapping[str, Any]) -> LayerConfigTable:
                 (frozenset(raw["features"]), _failure(raw)) for raw in entry.get("combinations", ())
             ),
         )
-    return LayerConfigTable(str(version["keras"]), str(version["measured_in"]), classes)
+    object_loads = frozenset(
+        part
+        for configs in classes.values()
+        for feature in configs.loads
+        if (part := object_part(feature)) is not None
+    )
+    return LayerConfigTable(
+        str(version["keras"]), str(version["measured_in"]), classes, object_loads
+    )
 
 
 @functools.cache

@@ -299,7 +299,10 @@ def compile_objects(load: KerasLoad) -> None:
 
 
 def compile_only(load: KerasLoad) -> None:
-    if fails_only_in_compile(load.findings):
+    """compile=False loads it: only the compile configuration fails and nothing the
+    rebuild meets is unknown (an unmeasured layer config would make that a guess)."""
+    unknown = any(f.code == Code.KERAS_LAYER_UNMEASURED for f in load.findings)
+    if fails_only_in_compile(load.findings) and not unknown:
         load.findings.append(
             info(
                 Code.KERAS_COMPILE_ONLY,

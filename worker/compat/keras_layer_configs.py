@@ -18,12 +18,23 @@ have rules of their own):
 - a feature measured to fail in every Keras 3 the consumer may run: the load fails
   (`keras.layer-config`, an error naming the measured error and the step);
 - in some of them only: a warning naming those;
-- every feature measured to load: nothing to say;
+- every feature measured to load: nothing to say. An object entry's feature (an
+  initializer, regularizer or constraint: `kernel_initializer=VarianceScaling.mode`)
+  measured to load in another class of the same Keras loads here too: the layer's
+  constructor rebuilds it with its kind's `get` (`initializers.get`, ...), the same call
+  for every class; a failure measured in this class is looked up first;
 - a feature or class nobody measured, or a consumer whose only Keras 3 has no table:
   whether it loads is unknown (`keras.layer-unmeasured`; the verdict's `loads` is then
   unknown, never "yes"). A consumer that may run several Keras 3 (a TF 2.16+ release
   without a pinned Keras) is judged, as with the object tables, on the measured ones,
-  and an information names the others.
+  and an information names the others: a Keras without a table, and per feature a
+  Keras whose table did not measure it (most minors were measured on each class's
+  default config only); unknown only when none of them measured it.
+
+The table charges a failure to the config parts Keras's error names
+(tools/keras/layer_config_table.py `charged`), never to every part of the failing file:
+a file written by an older Keras 2, which lacks the keys a TF 2.15 config of the same
+class carries, is not judged by what those keys did.
 Keras stops at its first failure, so the check says nothing once an earlier check
 found one.
 """
@@ -33,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.compat.keras_rules import shown_keras
+from worker.formats.keras_features import object_part
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import (
@@ -40,6 +52,7 @@ from worker.model.keras import (
     KerasLayer,
     KerasModel,
     KerasObjects,
+    LayerConfigs,
     LayerConfigTable,
 )
 
@@ -75,8 +88,19 @@ def judge_layer(layer: KerasLayer, table: LayerConfigTable) -> LayerAnswer:
     for combination, found in configs.combinations:
         if combination <= features:
             return LayerAnswer(found, " + ".join(sorted(combination)))
-    unmeasured = tuple(f for f in layer.features if f not in configs.loads)
+    unmeasured = tuple(f for f in layer.features if not _loads(f, configs, table))
     return LayerAnswer(unmeasured=unmeasured)
+
+
+def _loads(feature: str, configs: LayerConfigs, table: LayerConfigTable) -> bool:
+    """Measured to load in this class, or (an object entry: an initializer, regularizer
+    or constraint) in any class of the same Keras: a layer rebuilds such an entry by its
+    kind's `get` before anything of its own, so what the entry does is the layer's only
+    when it fails, and a failure in this class was looked up first."""
+    if feature in configs.loads:
+        return True
+    part = object_part(feature)
+    return part is not None and part in table.object_loads
 
 
 def _minor(version: str) -> str:
@@ -133,6 +157,7 @@ def layer_config_findings(
             )
         ]
     unmeasured: list[str] = []
+    gaps: dict[str, set[str]] = {}
     notes: list[Finding] = []
     if missing:
         # as with the object tables, a consumer that may run several Keras 3 is judged on
@@ -166,9 +191,27 @@ def layer_config_findings(
                     fix=Fix(FixKind.DECLARE_KERAS),
                 ),
             ]
-        parts = sorted({f for a in answers for f in a.unmeasured})
+        # as with the minors without a table, a feature some Keras the consumer may run
+        # measured is judged on those; unknown only when none of them measured it
+        each = [set(a.unmeasured) for a in answers]
+        parts = sorted(set.intersection(*each)) if each else []
         if parts:
             unmeasured.append(f"'{layer.name}' ({layer.class_name}: {', '.join(parts[:4])})")
+        partly = sorted(set.union(*each) - set(parts)) if each else []
+        if partly:
+            gaps.setdefault(layer.class_name, set()).update(
+                t.keras for t, a in zip(tables, answers, strict=True) if a.unmeasured
+            )
+    if gaps:
+        shown = "; ".join(f"{c}: Keras {', '.join(sorted(v))}" for c, v in sorted(gaps.items()))
+        notes.append(
+            info(
+                Code.KERAS_LAYER_CONFIG,
+                "Some layer settings were judged on the Keras versions that measured them "
+                f"and not measured in others TensorFlow {consumer.tensorflow} may run "
+                f"({shown[:400]}).",
+            )
+        )
     if not unmeasured:
         return notes
     return [

@@ -196,6 +196,10 @@ class LayerConfigTable:
     keras: str  # the Keras 3 measured ("3.6.0")
     measured_in: str
     classes: Mapping[str, LayerConfigs]
+    # object-entry features measured to load in any class, by the kind of their key:
+    # "initializer=VarianceScaling", "initializer=VarianceScaling.mode" (a layer rebuilds
+    # an entry by its kind's `get`, whatever the layer: worker.compat.keras_layer_configs)
+    object_loads: frozenset[str] = frozenset()
 
 
 def _shape(value: Any) -> tuple[int | None, ...] | None:
