@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.catalog.keras_objects import keras_tables, table_key
-from worker.formats.keras_features import object_part
-from worker.model.keras import FeatureFailure, LayerConfigs, LayerConfigTable
+from worker.model.keras import FeatureFailure, LayerConfigs, LayerConfigTable, object_part
 
 DATA = Path(__file__).resolve().parent / "data" / "keras_layer_configs.json.gz"
 

@@ -44,7 +44,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from worker.compat.keras_rules import shown_keras
-from worker.formats.keras_features import object_part
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import (
@@ -54,6 +53,7 @@ from worker.model.keras import (
     KerasObjects,
     LayerConfigs,
     LayerConfigTable,
+    object_part,
 )
 
 # Judged by rules of their own (keras_checks, keras_inputs), and not in the table.

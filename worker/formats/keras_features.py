@@ -34,9 +34,6 @@ NESTED_LAYER_KEYS = ("layer", "cell", "forward_layer", "backward_layer")
 # Judged by a rule of its own, from what Keras does with it across the model
 # (`worker.compat.keras_inputs`: the first layer's batch_input_shape in a Sequential).
 NOT_FEATURES = frozenset({"batch_input_shape"})
-# Keys whose object entries Keras rebuilds by their kind's `get` (initializers.get,
-# regularizers.get, constraints.get), the same for every layer class.
-OBJECT_KINDS = ("_initializer", "_regularizer", "_constraint")
 # Keys whose value (a string or a number) selects a code path a Keras may not have.
 ENUMERATED = frozenset({"padding", "data_format", "implementation", "merge_mode", "interpolation"})
 
@@ -75,16 +72,3 @@ def config_features(config: Mapping[str, Any]) -> tuple[str, ...]:
             if shown is not None:
                 found.add(f"{key}={shown}")
     return tuple(sorted(found))
-
-
-def object_part(feature: str) -> str | None:
-    """An object-entry feature without its layer's key, by the kind of that key
-    ("depthwise_initializer=VarianceScaling.mode" -> "initializer=VarianceScaling.mode"),
-    or None for any other feature."""
-    key, sep, rest = feature.partition("=")
-    if not sep or not rest[:1].isupper():
-        return None
-    for kind in OBJECT_KINDS:
-        if key.endswith(kind):
-            return f"{kind[1:]}={rest}"
-    return None

@@ -191,6 +191,24 @@ class LayerConfigs:
     combinations: tuple[tuple[frozenset[str], FeatureFailure], ...] = ()
 
 
+# Keys whose object entries Keras rebuilds by their kind's `get` (initializers.get,
+# regularizers.get, constraints.get), the same for every layer class.
+OBJECT_KINDS = ("_initializer", "_regularizer", "_constraint")
+
+
+def object_part(feature: str) -> str | None:
+    """An object-entry feature without its layer's key, by the kind of that key
+    ("depthwise_initializer=VarianceScaling.mode" -> "initializer=VarianceScaling.mode"),
+    or None for any other feature."""
+    key, sep, rest = feature.partition("=")
+    if not sep or not rest[:1].isupper():
+        return None
+    for kind in OBJECT_KINDS:
+        if key.endswith(kind):
+            return f"{kind[1:]}={rest}"
+    return None
+
+
 @dataclass(frozen=True)
 class LayerConfigTable:
     keras: str  # the Keras 3 measured ("3.6.0")
