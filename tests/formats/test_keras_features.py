@@ -55,3 +55,14 @@ def test_dtype_policies_strings_and_enumerated_values() -> None:
     )
     # a name is an argument, never a value feature
     assert config_features({"name": "dense_7", "units": 3}) == ("name", "units")
+
+
+def test_a_nested_layer_without_a_module_is_a_feature_of_its_wrapper() -> None:
+    # Keras 3 wrappers rebuild the nested entry with serialization_lib, which finds an
+    # unregistered class only by its module (Keras 2.13+ writes one)
+    old = {"layer": {"class_name": "Dense", "config": {"units": 2}}, "name": "td"}
+    new = {"layer": {"module": "keras.layers", "class_name": "Dense", "config": {}}}
+    assert config_features(old) == ("layer", "layer.module=none", "name")
+    assert config_features(new) == ("layer",)
+    wrapped = layer("tf2.10/bidirectional.h5", "Bidirectional")
+    assert "layer.module=none" in wrapped.features

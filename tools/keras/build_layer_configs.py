@@ -26,6 +26,9 @@ pack: (the repository's Python) splits every written layer config into its featu
       minor, class and feature, "loads" (a file whose layer has the feature loaded) or
       the error and stage of a file that failed where every other feature of its layer
       loaded elsewhere (the feature is the one the failure is charged to).
+add: (the repository's Python) adds writer folders' rows (--writers keras-2.3.1) to the
+      packed table, charged the same way (layer_config_table.add_writers): for a writer
+      measured after the table was packed, whose other writers' rows are not at hand.
 reattribute: (the repository's Python) charges the failures of the packed table by what
       each error names (layer_config_table.charged), in place: for a table packed before
       that attribution, whose rows are no longer at hand; pack does the same from rows.
@@ -218,15 +221,26 @@ def _builders(keras):
     return build
 
 
+def _input(keras, shape, batch=None, dtype=None):
+    """One Input; standalone Keras 2 takes a fixed batch as `batch_shape` only."""
+    extra = {"dtype": dtype} if dtype else {}
+    if batch is None:
+        return keras.Input(shape, **extra)
+    try:
+        return keras.Input(shape, batch_size=batch, **extra)
+    except TypeError:
+        return keras.Input(batch_shape=(batch,) + tuple(shape), **extra)
+
+
 def _inputs(keras, kind, batch=None):
     """The model's inputs; a stateful RNN needs a fixed batch (`batch`)."""
     if kind == "two":
-        return [keras.Input((6,), batch_size=batch), keras.Input((6,), batch_size=batch)]
+        return [_input(keras, (6,), batch), _input(keras, (6,), batch)]
     if kind == "qv":
-        return [keras.Input((4, 3), batch_size=batch), keras.Input((5, 3), batch_size=batch)]
+        return [_input(keras, (4, 3), batch), _input(keras, (5, 3), batch)]
     if kind == "i5":
-        return keras.Input(SHAPES[kind], dtype="int32", batch_size=batch)
-    return keras.Input(SHAPES[kind], batch_size=batch)
+        return _input(keras, SHAPES[kind], batch, "int32")
+    return _input(keras, SHAPES[kind], batch)
 
 
 def layer_class(keras, name):
@@ -280,13 +294,21 @@ def _variants(keras, name, default):
     for key, value in VALUE_VARIANTS:
         if key in default and default[key] != value:
             out.append(("value:%s=%s" % (key, json.dumps(value, default=str)), {key: value}))
-    return [(label, {k: build(v) for k, v in extra.items()}) for label, extra in out]
+    built = []
+    for label, extra in out:
+        try:
+            built.append((label, {k: build(v) for k, v in extra.items()}))
+        except AttributeError:  # an object this Keras does not have (standalone 2.x)
+            continue
+    return built
 
 
-def child_make(out_dir, defaults_only=False):
+def child_make(out_dir, defaults_only=False, standalone=False):
     import tensorflow as tf
 
     keras = tf.keras
+    if standalone:  # the keras package (Keras 2.0 to 2.3) on its TensorFlow backend
+        import keras
     os.makedirs(out_dir, exist_ok=True)
     cases = []
     for name, (kind, args) in sorted(SPECS.items()):
@@ -314,8 +336,11 @@ def child_make(out_dir, defaults_only=False):
                 case["skipped"] = _said(e)
             cases.append(case)
     with open(os.path.join(out_dir, "cases.json"), "w") as f:
-        json.dump({"keras": _keras_version(tf), "tensorflow": tf.__version__,
-                   "python": sys.version.split()[0], "cases": cases}, f, indent=1, default=str)  # fmt: skip
+        made = {"keras": keras.__version__ if standalone else _keras_version(tf),
+                "tensorflow": tf.__version__, "python": sys.version.split()[0], "cases": cases}  # fmt: skip
+        if standalone:  # the writer is that Keras, not TensorFlow's
+            made.update(writer="keras-" + keras.__version__, standalone=True)
+        json.dump(made, f, indent=1, default=str)
 
 
 def _keras_version(tf):
@@ -436,7 +461,7 @@ def child_load(folders, out, defaults_only=False):
             for _, group in sorted(by_variant.items()):
                 test(folder, group, results)
             for case in cases:
-                row = {"writer": made["tensorflow"], "file": case["file"]}
+                row = {"writer": made.get("writer", made["tensorflow"]), "file": case["file"]}
                 if case["file"] in results:
                     row.update(results[case["file"]])
                 elif defaults_only:
@@ -519,18 +544,23 @@ def _cause(e):
 def cmd_make(args):
     for spec in args.writer:
         version, python = spec.split("=", 1)
-        out = os.path.join(BUILD, "tf" + version)
+        env = None
+        if args.standalone:  # VERSION=PYTHON:SITE, the keras package unpacked in SITE
+            python, site = python.split(":", 1)
+            env = dict(os.environ, PYTHONPATH=site)
+        out = os.path.join(BUILD, ("keras-" if args.standalone else "tf") + version)
         start = time.time()
         command = [python, os.path.abspath(__file__), "_make", out]
-        subprocess.check_call(command + (["--defaults-only"] if args.defaults_only else []))
-        print("made tf%s in %.0fs" % (version, time.time() - start))
+        command += ["--defaults-only"] if args.defaults_only else []
+        subprocess.check_call(command + (["--standalone"] if args.standalone else []), env=env)
+        print("made %s in %.0fs" % (os.path.basename(out), time.time() - start))
 
 
 def cmd_load(args):
     """Rows per Keras version and writer: rows/keras-<version>@tf<writer>.jsonl."""
-    folders = sorted(d for d in os.listdir(BUILD) if d.startswith("tf"))
+    folders = sorted(d for d in os.listdir(BUILD) if d.startswith(("tf", "keras-")))
     if args.writers:
-        folders = [d for d in folders if d[2:] in args.writers.split(",")]
+        folders = [d for d in folders if d in args.writers.split(",")]
     os.makedirs(os.path.join(BUILD, "rows"), exist_ok=True)
     for spec in args.keras:
         version, site = spec.split("=", 1)
@@ -555,6 +585,13 @@ def cmd_pack(args):
     from tools.keras.layer_config_table import pack
 
     pack(BUILD, DATA)
+
+
+def cmd_add(args):
+    sys.path.insert(0, REPO)
+    from tools.keras.layer_config_table import add_writers
+
+    add_writers(BUILD, DATA, args.writers.split(","))
 
 
 def cmd_reattribute(args):
@@ -583,24 +620,30 @@ def main():
     make.add_argument("--writer", action="append", default=[], help="VERSION=PYTHON")
     make.add_argument("--defaults-only", action="store_true",
                       help="each class's default config only (older writers)")  # fmt: skip
+    make.add_argument("--standalone", action="store_true",
+                      help="the keras package (2.0-2.3): --writer VERSION=PYTHON:SITE")  # fmt: skip
     load = sub.add_parser("load")
     load.add_argument("--keras", action="append", default=[], help="VERSION=SITE")
     load.add_argument("--python", default=sys.executable)
-    load.add_argument("--writers", default="", help="2.15.1,2.5.3 (default: every folder)")
+    load.add_argument("--writers", default="",
+                      help="tf2.15.1,keras-2.3.1: writer folders (default: every one)")  # fmt: skip
     load.add_argument("--defaults-only", action="store_true", help="each class's default only")
     load.add_argument("--together", action="store_true", help="every writer in one interpreter")
     sub.add_parser("pack")
     sub.add_parser("reattribute")
+    add = sub.add_parser("add")
+    add.add_argument("--writers", required=True, help="keras-2.3.1,...: writer folders")
     child = sub.add_parser("_make")
     child.add_argument("out")
     child.add_argument("--defaults-only", action="store_true")
+    child.add_argument("--standalone", action="store_true")
     child2 = sub.add_parser("_load")
     child2.add_argument("out")
     child2.add_argument("folders", nargs="+")
     child2.add_argument("--defaults-only", action="store_true")
     args = parser.parse_args()
     if args.command == "_make":
-        child_make(args.out, args.defaults_only)
+        child_make(args.out, args.defaults_only, args.standalone)
     elif args.command == "_load":
         child_load(args.folders, args.out, args.defaults_only)
     elif args.command == "make":
@@ -609,6 +652,8 @@ def main():
         cmd_load(args)
     elif args.command == "pack":
         cmd_pack(args)
+    elif args.command == "add":
+        cmd_add(args)
     elif args.command == "reattribute":
         cmd_reattribute(args)
     else:

@@ -9,12 +9,14 @@ Per Keras 3 minor (the newest patch measured) and layer class, a feature is:
   messages): the keys of that dict, the argument of "<Class>.__init__() got an
   unexpected keyword argument 'k'" (the layer's key k, or `key=Class.k` of an object
   entry), the object entry "Could not interpret <kind> identifier: {...}" shows
-  (`key=Class` and its arguments), "Invalid value for
-  argument k" and "Values in `k`". A named class that is neither the layer's nor one of
-  its object entries' (a wrapper's nested LSTM) charges nothing here: the nested layer
-  is judged as a layer of its own. Only an error that names nothing (an unknown layer
-  class, a dtype policy Keras 3 mishandles, a weight shape) is charged as before, to
-  every feature of the failing layer no other file loaded;
+  (`key=Class` and its arguments), "Invalid value for argument k", "Values in `k`",
+  and "Could not locate class 'X'" for a wrapper's nested layer (`<nested
+  key>.module=none`: its entry names no module). Any other class named that is neither
+  the layer's nor one of its object entries' (a wrapper's nested LSTM refusing
+  `time_major`) charges nothing here: the nested layer is judged as a layer of its own.
+  Only an error that names nothing (an unknown layer class, a dtype policy Keras 3
+  mishandles, a weight shape) is charged as before, to every feature of the failing
+  layer no other file loaded;
 - a failing combination when a file failed although each of its features loaded in
   another file (kept as the features that file adds to the class's default configs, or
   all of its features when it adds none: another writer's default that fails).
@@ -51,6 +53,8 @@ NO_ARGUMENTS = re.compile(r"(\w+)\(\) takes no arguments")
 UNINTERPRETED = re.compile(r"Could not interpret [\w ]+ identifier: (\{.*)", re.S)
 INVALID_VALUE = re.compile(r"Invalid value for argument (\w+)")
 VALUES_IN = re.compile(r"Values in `(\w+)` argument")
+NOT_LOCATED = re.compile(r"Could not locate class '(\w+)'")
+NESTED = ("layer", "cell", "forward_layer", "backward_layer")
 
 
 def top_keys(text: str) -> tuple[list[str], bool]:
@@ -120,6 +124,11 @@ def charged(
         entry = _entry_class(found.group(1))
         own = {f for f in features if entry and (f.endswith(f"={entry}") or f"={entry}." in f)}
         return own, set()  # another layer's entry (a wrapper's nested layer's): nothing here
+    found = NOT_LOCATED.search(cause)
+    if found and found.group(1) != class_name:
+        # a wrapper's nested entry without a module (serialization_lib finds only
+        # registered classes then): charged to that, the nested key's "module=none"
+        return {f"{k}.module=none" for k in NESTED if k in keys}, set()
     for pattern in (INVALID_VALUE, VALUES_IN):
         found = pattern.search(cause)
         if found:
@@ -148,6 +157,18 @@ def reattribute(document: dict[str, Any]) -> dict[str, Any]:
                 picked, taken = found
                 fails.update({f: raw for f in picked})
                 loads |= taken
+            combos = []
+            for raw in entry.get("combinations", ()):
+                found = charged(name, raw["features"], raw.get("cause", raw["error"]))
+                if found is None or not found[0]:
+                    combos.append(raw)
+                    continue
+                said = {k: v for k, v in raw.items() if k != "features"}
+                fails.update({f: said for f in found[0]})
+            if combos:
+                entry["combinations"] = combos
+            else:
+                entry.pop("combinations", None)
             entry["fails"] = {f: fails[f] for f in sorted(fails) if f not in loads}
             entry["loads"] = sorted(loads)
     return document
@@ -157,10 +178,22 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def _cases(build: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """(writer TensorFlow, file) -> the case, with its features."""
+def _writer(made: dict[str, Any]) -> str:
+    """A writer folder's name in the rows: its TensorFlow release, or "keras-2.3.1" for
+    the standalone keras package."""
+    return str(made.get("writer", made["tensorflow"]))
+
+
+def _folders(build: Path, only: Iterable[str] = ()) -> list[Path]:
+    wanted = set(only)
+    found = sorted([*build.glob("tf*"), *build.glob("keras-*")])
+    return [f for f in found if not wanted or f.name in wanted]
+
+
+def _cases(build: Path, only: Iterable[str] = ()) -> dict[tuple[str, str], dict[str, Any]]:
+    """(writer, file) -> the case, with its features."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for folder in sorted(build.glob("tf*")):
+    for folder in _folders(build, only):
         if not (folder / "cases.json").exists():
             continue  # a writer still being made
         made = json.loads((folder / "cases.json").read_text())
@@ -168,14 +201,21 @@ def _cases(build: Path) -> dict[tuple[str, str], dict[str, Any]]:
             if "file" not in case:
                 continue
             entry = dict(case, keras2=made["keras"], python=made["python"])
+            entry["tensorflow"] = made["tensorflow"]
+            entry["standalone"] = bool(made.get("standalone"))
             entry["features"] = config_features(case["config"].get("config") or {})
-            found[(made["tensorflow"], case["file"])] = entry
+            found[(_writer(made), case["file"])] = entry
     return found
 
 
 def _table(
-    rows: list[dict[str, Any]], cases: dict[tuple[str, str], dict[str, Any]]
+    rows: list[dict[str, Any]],
+    cases: dict[tuple[str, str], dict[str, Any]],
+    prior: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """Per class, what the rows measured; `prior` (a packed table's classes) adds the
+    features other writers' files loaded, so the rows' unnamed failures are charged
+    against every load measured."""
     by_class: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for row in rows:
         case = cases.get((row["writer"], row["file"]))
@@ -183,7 +223,7 @@ def _table(
             by_class.setdefault(case["class"], []).append((case, row))
     classes: dict[str, Any] = {}
     for name, pairs in sorted(by_class.items()):
-        loads: set[str] = set()
+        loads: set[str] = set((prior or {}).get(name, {}).get("loads", ()))
         for case, row in pairs:
             if row["ok"]:
                 loads.update(case["features"])
@@ -238,18 +278,67 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return found
 
 
+def _writers_read(cases: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """The source record's line per writer."""
+    read = []
+    writers = {
+        (w, c["tensorflow"], c["keras2"], c["python"], c["standalone"])
+        for (w, _), c in cases.items()
+    }
+    for _, tf, keras2, python, standalone in sorted(writers, key=lambda w: _version_key(w[0])):
+        (wheel,) = cpu_wheels([tf])
+        if standalone:
+            read.append(f"keras=={keras2} on {wheel} (Python {python}): the writer")
+        else:
+            read.append(f"{wheel} (Keras {keras2}, Python {python}): the writer")
+    return read
+
+
+def add_writers(build: str | Path, out: str | Path, writers: list[str]) -> None:
+    """Add the rows of writer folders (`writers`: "keras-2.3.1") to the packed table:
+    per minor whose Keras loaded them, each class's features their files loaded join
+    "loads", their failures are charged as `pack` charges them (against every load
+    measured) where no failure was, and a feature now loading is charged no more. A
+    minor with no rows of a writer keeps what it had (that writer's features unmeasured
+    there unless another writer measured them)."""
+    build, out = Path(build), Path(out)
+    document = json.loads(gzip.decompress(out.read_bytes()))
+    cases = _cases(build, writers)
+    for version in document["versions"].values():
+        paths = [build / "rows" / f"keras-{version['keras']}@{w}.jsonl" for w in writers]
+        rows = [r for p in paths if p.exists() for r in _rows(p)]
+        if not rows:
+            print(f"keras {version['keras']}: no rows of {', '.join(writers)}")
+            continue
+        old = version["classes"]
+        for name, new in _table(rows, cases, old).items():
+            entry = old.setdefault(name, {"loads": [], "fails": {}})
+            loads = set(entry["loads"]) | set(new["loads"])
+            fails = dict(new["fails"], **entry["fails"])
+            entry["fails"] = {f: fails[f] for f in sorted(fails) if f not in loads}
+            entry["loads"] = sorted(loads)
+            combos = entry.get("combinations", [])
+            combos += [c for c in new.get("combinations", []) if c not in combos]
+            if combos:
+                entry["combinations"] = combos
+        version["files"] += len(rows)
+        version.setdefault("writers_added", []).extend(writers)
+    read = document["source"]["read"]
+    read[:0] = [line for line in _writers_read(cases) if line not in read]
+    raw = json.dumps(document, sort_keys=True, indent=None, separators=(",", ":")).encode()
+    out.write_bytes(gzip.compress(raw, mtime=0))
+    print(f"added {', '.join(writers)} to {out}")
+
+
 def pack(build: str | Path, out: str | Path) -> None:
     build, out = Path(build), Path(out)
     cases = _cases(build)
     versions: dict[str, Any] = {}
     read: list[str] = []
-    writers = sorted({(w, c["keras2"], c["python"]) for (w, _), c in cases.items()})
-    for tf, keras2, python in sorted(writers, key=lambda w: _version_key(w[0])):
-        (wheel,) = cpu_wheels([tf])
-        read.append(f"{wheel} (Keras {keras2}, Python {python}): the writer")
+    read.extend(_writers_read(cases))
     # a version is packed once every writer's files were loaded in it (a row file names
     # the writer folders it covers); one still missing a writer is left out, unmeasured
-    made = {w for (w, _) in cases}
+    made = {w for (w, _) in cases}  # writers: TensorFlow releases and keras-<version>
     covered: dict[str, set[str]] = {}
     for path in sorted(build.glob("rows/keras-*@*.jsonl")):
         version = path.stem[len("keras-") :].split("@")[0]

@@ -18,8 +18,12 @@ than the file. So a config is judged by those parts, each one a feature:
 
 `tools/keras/build_layer_configs.py` measures each (class, feature) with the same function,
 so what the worker reads and what the table holds are the same strings. A nested layer
-(a wrapper's `layer`, an RNN's `cell`) is a layer of its own: only its key is a feature
-here. A Sequential's first layer's `batch_input_shape` is not a feature: what
+(a wrapper's `layer`, an RNN's `cell`) is a layer of its own: its key is a feature here,
+and `key.module=none` when that nested entry names no `module` (Keras before 2.13 wrote
+none): a Keras 3 wrapper's `from_config` rebuilds its nested layer with
+`serialization_lib.deserialize_keras_object`, which without a module finds only
+registered classes ("Could not locate class 'Dense'"), whatever the top-level legacy
+path does. A Sequential's first layer's `batch_input_shape` is not a feature: what
 Keras 3 makes of it depends on the model, and `worker.compat.keras_inputs` judges it.
 """
 
@@ -57,6 +61,8 @@ def config_features(config: Mapping[str, Any]) -> tuple[str, ...]:
             continue
         found.add(key)
         if key in NESTED_LAYER_KEYS:
+            if isinstance(value, Mapping) and "class_name" in value and "module" not in value:
+                found.add(f"{key}.module=none")
             continue
         if isinstance(value, Mapping) and isinstance(value.get("class_name"), str):
             found.add(f"{key}={value['class_name']}")
