@@ -5,6 +5,12 @@ the held-out set of the per-layer-config rule (worker/compat/keras_layer_configs
     python3 tools/keras/build_applications.py load --keras 3.0.5=SITE [...] [--python PY]
     python3 tools/keras/build_applications.py write
 
+    --round 2 (before the command): the second held-out round, APPLICATIONS_2 and
+    CONFIGS_2 (other architectures and settings), built after the attribution of the
+    per-layer-config table was fixed: build/keras/applications-2 and
+    tests/fixtures/keras-apps-2. `make --standalone --writer 2.3.1=PYTHON:SITE` writes
+    with the keras package (2.0 to 2.3 on a TF 1.x backend) unpacked in SITE.
+
 make: in a TensorFlow virtualenv (tf.keras is Keras 2), every model of APPLICATIONS
       (`tf.keras.applications.X(weights=None, input_shape=small, classes=10)`) and of
       CONFIGS (small models with non-default layer settings: dtype policies,
@@ -77,6 +83,29 @@ CONFIGS = [
 ]
 
 
+# The second round: architectures and settings the first did not have.
+APPLICATIONS_2 = {
+    "mobilenet_v3_large": ("MobileNetV3Large", (32, 32, 3)),
+    "resnet101": ("ResNet101", (32, 32, 3)),
+    "efficientnet_b1": ("EfficientNetB1", (32, 32, 3)),
+    "vgg19": ("VGG19", (32, 32, 3)),
+    "densenet169": ("DenseNet169", (32, 32, 3)),
+}
+CONFIGS_2 = [
+    "lstm_stack",  # LSTM(return_sequences), LSTM, Dense
+    "conv_gru",  # Conv1D, MaxPooling1D, GRU, Dense
+    "mini_xception",  # SeparableConv2D(padding same, no bias), BatchNormalization, Add
+    "td_dense",  # TimeDistributed(Dense), Flatten, Dense
+    "embed_conv",  # Embedding, Conv1D, GlobalMaxPooling1D, Dense(sigmoid)
+    "deconv",  # Conv2DTranspose, ZeroPadding2D, Cropping2D, Conv2D
+    "attention_qv",  # Attention (query, value), Concatenate, Dense
+    "he_cnn",  # Conv2D(he_normal), AveragePooling2D, Dropout, Dense(glorot_normal)
+    "simple_rnn",  # SimpleRNN(return_sequences), Bidirectional(SimpleRNN), Dense
+    "l1l2_conv",  # Conv2D with L1L2 regularizer, MaxNorm, MaxPooling2D, Flatten, Dense
+]
+ROUND = {1: ("applications", "keras-apps"), 2: ("applications-2", "keras-apps-2")}
+
+
 def _layer_class(keras, name):
     found = getattr(keras.layers, name, None)
     if found is None:
@@ -87,7 +116,85 @@ def _layer_class(keras, name):
     return found
 
 
+def _config_model_2(keras, name):
+    L = keras.layers
+    if name == "lstm_stack":
+        inp = keras.Input((10, 4))
+        x = L.LSTM(8, return_sequences=True)(inp)
+        x = L.LSTM(4)(x)
+        return keras.Model(inp, L.Dense(2, activation="softmax")(x))
+    if name == "conv_gru":
+        inp = keras.Input((20, 3))
+        x = L.Conv1D(8, 3, activation="relu")(inp)
+        x = L.MaxPooling1D(2)(x)
+        x = L.GRU(6)(x)
+        return keras.Model(inp, L.Dense(1)(x))
+    if name == "mini_xception":
+        inp = keras.Input((24, 24, 1))
+        x = L.Conv2D(8, 3, use_bias=False)(inp)
+        x = L.BatchNormalization()(x)
+        x = L.Activation("relu")(x)
+        residual = L.Conv2D(16, 1, strides=2, padding="same", use_bias=False)(x)
+        residual = L.BatchNormalization()(residual)
+        x = L.SeparableConv2D(16, 3, padding="same", use_bias=False)(x)
+        x = L.BatchNormalization()(x)
+        x = L.Activation("relu")(x)
+        x = L.SeparableConv2D(16, 3, padding="same", use_bias=False)(x)
+        x = L.BatchNormalization()(x)
+        x = L.MaxPooling2D(3, strides=2, padding="same")(x)
+        x = L.Add()([x, residual])
+        x = L.Conv2D(7, 3, padding="same")(x)
+        x = L.GlobalAveragePooling2D()(x)
+        return keras.Model(inp, L.Activation("softmax")(x))
+    if name == "td_dense":
+        inp = keras.Input((5, 3))
+        x = L.TimeDistributed(L.Dense(4))(inp)
+        x = L.Flatten()(x)
+        return keras.Model(inp, L.Dense(2)(x))
+    if name == "embed_conv":
+        inp = keras.Input((12,), dtype="int32")
+        x = L.Embedding(40, 8)(inp)
+        x = L.Conv1D(6, 3, activation="relu")(x)
+        x = L.GlobalMaxPooling1D()(x)
+        return keras.Model(inp, L.Dense(1, activation="sigmoid")(x))
+    if name == "deconv":
+        inp = keras.Input((8, 8, 2))
+        x = L.Conv2DTranspose(4, 3, strides=2, padding="same")(inp)
+        x = L.ZeroPadding2D(1)(x)
+        x = L.Cropping2D(1)(x)
+        return keras.Model(inp, L.Conv2D(1, 3, padding="same")(x))
+    if name == "attention_qv":
+        query = keras.Input((4, 6))
+        value = keras.Input((5, 6))
+        attended = L.Attention()([query, value])
+        x = L.Concatenate()([query, attended])
+        return keras.Model([query, value], L.Dense(2)(x))
+    if name == "he_cnn":
+        inp = keras.Input((16, 16, 3))
+        x = L.Conv2D(8, 3, kernel_initializer="he_normal", activation="relu")(inp)
+        x = L.AveragePooling2D()(x)
+        x = L.Dropout(0.25)(x)
+        x = L.Flatten()(x)
+        return keras.Model(inp, L.Dense(3, kernel_initializer="glorot_normal")(x))
+    if name == "simple_rnn":
+        inp = keras.Input((7, 3))
+        x = L.SimpleRNN(5, return_sequences=True)(inp)
+        x = L.Bidirectional(L.SimpleRNN(4))(x)
+        return keras.Model(inp, L.Dense(1)(x))
+    if name == "l1l2_conv":
+        R, C = keras.regularizers, keras.constraints
+        inp = keras.Input((12, 12, 1))
+        x = L.Conv2D(6, 3, kernel_regularizer=R.l1_l2(l1=1e-5, l2=1e-4),
+                     kernel_constraint=C.max_norm(2.0))(inp)  # fmt: skip
+        x = L.MaxPooling2D()(x)
+        x = L.Flatten()(x)
+        return keras.Model(inp, L.Dense(2)(x))
+    raise KeyError(name)
+
+
 def _config_model(keras, name):
+    if name in CONFIGS_2:
+        return _config_model_2(keras, name)
     L = keras.layers
     mp = keras.mixed_precision
 
@@ -221,13 +328,16 @@ def _cause(e):
     return _said(inner)
 
 
-def child_make(out_dir):
+def child_make(out_dir, round_=1, standalone=False):
     import tensorflow as tf
 
     keras = tf.keras
+    if standalone:  # the keras package (Keras 2.0 to 2.3) on its TensorFlow backend
+        import keras
     os.makedirs(out_dir, exist_ok=True)
     made = []
-    names = [(n, "application") for n in sorted(APPLICATIONS)] + [(n, "config") for n in CONFIGS]
+    apps, configs = (APPLICATIONS, CONFIGS) if round_ == 1 else (APPLICATIONS_2, CONFIGS_2)
+    names = [(n, "application") for n in sorted(apps)] + [(n, "config") for n in configs]
     only = os.environ.get("ONLY_MODELS")  # a comma-separated subset (a quicker writer run)
     if only:
         names = [(n, k) for n, k in names if n in only.split(",")]
@@ -236,7 +346,7 @@ def child_make(out_dir):
         entry = {"name": name, "kind": kind}
         try:
             if kind == "application":
-                cls, shape = APPLICATIONS[name]
+                cls, shape = apps[name]
                 model = getattr(keras.applications, cls)(
                     weights=None, input_shape=shape, classes=10
                 )
@@ -254,14 +364,17 @@ def child_make(out_dir):
             ):
                 keras.mixed_precision.set_global_policy("float32")
         made.append(entry)
-    keras_version = getattr(tf.keras, "__version__", None)
+    keras_version = keras.__version__ if standalone else getattr(tf.keras, "__version__", None)
     if keras_version is None:
         import keras as keras_package
 
         keras_version = keras_package.__version__
+    record = {"tensorflow": tf.__version__, "keras": keras_version,
+              "python": sys.version.split()[0], "models": made}  # fmt: skip
+    if standalone:  # the writer is that Keras ("keras-2.3.1"), not TensorFlow's
+        record.update(writer="keras-" + keras_version, standalone=True)
     with open(os.path.join(out_dir, "made.json"), "w") as f:
-        json.dump({"tensorflow": tf.__version__, "keras": keras_version,
-                   "python": sys.version.split()[0], "models": made}, f, indent=1)  # fmt: skip
+        json.dump(record, f, indent=1)
 
 
 def child_load(folder, out):
@@ -278,7 +391,7 @@ def child_load(folder, out):
                 continue
             keras.backend.clear_session()
             row = {"consumer": "keras-" + keras.__version__,
-                   "model": "tf%s/%s" % (made["tensorflow"], entry["name"]), "ok": True}  # fmt: skip
+                   "model": "%s/%s" % (_writer(made), entry["name"]), "ok": True}  # fmt: skip
             try:
                 keras.models.load_model(os.path.join(folder, entry["file"]))
             except Exception as e:
@@ -287,23 +400,37 @@ def child_load(folder, out):
             rows.flush()
 
 
+def _writer(made):
+    """A writer folder's name: tf<release>, or keras-<version> for the keras package."""
+    return made.get("writer") or "tf" + made["tensorflow"]
+
+
+def _writer_folders(build):
+    return sorted(d for d in os.listdir(build) if d.startswith(("tf", "keras-")) and d != "rows")
+
+
 def cmd_make(args):
     for spec in args.writer:
         version, python = spec.split("=", 1)
+        env, folder = None, "tf" + version
+        if args.standalone:  # VERSION=PYTHON:SITE
+            python, site = python.split(":", 1)
+            env, folder = dict(os.environ, PYTHONPATH=site), "keras-" + version
         start = time.time()
-        subprocess.check_call([python, os.path.abspath(__file__), "_make",
-                               os.path.join(BUILD, "tf" + version)])  # fmt: skip
-        print("made tf%s in %.0fs" % (version, time.time() - start))
+        command = [python, os.path.abspath(__file__), "--round", str(args.round), "_make",
+                   os.path.join(args.build, folder)]  # fmt: skip
+        subprocess.check_call(command + (["--standalone"] if args.standalone else []), env=env)
+        print("made %s in %.0fs" % (folder, time.time() - start))
 
 
 def cmd_load(args):
-    folders = sorted(os.path.join(BUILD, d) for d in os.listdir(BUILD) if d.startswith("tf"))
+    folders = [os.path.join(args.build, d) for d in _writer_folders(args.build)]
     if args.writers:
-        folders = [f for f in folders if os.path.basename(f)[2:] in args.writers.split(",")]
-    os.makedirs(os.path.join(BUILD, "rows"), exist_ok=True)
+        folders = [f for f in folders if os.path.basename(f) in args.writers.split(",")]
+    os.makedirs(os.path.join(args.build, "rows"), exist_ok=True)
     for spec in args.keras:
         version, site = spec.split("=", 1)
-        out = os.path.join(BUILD, "rows", "keras-%s.jsonl" % version)
+        out = os.path.join(args.build, "rows", "keras-%s.jsonl" % version)
         env = dict(os.environ, PYTHONPATH=site, KERAS_BACKEND="jax")
         for folder in folders:
             start = time.time()
@@ -314,17 +441,18 @@ def cmd_load(args):
 def cmd_write(args):
     import h5py
 
-    models = os.path.join(FIXTURES, "models")
-    for folder in sorted(d for d in os.listdir(BUILD) if d.startswith("tf")):
-        if not os.path.exists(os.path.join(BUILD, folder, "made.json")):
+    build, fixtures = args.build, args.fixtures
+    models = os.path.join(fixtures, "models")
+    for folder in _writer_folders(build):
+        if not os.path.exists(os.path.join(build, folder, "made.json")):
             continue  # a writer still being made
-        with open(os.path.join(BUILD, folder, "made.json")) as f:
+        with open(os.path.join(build, folder, "made.json")) as f:
             made = json.load(f)
         os.makedirs(os.path.join(models, folder), exist_ok=True)
         for entry in made["models"]:
             if "file" not in entry:
                 continue
-            src_path = os.path.join(BUILD, folder, entry["file"])
+            src_path = os.path.join(build, folder, entry["file"])
             # nested, not one parenthesized `with`: the file also runs in Python 3.7
             with h5py.File(src_path, "r") as src:
                 with h5py.File(os.path.join(models, folder, entry["file"]), "w") as dst:
@@ -332,11 +460,11 @@ def cmd_write(args):
                         if key in src.attrs:
                             dst.attrs[key] = src.attrs[key]
     rows = []
-    for name in sorted(os.listdir(os.path.join(BUILD, "rows"))):
-        with open(os.path.join(BUILD, "rows", name)) as f:
+    for name in sorted(os.listdir(os.path.join(build, "rows"))):
+        with open(os.path.join(build, "rows", name)) as f:
             rows.extend(json.loads(line) for line in f if line.strip())
     rows.sort(key=lambda r: (r["consumer"], r["model"]))
-    matrix = os.path.join(FIXTURES, "matrix.jsonl")
+    matrix = os.path.join(fixtures, "matrix.jsonl")
     with open(matrix, "w") as f:
         for row in rows:
             f.write(json.dumps(row, sort_keys=True) + "\n")
@@ -351,22 +479,29 @@ def cmd_write(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--round", type=int, default=1, choices=sorted(ROUND))
     sub = parser.add_subparsers(dest="command")
     make = sub.add_parser("make")
-    make.add_argument("--writer", action="append", default=[], help="VERSION=PYTHON")
+    make.add_argument("--writer", action="append", default=[], help="VERSION=PYTHON[:SITE]")
+    make.add_argument("--standalone", action="store_true", help="the keras package (2.0-2.3)")
     load = sub.add_parser("load")
     load.add_argument("--keras", action="append", default=[], help="VERSION=SITE")
     load.add_argument("--python", default=sys.executable)
-    load.add_argument("--writers", default="", help="2.15.1,2.5.3 (default: every folder)")
+    load.add_argument("--writers", default="",
+                      help="tf2.15.1,keras-2.3.1: writer folders (default: every one)")  # fmt: skip
     sub.add_parser("write")
     child = sub.add_parser("_make")
     child.add_argument("out")
+    child.add_argument("--standalone", action="store_true")
     child2 = sub.add_parser("_load")
     child2.add_argument("folder")
     child2.add_argument("out")
     args = parser.parse_args()
+    build, fixtures = ROUND[args.round]
+    args.build = os.path.join(REPO, "build", "keras", build)
+    args.fixtures = os.path.join(REPO, "tests", "fixtures", fixtures)
     if args.command == "_make":
-        child_make(args.out)
+        child_make(args.out, args.round, args.standalone)
     elif args.command == "_load":
         child_load(args.folder, args.out)
     elif args.command == "make":

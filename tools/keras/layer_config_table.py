@@ -305,10 +305,12 @@ def add_writers(build: str | Path, out: str | Path, writers: list[str]) -> None:
     document = json.loads(gzip.decompress(out.read_bytes()))
     cases = _cases(build, writers)
     for version in document["versions"].values():
-        paths = [build / "rows" / f"keras-{version['keras']}@{w}.jsonl" for w in writers]
+        done = version.get("writers_added", [])
+        todo = [w for w in writers if w not in done]  # a writer is added once per minor
+        paths = [build / "rows" / f"keras-{version['keras']}@{w}.jsonl" for w in todo]
         rows = [r for p in paths if p.exists() for r in _rows(p)]
         if not rows:
-            print(f"keras {version['keras']}: no rows of {', '.join(writers)}")
+            print(f"keras {version['keras']}: no new rows of {', '.join(writers)}")
             continue
         old = version["classes"]
         for name, new in _table(rows, cases, old).items():
@@ -322,7 +324,9 @@ def add_writers(build: str | Path, out: str | Path, writers: list[str]) -> None:
             if combos:
                 entry["combinations"] = combos
         version["files"] += len(rows)
-        version.setdefault("writers_added", []).extend(writers)
+        version["writers_added"] = sorted(
+            {*done, *(w for w, p in zip(todo, paths, strict=True) if p.exists() and _rows(p))}
+        )
     read = document["source"]["read"]
     read[:0] = [line for line in _writers_read(cases) if line not in read]
     raw = json.dumps(document, sort_keys=True, indent=None, separators=(",", ":")).encode()
