@@ -34,6 +34,7 @@ DESCRIBED = {
     "attr_effects": ("Same answer, or a warning", "same-answer.md"),
     "kernel_changes": ("Same answer, or a warning", "same-answer.md"),
     "kernels": ("Kernels", "kernels.md"),
+    "keras_layer_configs": ("Keras files", "keras.md"),
     "keras_objects": ("Keras files", "keras.md"),
     "output_shapes": ("Recorded output shapes", "output-shapes.md"),
     "registries": ("Versions, ops, attrs, functions", "graphs.md"),

@@ -186,6 +186,24 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
         "each Keras file `make` wrote: its producer's input and output",
         lambda p: [f"producer {x}" for x in _prefixes(_doc(p))],
     ),
+    "keras-apps/matrix.jsonl": (
+        "tools/keras/build_applications.py",
+        "whole Keras 2 models (applications with weights=None, non-default layer settings) "
+        "saved as H5 by each writer, loaded by each Keras 3 wheel's load_model",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
+    "keras-apps-2/matrix.jsonl": (
+        "tools/keras/build_applications.py",
+        "whole Keras 2 models of the second round (--round 2: other applications and "
+        "settings) saved as H5 by each writer, loaded by each Keras 3 wheel's load_model",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "

@@ -5,9 +5,10 @@
 Uses the same comparison as tests/compat/test_keras_agreement.py (`disagreement`);
 -v lists every row that disagrees and why. The real files PyPI packages ship
 (tests/fixtures/keras-real, tests/compat/test_keras_real_agreement.py) are printed
-apart, held-out and tuned files apart again. Under each figure: whether those rows are
-held-out or in-sample now, and the held-out figure as first measured
-(tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
+apart, held-out and tuned files apart again, and the whole Keras 2 models loaded by
+Keras 3 (tests/fixtures/keras-apps and, second round, keras-apps-2). Under
+each figure: whether those rows are held-out or in-sample now, and the held-out figure
+as first measured (tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.compat.test_keras_agreement import FAMILIES, disagreement, family, rows
+from tests.compat.test_keras_apps2_agreement import apps2_disagreement
+from tests.compat.test_keras_apps2_agreement import rows as apps2_rows
+from tests.compat.test_keras_apps_agreement import apps_disagreement
+from tests.compat.test_keras_apps_agreement import rows as apps_rows
 from tests.compat.test_keras_real_agreement import held_out, real_disagreement
 from tests.compat.test_keras_real_agreement import rows as real_rows
 from tests.held_out import HeldOutSet, held_out_set
 
 KERAS = Path("tests/fixtures/keras")
 KERAS_REAL = Path("tests/fixtures/keras-real")
+KERAS_APPS = Path("tests/fixtures/keras-apps")
+KERAS_APPS_2 = Path("tests/fixtures/keras-apps-2")
 
 
 def label(found: HeldOutSet | None) -> str:
@@ -50,6 +57,20 @@ def main() -> None:
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")
+    picked = apps_rows()
+    wrong = [(r, why) for r in picked if (why := apps_disagreement(r)) is not None]
+    print(f"{'apps':>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree (whole models)")
+    print(f"               {label(held_out_set(KERAS_APPS))}")
+    if verbose:
+        for row, why in wrong:
+            print(f"          {row['consumer']} {row['model']}: {why}")
+    picked = apps2_rows()
+    wrong = [(r, why) for r in picked if (why := apps2_disagreement(r)) is not None]
+    print(f"{'apps-2':>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree (whole models)")
+    print(f"               {label(held_out_set(KERAS_APPS_2))}")
+    if verbose:
+        for row, why in wrong:
+            print(f"          {row['consumer']} {row['model']}: {why}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from worker.catalog.behaviour import (
 )
 from worker.catalog.data_types import ShippedDataTypes
 from worker.catalog.keras import keras_of_release, pythons_of_release
+from worker.catalog.keras_layer_configs import layer_config_tables
 from worker.catalog.keras_objects import keras_tables
 from worker.catalog.kernel_changes import ShippedKernelChanges
 from worker.catalog.kernels import ShippedKernels, ShippedRevivedTypes
@@ -57,7 +58,7 @@ from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 from worker.model.effects import AttrEffect, KernelChange
-from worker.model.keras import KerasObjects
+from worker.model.keras import KerasObjects, LayerConfigTable
 from worker.model.shapes import ShapeCase
 from worker.model.tflite import TENSORFLOW
 from worker.model.xla import XlaCallModuleSupport
@@ -273,6 +274,13 @@ class Catalog:
     def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
         """The measured Keras object tables the consumer may run (catalog.keras_objects)."""
         return keras_tables(keras, tensorflow)
+
+    def keras_layer_configs(
+        self, keras: str | None, tensorflow: str | None
+    ) -> list[LayerConfigTable]:
+        """The measured Keras 3 layer-config tables the consumer may run
+        (catalog.keras_layer_configs)."""
+        return layer_config_tables(keras, tensorflow)
 
     def upgrade_target(self, versions: VersionDef, current: int) -> str | None:
         return self._upgrade_target(versions.min_consumer, versions.bad_consumers, current)

@@ -400,10 +400,11 @@ def check_unsafe(s: Subject) -> Iterable[Finding]:
 
 
 def keras_unknown(s: Subject) -> bool:
-    """A Keras file and a consumer whose Keras is not known (`keras.version-unknown`)."""
-    return s.artifact.keras is not None and any(
-        f.code == Code.KERAS_VERSION_UNKNOWN for f in keras_findings(s)
-    )
+    """A Keras file and a consumer whose Keras is not known (`keras.version-unknown`), or
+    whose Keras 3 nobody measured on one of the file's layer configs
+    (`keras.layer-unmeasured`)."""
+    unknown = (Code.KERAS_VERSION_UNKNOWN, Code.KERAS_LAYER_UNMEASURED)
+    return s.artifact.keras is not None and any(f.code in unknown for f in keras_findings(s))
 
 
 CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {

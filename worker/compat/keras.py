@@ -107,6 +107,8 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("keras.unknown-object", checks.unknown_objects),
     ("keras.layer-dtype", checks.layer_dtype),
     ("keras.input-shape", checks.input_shape),
+    ("keras.layer-config", checks.layer_configs),
+    ("keras.layer-unmeasured", checks.layer_unmeasured),
     ("keras.lambda-safe-mode", checks.lambda_safe_mode),
     ("keras.archive-minor", checks.archive_minor),
     ("keras.lambda-python", checks.lambda_python),

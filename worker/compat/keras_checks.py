@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from worker.compat.keras_inputs import input_findings
+from worker.compat.keras_layer_configs import layer_config_findings
 from worker.compat.keras_objects import (
     fails_only_in_compile,
     object_findings,
@@ -219,6 +220,27 @@ def argument_removed(load: KerasLoad) -> None:
             return
 
 
+def _layer_config_findings(load: KerasLoad) -> list[Finding]:
+    if any(f.fails_load for f in load.findings):
+        return []  # Keras stopped at an earlier failure
+    consumer = load.s.consumer
+    tables = load.s.history.keras_layer_configs(consumer.keras, consumer.tensorflow)
+    return layer_config_findings(load.model, consumer, tables, load.tables)
+
+
+def layer_configs(load: KerasLoad) -> None:
+    """A Keras 2 H5 file's layer configs in Keras 3 (keras.layer-config, measured per class
+    and config feature); nothing once an earlier check found the load's failure."""
+    found = _layer_config_findings(load)
+    load.findings.extend(f for f in found if f.code != Code.KERAS_LAYER_UNMEASURED)
+
+
+def layer_unmeasured(load: KerasLoad) -> None:
+    """The same layers' configs no measured file had (keras.layer-unmeasured: unknown)."""
+    found = _layer_config_findings(load)
+    load.findings.extend(f for f in found if f.code == Code.KERAS_LAYER_UNMEASURED)
+
+
 def unknown_objects(load: KerasLoad) -> None:
     """The layers' objects not met by an argument check (keras.unknown-object)."""
     load.findings.extend(f for _, f in load.pending)
@@ -277,7 +299,10 @@ def compile_objects(load: KerasLoad) -> None:
 
 
 def compile_only(load: KerasLoad) -> None:
-    if fails_only_in_compile(load.findings):
+    """compile=False loads it: only the compile configuration fails and nothing the
+    rebuild meets is unknown (an unmeasured layer config would make that a guess)."""
+    unknown = any(f.code == Code.KERAS_LAYER_UNMEASURED for f in load.findings)
+    if fails_only_in_compile(load.findings) and not unknown:
         load.findings.append(
             info(
                 Code.KERAS_COMPILE_ONLY,

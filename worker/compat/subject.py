@@ -27,7 +27,7 @@ from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind
 from worker.model.consumer import Consumer, Loader
 from worker.model.effects import AttrEffect, KernelChange
 from worker.model.findings import Finding
-from worker.model.keras import KerasObjects
+from worker.model.keras import KerasObjects, LayerConfigTable
 from worker.model.shapes import ShapeCase
 from worker.model.xla import XlaCallModuleSupport
 
@@ -87,6 +87,13 @@ class History(Protocol):
         """What each Keras the consumer may run deserializes by name (none: not known)."""
         ...
 
+    def keras_layer_configs(
+        self, keras: str | None, tensorflow: str | None
+    ) -> list[LayerConfigTable]:
+        """What each Keras 3 the consumer may run does with Keras 2 H5 layer configs
+        (none: not known)."""
+        ...
+
 
 class NoHistory:
     def op_introduced(self, op: str) -> str | None:
@@ -126,6 +133,11 @@ class NoHistory:
         return None
 
     def keras_tables(self, keras: str | None, tensorflow: str | None) -> list[KerasObjects]:
+        return []
+
+    def keras_layer_configs(
+        self, keras: str | None, tensorflow: str | None
+    ) -> list[LayerConfigTable]:
         return []
 
 

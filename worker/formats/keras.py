@@ -27,6 +27,7 @@ from typing import Any
 from worker.errors import InvalidArtifact, LimitExceeded, UnsupportedArtifact
 from worker.formats.archive import open_archive
 from worker.formats.hdf5 import root_string_attributes
+from worker.formats.keras_features import NESTED_LAYER_KEYS, config_features
 from worker.formats.keras_objects import compile_object_refs, layer_object_refs
 from worker.formats.pycode import code_layout
 from worker.formats.source import Source
@@ -37,7 +38,6 @@ MAX_CONFIG_BYTES = 64 << 20
 MAX_DEPTH = 64
 MAX_LAYERS = 100_000
 # Keys under which a layer holds another layer (wrappers, RNN cells, nested models).
-NESTED_LAYER_KEYS = ("layer", "cell", "forward_layer", "backward_layer")
 MAX_RANK = 32  # more axes than any Keras input declares: not read as a shape
 MODEL_CLASSES = frozenset({"Sequential", "Functional", "Model"})
 
@@ -148,7 +148,9 @@ class _Walker:
         shape = None
         integer_dtype = ""
         drawing: tuple[str, ...] = ()
+        features: tuple[str, ...] = ()
         if isinstance(config, dict):
+            features = config_features(config)
             shape = _batch_shape(config)
             integer_dtype, drawing = _integer_dtype(config)
             keys = tuple(sorted(str(k) for k in config))
@@ -173,6 +175,7 @@ class _Walker:
                 batch_input_shape=shape,
                 integer_dtype=integer_dtype,
                 drawing_initializers=drawing,
+                features=features,
             )
         )
         where = self.layers[-1].name or entry["class_name"]

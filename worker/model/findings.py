@@ -93,6 +93,8 @@ class Code(StrEnum):
     KERAS_COMPILE_ONLY = "keras.compile-only"  # only compiling fails: compile=False loads it
     KERAS_INPUT_SHAPE = "keras.input-shape"  # the consumer's Keras reads the input otherwise
     KERAS_LAYER_DTYPE = "keras.layer-dtype"  # an integer layer dtype a drawn initializer fills
+    KERAS_LAYER_CONFIG = "keras.layer-config"  # a Keras 2 H5 layer config Keras 3 fails on
+    KERAS_LAYER_UNMEASURED = "keras.layer-unmeasured"  # a Keras 2 H5 layer config nobody measured
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names

@@ -68,6 +68,9 @@ class KerasLayer:
     # other values than zeros and ones ("embeddings_initializer:RandomUniform")
     integer_dtype: str = ""
     drawing_initializers: tuple[str, ...] = ()
+    # the config's parts a Keras 3 legacy H5 loader judges (worker.formats.keras_features):
+    # "time_major", "dtype=Policy", "use_bias=false", ...
+    features: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,63 @@ class KerasObjects:
         return self.kinds.get(kind)
 
 
+# What a Keras 3 legacy H5 loader does with each layer config feature (measured:
+# worker.catalog.keras_layer_configs).
+
+
+@dataclass(frozen=True)
+class FeatureFailure:
+    """A failed load of a file whose layer had the feature: Keras's error, what its
+    wrappers hid underneath (`cause`), the step (`stage`: "rebuild", the model from its
+    config; "weights", loading its weights), the setting the file was written with and
+    the TensorFlow release whose Keras 2 wrote it."""
+
+    error: str
+    cause: str
+    stage: str
+    variant: str = ""
+    writer: str = ""
+
+
+@dataclass(frozen=True)
+class LayerConfigs:
+    """One layer class in one Keras 3: the features measured to load, those a failure is
+    charged to, and combinations of loading features that fail together."""
+
+    loads: frozenset[str]
+    fails: Mapping[str, FeatureFailure]
+    combinations: tuple[tuple[frozenset[str], FeatureFailure], ...] = ()
+
+
+# Keys whose object entries Keras rebuilds by their kind's `get` (initializers.get,
+# regularizers.get, constraints.get), the same for every layer class.
+OBJECT_KINDS = ("_initializer", "_regularizer", "_constraint")
+
+
+def object_part(feature: str) -> str | None:
+    """An object-entry feature without its layer's key, by the kind of that key
+    ("depthwise_initializer=VarianceScaling.mode" -> "initializer=VarianceScaling.mode"),
+    or None for any other feature."""
+    key, sep, rest = feature.partition("=")
+    if not sep or not rest[:1].isupper():
+        return None
+    for kind in OBJECT_KINDS:
+        if key.endswith(kind):
+            return f"{kind[1:]}={rest}"
+    return None
+
+
+@dataclass(frozen=True)
+class LayerConfigTable:
+    keras: str  # the Keras 3 measured ("3.6.0")
+    measured_in: str
+    classes: Mapping[str, LayerConfigs]
+    # object-entry features measured to load in any class, by the kind of their key:
+    # "initializer=VarianceScaling", "initializer=VarianceScaling.mode" (a layer rebuilds
+    # an entry by its kind's `get`, whatever the layer: worker.compat.keras_layer_configs)
+    object_loads: frozenset[str] = frozenset()
+
+
 def _shape(value: Any) -> tuple[int | None, ...] | None:
     return None if value is None else tuple(value)
 
@@ -186,6 +246,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
                 batch_input_shape=_shape(layer.get("batch_input_shape")),
                 integer_dtype=layer.get("integer_dtype", ""),
                 drawing_initializers=tuple(layer.get("drawing_initializers", ())),
+                features=tuple(layer.get("features", ())),
             )
         )
     objects = tuple(
