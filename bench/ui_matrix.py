@@ -1,13 +1,13 @@
 """Bench: the fleet page's matrix at 10,000 and 100,000 indexed models.
 
-Fills the model index (Redis database 5 of --redis-url, emptied) through
-`ModelIndex.put_many`, the path workers write by, with N entries and their
-matrix rows: a fleet of 20 consumers, each model's status and cells drawn at
-random (most serve; a tenth fail, with a finding's code and message), keys
-spread over 20 teams. Then, for each size, times one page of 50 rows of the
-matrix as a reader gets it: the whole GET /ui answered by the fleet page's
-Starlette routes in this process (auth, the page's Redis reads, the template),
-for several pages a person asks for:
+Fills a model index per size (Redis database 5 of --redis-url for the first size,
+6 for the next, ..., each emptied) through `ModelIndex.put_many`, the path
+workers write by, with N entries and their matrix rows: a fleet of 20 consumers,
+each model's status and cells drawn at random (most serve; a tenth fail, with a
+finding's code and message), keys spread over 20 teams. Then, for each size,
+times one page of 50 rows of the matrix as a reader gets it: the whole GET /ui
+answered by the fleet page's Starlette routes in this process (auth, the page's
+Redis reads, the template), for several pages a person asks for:
 
   first page | a page deep in the index (from a cursor) | one consumer's failing
   cells | a status, worst first | a key prefix | a search for one model (a
@@ -20,9 +20,11 @@ to show what the rows cost the index's writers.
 The reference, measured in the same run against the same index: reading the
 same page's 50 index entries (one HMGET, each entry's header decoded), the
 least a page drawn from the index must do. Each figure is the median of
---repeat runs, and printed as a ratio to that reference; the last rows compare
-each page at the largest size with the same page at the smallest: a page whose
-time does not grow with the index stays near 1x.
+--repeat runs, the sizes' requests interleaved (one at each size in turn) so that
+load moving on a shared machine weighs on every size alike, and printed as a
+ratio to that reference; the last rows compare each page at the largest size
+with the same page at the smallest: a page whose time does not grow with the
+index stays near 1x.
 
 Run: .venv/bin/python bench/ui_matrix.py [--sizes 10000 100000] [--repeat 15]
      [--redis-url redis://127.0.0.1:6379/5] (or TFCOMPAT_BENCH_REDIS_URL)
@@ -37,6 +39,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +128,6 @@ def models(n: int, seed: int = 7) -> list[IndexedModel]:
     return found
 
 
-def median_ms(work: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        work()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
 def fill(client: Any, n: int, rows: bool = True) -> tuple[ModelIndex, float]:
     """The index of `n` models, and the seconds `put_many` took (without `rows`: the
     entries alone, as the index wrote them before the matrix rows existed)."""
@@ -185,6 +179,23 @@ def entries_of(client: Any, path: str) -> list[str]:
     return [r.field for r in shown]
 
 
+def database(url: str, offset: int) -> Any:
+    """A client of the database `offset` places after the one `url` names."""
+    client = redis.Redis.from_url(url)
+    db = int(client.connection_pool.connection_kwargs.get("db", 0)) + offset
+    return redis.Redis.from_url(url, db=db)
+
+
+@dataclass
+class Size:
+    """One index size, filled into its own database, with the page client over it."""
+
+    client: Any
+    index: ModelIndex
+    http: TestClient
+    paths: dict[str, str]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -194,12 +205,12 @@ def main() -> int:
         default=os.environ.get("TFCOMPAT_BENCH_REDIS_URL", "redis://127.0.0.1:6379/5"),
     )
     args = parser.parse_args()
-    client = redis.Redis.from_url(args.redis_url)
     catalog = load_catalog()
     settings = Settings(ui_enabled=True, ui_token=SecretStr(TOKEN), broker_url=args.redis_url)
-    results: dict[int, dict[str, float]] = {}
+    sizes: dict[int, Size] = {}
     try:
-        for n in args.sizes:
+        for offset, n in enumerate(args.sizes):
+            client = database(args.redis_url, offset)
             print(f"\n{n:,} indexed models", flush=True)
             if n == min(args.sizes):  # what writing the rows costs the upload path
                 _, alone = fill(client, n, rows=False)
@@ -222,33 +233,8 @@ def main() -> int:
                 Starlette(routes=ui_routes(sources)),
                 headers={"Authorization": f"Bearer {TOKEN}"},
             )
-            decoder = index.decoder()
-            results[n] = {}
-            for name, path in pages(index, n).items():
-                answer = http.get(path)
-                assert answer.status_code == 200, (path, answer.status_code)
-                fields = entries_of(client, path)
-                page_ms = median_ms(lambda path=path, http=http: http.get(path), args.repeat)
-
-                def reference(fields: list[str] = fields, decoder: Any = decoder) -> None:
-                    blobs = client.hmget(HASH, fields)
-                    for blob in blobs:
-                        decoder.entry(blob)
-
-                ref_ms = median_ms(reference, args.repeat)
-                results[n][name] = page_ms
-                shown = answer.text.count('<th scope="row">')
-                print(
-                    f"  {name:30s} {page_ms:7.1f} ms  ({shown} rows; reading those "
-                    f"{len(fields)} entries: {ref_ms:.2f} ms)",
-                    flush=True,
-                )
-                row(
-                    f"matrix page, {n:,} models: {name}",
-                    f"{page_ms:.1f} ms = {page_ms / max(ref_ms, 1e-3):.0f}x reading its "
-                    f"{len(fields)} entries",
-                    f"{ref_ms:.2f} ms (HMGET + header decode)",
-                )
+            sizes[n] = Size(client, index, http, pages(index, n))
+        results = measure(sizes, args.repeat)
         small, large = min(results), max(results)
         if small != large:
             for name, large_ms in results[large].items():
@@ -261,8 +247,68 @@ def main() -> int:
                     growth <= GOAL_GROWTH,
                 )
     finally:
-        client.flushdb()
+        for size in sizes.values():
+            size.client.flushdb()
     return 0
+
+
+def measure(sizes: dict[int, Size], repeat: int) -> dict[int, dict[str, float]]:
+    """Each page's median time at each size, the sizes' requests interleaved (one at
+    each size in turn, `repeat` times) so that load moving on a shared machine weighs
+    on every size alike; printed beside its reference."""
+    results: dict[int, dict[str, float]] = {n: {} for n in sizes}
+    names = list(next(iter(sizes.values())).paths)
+    for name in names:
+        works: dict[int, Callable[[], object]] = {}
+        references: dict[int, Callable[[], object]] = {}
+        fields_of: dict[int, list[str]] = {}
+        shown: dict[int, int] = {}
+        for n, size in sizes.items():
+            path = size.paths[name]
+            answer = size.http.get(path)
+            assert answer.status_code == 200, (path, answer.status_code)
+            shown[n] = answer.text.count('<th scope="row">')
+            fields_of[n] = entries_of(size.client, path)
+            works[n] = lambda size=size, path=path: size.http.get(path)
+            decoder = size.index.decoder()
+
+            def reference(
+                fields: list[str] = fields_of[n],
+                decoder: Any = decoder,
+                client: Any = size.client,
+            ) -> None:
+                for blob in client.hmget(HASH, fields):
+                    decoder.entry(blob)
+
+            references[n] = reference
+        page_ms = interleaved(works, repeat)
+        ref_ms = interleaved(references, repeat)
+        for n in sizes:
+            results[n][name] = page_ms[n]
+            count = len(fields_of[n])
+            print(
+                f"  {n:,} models: {name:30s} {page_ms[n]:7.1f} ms  ({shown[n]} rows; "
+                f"reading those {count} entries: {ref_ms[n]:.2f} ms)",
+                flush=True,
+            )
+            row(
+                f"matrix page, {n:,} models: {name}",
+                f"{page_ms[n]:.1f} ms = {page_ms[n] / max(ref_ms[n], 1e-3):.0f}x reading its "
+                f"{count} entries",
+                f"{ref_ms[n]:.2f} ms (HMGET + header decode)",
+            )
+    return results
+
+
+def interleaved(works: dict[int, Callable[[], object]], repeat: int) -> dict[int, float]:
+    """The median milliseconds of each work, run in turn `repeat` times."""
+    times: dict[int, list[float]] = {n: [] for n in works}
+    for _ in range(repeat):
+        for n, work in works.items():
+            start = time.perf_counter()
+            work()
+            times[n].append((time.perf_counter() - start) * 1000)
+    return {n: statistics.median(found) for n, found in times.items()}
 
 
 if __name__ == "__main__":
