@@ -89,6 +89,18 @@ class RegistryOps(Mapping[str, OpDef]):
     def __contains__(self, name: object) -> bool:
         return name in self._index
 
+    def differing(self, other: object) -> frozenset[str] | None:
+        """The op names `other` defines otherwise: registered in one of the two only, or
+        with another OpDef (releases share an OpDef object where they define it alike);
+        None when `other` is no registry of the same pool (nothing known)."""
+        if not isinstance(other, RegistryOps) or other._pool is not self._pool:
+            return None
+        mine, theirs = self._index, other._index
+        return frozenset(
+            [n for n, line in mine.items() if theirs.get(n) != line]
+            + [n for n in theirs if n not in mine]
+        )
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)
 

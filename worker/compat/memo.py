@@ -330,6 +330,12 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     hit = _LOOKUPS.get(key)
     if hit is not None:
         return hit
+    for other, lookup in _LOOKED_UP.get(facts.op_set, ()):
+        differing = ops_differing(other, ops)
+        if differing is not None and facts.ops.isdisjoint(differing):
+            # the registries define every op of the graph alike: the same OpDefs
+            _remember_lookup(key, facts.op_set, ops, lookup)
+            return lookup
     names = facts.sorted_ops
     get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
     found: tuple[OpDef | None, ...] = (
@@ -339,10 +345,44 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     ids = _number(identities(found)) if all(found) else None
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
+    lookup = Lookup(found, ids, deprecates)
+    _remember_lookup(key, facts.op_set, ops, lookup)
+    return lookup
+
+
+# The lookups of one op set in every registry it was looked up in: a fleet change looks a
+# model up in several releases, which mostly define its ops alike (`ops_differing`).
+_LOOKED_UP: dict[OpSet, list[tuple[Mapping[str, OpDef], Lookup]]] = remembered({})
+
+
+def _remember_lookup(
+    key: tuple[OpSet, Identity], op_set: OpSet, ops: Mapping[str, OpDef], lookup: Lookup
+) -> None:
     if len(_LOOKUPS) >= _LOOKUPS_LIMIT:
         _LOOKUPS.clear()
-    lookup = _LOOKUPS[key] = Lookup(found, ids, deprecates)
-    return lookup
+        _LOOKED_UP.clear()
+    _LOOKUPS[key] = lookup
+    _LOOKED_UP.setdefault(op_set, []).append((ops, lookup))
+
+
+_DIFFERING: dict[tuple[Identity, Identity], frozenset[str] | None] = remembered({})
+
+
+def ops_differing(ops: Mapping[str, OpDef], other: Mapping[str, OpDef]) -> frozenset[str] | None:
+    """The op names two registries define otherwise (`RegistryOps.differing`), once per
+    pair; None when not known (a registry of another kind, e.g. a manifest's): a graph
+    none of whose ops is among them finds the same OpDef objects in both."""
+    if ops is other:
+        return frozenset()
+    key = (identity(ops), identity(other))
+    if key in _DIFFERING:
+        return _DIFFERING[key]
+    differing = getattr(ops, "differing", None)
+    found = differing(other) if differing is not None else None
+    if len(_DIFFERING) >= 4096:
+        _DIFFERING.clear()
+    _DIFFERING[key] = found
+    return found
 
 
 _NUMBERS: dict[tuple[Identity, ...], int] = remembered({})
