@@ -53,7 +53,9 @@ class RegistryOps(Mapping[str, OpDef]):
     """One release's ops by name. Membership and iteration never convert an OpDef;
     a lookup converts only the one asked for."""
 
-    __slots__ = ("_found", "_index", "_pool")
+    # a __dict__ only for the token the checks' memos key it by (`compat.memo.identity`),
+    # kept on it: looked up for every model and release a fleet change checks
+    __slots__ = ("__dict__", "_found", "_index", "_pool")
 
     def __init__(self, index: Mapping[str, int], pool: OpPool) -> None:
         self._index = index

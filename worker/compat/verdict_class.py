@@ -16,6 +16,7 @@ from worker.compat.kernels import kernel_gap, kernel_gaps
 from worker.compat.memo import (
     Identity,
     ObjectTable,
+    asked_often,
     graph_facts,
     identity,
     ops_differing,
@@ -248,17 +249,21 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     hit = _KERNEL_GAPS.get(key)
     if hit is not None:
         return hit
-    ops = graph_facts(graph).ops
-    judged = _JUDGED_KERNELS.of(graph)  # (registry, signature) by GPU, for this graph
-    for other, signature in judged.get(consumer.gpu, ()):
-        differing = _kernels_differing(other, registry)
-        if differing is not None and ops.isdisjoint(differing):
-            _KERNEL_GAPS[key] = signature  # every op of the graph alike in both: equal gaps
-            return signature
     if len(_KERNEL_GAPS) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_GAPS.clear()
+    # The registry this graph was last judged by, with GPU or without: releases come in
+    # order (an upload's 79, a fleet's), and next to each other they mostly define the
+    # graph's ops and kernels alike, which makes the gaps equal.
+    judged = _JUDGED_KERNELS.of(graph)
+    last = judged.get(consumer.gpu)
+    if last is not None:
+        differing = _kernels_differing(last[0], registry)
+        if differing is not None and graph_facts(graph).ops.isdisjoint(differing):
+            judged[consumer.gpu] = (registry, last[1])
+            _KERNEL_GAPS[key] = last[1]
+            return last[1]
     found = _KERNEL_GAPS[key] = _kernel_gaps_of(graph, kinds[1], registry, consumer.gpu)
-    judged.setdefault(consumer.gpu, []).append((registry, found))
+    judged[consumer.gpu] = (registry, found)
     return found
 
 
@@ -278,8 +283,8 @@ def _kernel_gaps_of(
         op = defined[kind.op]
         if op is None:
             continue
-        known = memo.get((kind.op, kind.key[1], identity(op)), _UNSEEN)
-        gap = kernel_gap(kind, op, kernels, gpu, memo) if known is _UNSEEN else known
+        at = (kind.op, kind.key[1], identity(op))
+        gap = memo[at] if at in memo else kernel_gap(kind, op, kernels, gpu, memo)
         if gap:
             gaps.append((kind, gap))
     # the reason too: the message says which types the consumer's kernels take
@@ -287,21 +292,27 @@ def _kernel_gaps_of(
     return (gpu, missing)
 
 
-_JUDGED_KERNELS: ObjectTable[bool, list[tuple[Registry, Hashable]]] = ObjectTable("judged_kernels")
+_JUDGED_KERNELS: ObjectTable[bool, tuple[Registry, Hashable]] = ObjectTable("judged_kernels")
 _KERNELS_DIFFERING: dict[tuple[Identity, ...], frozenset[str] | None] = remembered({})
 
 
 def _kernels_differing(registry: Registry, other: Registry) -> frozenset[str] | None:
-    """The ops whose OpDef or kernels differ between two registries, once per pair; None
-    when not known (a manifest's registry): a graph none of whose ops is among them has
-    the same kernel gaps in both."""
+    """The ops whose OpDef or kernel table differ between two registries, once per pair
+    once asked about often (`memo.asked_often`); None when not known (not yet, or a
+    manifest's registry): a graph none of whose ops is among them has the same kernel
+    gaps in both. The catalog's releases share a kernel table object where they have the same table
+    (`worker.catalog.kernels`), so another object counts as another table."""
     key = (*registry_identities(registry), *registry_identities(other))
     if key in _KERNELS_DIFFERING:
         return _KERNELS_DIFFERING[key]
-    found = ops_differing(registry.ops, other.ops)
+    if not asked_often(key):
+        return None
+    found = ops_differing(registry.ops, other.ops, patience=1)
     mine, theirs = registry.kernels, other.kernels
     if found is not None and mine is not None and theirs is not None and mine is not theirs:
-        found = found | {op for op in set(mine) | set(theirs) if mine.get(op) != theirs.get(op)}
+        found = found | {
+            op for op in mine.keys() | theirs.keys() if mine.get(op) is not theirs.get(op)
+        }
     elif mine is not theirs:
         found = None
     if len(_KERNELS_DIFFERING) >= 1024:
@@ -347,7 +358,6 @@ _KERNEL_GAPS: dict[tuple[int, Identity, Identity, bool], Hashable] = remembered(
 _KERNEL_GAPS_LIMIT = 8192
 _KERNEL_CHANGES: dict[tuple[int, Identity, str], Hashable] = remembered({})
 _CHANGED_PAIRS: dict[tuple[int, Identity], tuple[tuple[str, str], ...]] = remembered({})
-_UNSEEN = object()
 
 
 def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
