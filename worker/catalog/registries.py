@@ -53,7 +53,9 @@ class RegistryOps(Mapping[str, OpDef]):
     """One release's ops by name. Membership and iteration never convert an OpDef;
     a lookup converts only the one asked for."""
 
-    __slots__ = ("_found", "_index", "_pool")
+    # a __dict__ only for the token the checks' memos key it by (`compat.memo.identity`),
+    # kept on it: looked up for every model and release a fleet change checks
+    __slots__ = ("__dict__", "_found", "_index", "_pool")
 
     def __init__(self, index: Mapping[str, int], pool: OpPool) -> None:
         self._index = index
@@ -88,6 +90,18 @@ class RegistryOps(Mapping[str, OpDef]):
 
     def __contains__(self, name: object) -> bool:
         return name in self._index
+
+    def differing(self, other: object) -> frozenset[str] | None:
+        """The op names `other` defines otherwise: registered in one of the two only, or
+        with another OpDef (releases share an OpDef object where they define it alike);
+        None when `other` is no registry of the same pool (nothing known)."""
+        if not isinstance(other, RegistryOps) or other._pool is not self._pool:
+            return None
+        mine, theirs = self._index, other._index
+        return frozenset(
+            [n for n, line in mine.items() if theirs.get(n) != line]
+            + [n for n in theirs if n not in mine]
+        )
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._index)

@@ -18,8 +18,8 @@ neither of which a reused `id()` can fool:
   becomes of it; an object that outlives its token's table gets a new token.
 
 An object keeps its token on itself when it has attributes of its own (OpDefs, the
-catalog). Those without (a registry's ops with __slots__, a producer's op list, an
-edge list: dicts and tuples shared by many models) are the one place an id is read:
+catalog, a catalog registry's ops). Those without (a manifest's ops, a producer's op
+list, an edge list: dicts and tuples shared by many models) are the one place an id is read:
 `HeldTokens` holds each such object beside its token, so its id names nothing else
 while the entry stays, and a bounded table per kind keeps a churn of op lists from
 pushing the registries' tokens out. What is kept on a graph or an artifact costs
@@ -330,6 +330,13 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     hit = _LOOKUPS.get(key)
     if hit is not None:
         return hit
+    last = _LOOKED_UP.get(facts.op_set)
+    if last is not None:
+        differing = ops_differing(last[0], ops)
+        if differing is not None and facts.ops.isdisjoint(differing):
+            # the registries define every op of the graph alike: the same OpDefs
+            _remember_lookup(key, facts.op_set, ops, last[1])
+            return last[1]
     names = facts.sorted_ops
     get_many = getattr(ops, "get_many", None)  # the catalog's registries batch it
     found: tuple[OpDef | None, ...] = (
@@ -339,10 +346,65 @@ def registry_lookup(graph: Graph, ops: Mapping[str, OpDef]) -> Lookup:
     ids = _number(identities(found)) if all(found) else None
     versions = {op.deprecation_version for op in found if op is not None}
     deprecates = bool(versions) and versions != {None}
+    lookup = Lookup(found, ids, deprecates)
+    _remember_lookup(key, facts.op_set, ops, lookup)
+    return lookup
+
+
+# The registry an op set was last looked up in, and that lookup: releases come in order (an
+# upload's 79, a fleet's), and next to each other they mostly define a model's ops alike
+# (`ops_differing`).
+_LOOKED_UP: dict[OpSet, tuple[Mapping[str, OpDef], Lookup]] = remembered({})
+
+
+def _remember_lookup(
+    key: tuple[OpSet, Identity], op_set: OpSet, ops: Mapping[str, OpDef], lookup: Lookup
+) -> None:
     if len(_LOOKUPS) >= _LOOKUPS_LIMIT:
         _LOOKUPS.clear()
-    lookup = _LOOKUPS[key] = Lookup(found, ids, deprecates)
-    return lookup
+        _LOOKED_UP.clear()
+    _LOOKUPS[key] = lookup
+    _LOOKED_UP[op_set] = (ops, lookup)
+
+
+_DIFFERING: dict[tuple[Identity, Identity], frozenset[str] | None] = remembered({})
+_ASKED: dict[tuple[Identity, ...], int] = remembered({})
+PATIENCE = 16  # asks of a pair of registries before their difference is worked out
+
+
+def asked_often(key: tuple[Identity, ...], patience: int = PATIENCE) -> bool:
+    """Whether the pair `key` names has now been asked about `patience` times: a pass over
+    two registries (a tenth of a millisecond) pays only where many models ask of the
+    pair (a fleet change, a long-lived worker), not in a one-off check of one model."""
+    asked = _ASKED.get(key, 0) + 1
+    if asked >= patience:
+        return True
+    if len(_ASKED) >= 4096:
+        _ASKED.clear()
+    _ASKED[key] = asked
+    return False
+
+
+def ops_differing(
+    ops: Mapping[str, OpDef], other: Mapping[str, OpDef], patience: int = PATIENCE
+) -> frozenset[str] | None:
+    """The op names two registries define otherwise (`RegistryOps.differing`), once per
+    pair once asked about `patience` times (`asked_often`); None when not known (not
+    yet, or a registry of another kind, e.g. a manifest's): a graph none of whose ops is
+    among them finds the same OpDef objects in both."""
+    if ops is other:
+        return frozenset()
+    key = (identity(ops), identity(other))
+    if key in _DIFFERING:
+        return _DIFFERING[key]
+    if not asked_often(key, patience):
+        return None
+    differing = getattr(ops, "differing", None)
+    found = differing(other) if differing is not None else None
+    if len(_DIFFERING) >= 4096:
+        _DIFFERING.clear()
+    _DIFFERING[key] = found
+    return found
 
 
 _NUMBERS: dict[tuple[Identity, ...], int] = remembered({})

@@ -16,9 +16,13 @@ from worker.compat.kernels import kernel_gap, kernel_gaps
 from worker.compat.memo import (
     Identity,
     ObjectTable,
+    asked_often,
+    graph_facts,
     identity,
+    ops_differing,
     per_object,
     registry_identities,
+    registry_lookup,
     remembered,
 )
 from worker.compat.objects import revival_gaps
@@ -29,7 +33,7 @@ from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
 from worker.compat.xla import holds_xla
 from worker.model.artifact import Artifact, AttrJSON, Graph, NodeKind
-from worker.model.consumer import Consumer, Loader, minor
+from worker.model.consumer import Consumer, Loader, Registry, minor
 
 _CLASSES: ObjectTable[Hashable, tuple[Hashable, bool]] = ObjectTable("verdict_class")
 
@@ -190,22 +194,44 @@ def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: H
     """Which of the graph's (op, dtype) pairs the catalog measured to compute otherwise in
     the consumer's release (`kernel.changed` reads the release, which the registry alone
     does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max).
-    Remembered per distinct set of kinds, history and release: an upload asks it of
-    every release, and models of one exporter share their kinds."""
+    Only pairs of an op with a measured change are asked of the release, found once per
+    distinct set of kinds and history (`_changed_pairs`): a fleet change asks this of
+    every model for each release it checks, and few ops have a measured change."""
     if graph is None or consumer.tensorflow is None:
         return None
-    number, kinds = _kind_set(graph)
+    pairs = _changed_pairs(graph, history)
+    if not pairs:
+        return ()
+    number = _kind_set(graph)[0]
     key = (number, identity(history), consumer.tensorflow)
     hit = _KERNEL_CHANGES.get(key)
     if hit is not None:
         return hit
-    pairs = {(k.op, d) for k in kinds if (d := dtype_of(k)) is not None}
-    found = tuple(
-        sorted(p for p in pairs if history.kernel_change(p[0], p[1], consumer.tensorflow))
-    )
+    release = consumer.tensorflow
+    found = tuple(p for p in pairs if history.kernel_change(p[0], p[1], release))
     if len(_KERNEL_CHANGES) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_CHANGES.clear()
     _KERNEL_CHANGES[key] = found
+    return found
+
+
+def _changed_pairs(graph: Graph, history: History) -> tuple[tuple[str, str], ...]:
+    """The graph's (op, dtype) pairs, sorted, whose op has a measured kernel change in
+    some release (`History.kernel_changed_ops`): what `_kernel_change_signature` asks of
+    each release. Remembered per distinct set of kinds and history, so a model's kinds
+    are read once, not once per release."""
+    number, kinds = _kind_set(graph)
+    key = (number, identity(history))
+    hit = _CHANGED_PAIRS.get(key)
+    if hit is not None:
+        return hit
+    changed = history.kernel_changed_ops()
+    found = tuple(
+        sorted({(k.op, d) for k in kinds if k.op in changed and (d := dtype_of(k)) is not None})
+    )
+    if len(_CHANGED_PAIRS) >= _KERNEL_GAPS_LIMIT:
+        _CHANGED_PAIRS.clear()
+    _CHANGED_PAIRS[key] = found
     return found
 
 
@@ -223,18 +249,75 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     hit = _KERNEL_GAPS.get(key)
     if hit is not None:
         return hit
-    kernels, ops, gpu = registry.kernels, registry.ops, consumer.gpu
-    memo = kernel_gaps(kernels, gpu)
-    gaps = (
-        (kind, kernel_gap(kind, ops.get(kind.op), kernels, gpu, memo))
-        for kind in kinds[1]
-        if kind.op in ops
-    )
-    # the reason too: the message says which types the consumer's kernels take
-    missing = frozenset((kind.op, _typed(kind.attrs), gap.reason) for kind, gap in gaps if gap)
     if len(_KERNEL_GAPS) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_GAPS.clear()
-    found = _KERNEL_GAPS[key] = (consumer.gpu, missing)
+    # The registry this graph was last judged by, with GPU or without: releases come in
+    # order (an upload's 79, a fleet's), and next to each other they mostly define the
+    # graph's ops and kernels alike, which makes the gaps equal.
+    judged = _JUDGED_KERNELS.of(graph)
+    last = judged.get(consumer.gpu)
+    if last is not None:
+        differing = _kernels_differing(last[0], registry)
+        if differing is not None and graph_facts(graph).ops.isdisjoint(differing):
+            judged[consumer.gpu] = (registry, last[1])
+            _KERNEL_GAPS[key] = last[1]
+            return last[1]
+    found = _KERNEL_GAPS[key] = _kernel_gaps_of(graph, kinds[1], registry, consumer.gpu)
+    judged[consumer.gpu] = (registry, found)
+    return found
+
+
+def _kernel_gaps_of(
+    graph: Graph, kinds: tuple[NodeKind, ...], registry: Registry, gpu: bool
+) -> Hashable:
+    """`_kernel_signature`, computed."""
+    kernels = registry.kernels
+    assert kernels is not None
+    memo = kernel_gaps(kernels, gpu)
+    # the registry's OpDef of each op, as the op signature looked them up (None: the op
+    # is not registered, and no kernel is looked up for it)
+    found = registry_lookup(graph, registry.ops).found
+    defined = dict(zip(graph_facts(graph).sorted_ops, found, strict=True))
+    gaps = []
+    for kind in kinds:
+        op = defined[kind.op]
+        if op is None:
+            continue
+        at = (kind.op, kind.key[1], identity(op))
+        gap = memo[at] if at in memo else kernel_gap(kind, op, kernels, gpu, memo)
+        if gap:
+            gaps.append((kind, gap))
+    # the reason too: the message says which types the consumer's kernels take
+    missing = frozenset((kind.op, _typed(kind.attrs), gap.reason) for kind, gap in gaps)
+    return (gpu, missing)
+
+
+_JUDGED_KERNELS: ObjectTable[bool, tuple[Registry, Hashable]] = ObjectTable("judged_kernels")
+_KERNELS_DIFFERING: dict[tuple[Identity, ...], frozenset[str] | None] = remembered({})
+
+
+def _kernels_differing(registry: Registry, other: Registry) -> frozenset[str] | None:
+    """The ops whose OpDef or kernel table differ between two registries, once per pair
+    once asked about often (`memo.asked_often`); None when not known (not yet, or a
+    manifest's registry): a graph none of whose ops is among them has the same kernel
+    gaps in both. The catalog's releases share a kernel table object where they have the same table
+    (`worker.catalog.kernels`), so another object counts as another table."""
+    key = (*registry_identities(registry), *registry_identities(other))
+    if key in _KERNELS_DIFFERING:
+        return _KERNELS_DIFFERING[key]
+    if not asked_often(key):
+        return None
+    found = ops_differing(registry.ops, other.ops, patience=1)
+    mine, theirs = registry.kernels, other.kernels
+    if found is not None and mine is not None and theirs is not None and mine is not theirs:
+        found = found | {
+            op for op in mine.keys() | theirs.keys() if mine.get(op) is not theirs.get(op)
+        }
+    elif mine is not theirs:
+        found = None
+    if len(_KERNELS_DIFFERING) >= 1024:
+        _KERNELS_DIFFERING.clear()
+    _KERNELS_DIFFERING[key] = found
     return found
 
 
@@ -274,6 +357,7 @@ _KIND_SET_COUNTER = itertools.count(1)
 _KERNEL_GAPS: dict[tuple[int, Identity, Identity, bool], Hashable] = remembered({})
 _KERNEL_GAPS_LIMIT = 8192
 _KERNEL_CHANGES: dict[tuple[int, Identity, str], Hashable] = remembered({})
+_CHANGED_PAIRS: dict[tuple[int, Identity], tuple[tuple[str, str], ...]] = remembered({})
 
 
 def _revival_signature(artifact: Artifact, consumer: Consumer) -> Hashable:
