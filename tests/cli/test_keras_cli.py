@@ -97,3 +97,23 @@ def test_the_fleet_policy_makes_unsafe_ops_refused(tmp_path: Path) -> None:
     assert warned.returncode == 0 and "at risk" in warned.stdout
     assert refused.returncode == 1 and "POLICY REFUSES" in refused.stdout
     assert "unsafe.file-io" in refused.stdout
+
+
+def test_same_answer_strict_makes_a_measured_kernel_change_block(tmp_path: Path) -> None:
+    # Max over a row holding NaN: 2.0 and older skip the NaN, the newest releases keep it
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "consumers:\n  - {name: strict, tensorflow: '2.0', same_answer: strict}\n"
+        "  - {name: warned, tensorflow: '2.0'}\n"
+    )
+    model = FIXTURES / "attrs-heldout/max_with_nan/frozen_graph.pb"
+    result = run("check", str(model), "--fleet", str(fleet), "--json")
+    assert result.returncode == 1, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    strict, warned = report["consumers"]
+    (blocking,) = [f for f in strict["findings"] if f["code"] == "kernel.changed"]
+    assert blocking["severity"] == "error" and "same_answer: strict" in blocking["message"]
+    assert strict["serves"] is False and strict["loads"] is True
+    (warning,) = [f for f in warned["findings"] if f["code"] == "kernel.changed"]
+    assert warning["severity"] == "warning" and warned["serves"] is True
+    assert report["status"] == "incompatible"

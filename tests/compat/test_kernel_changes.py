@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
 from worker.compat.check import check_artifact
 from worker.compat.kernel_changes import dtype_of
+from worker.compat.policy import Policy
 from worker.compat.subject import NO_HISTORY
+from worker.compat.verdict_class import verdict_class
 from worker.model.artifact import ArgDef, Artifact, AttrDef, Graph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Registry
 from worker.model.effects import KernelChange
@@ -29,18 +35,36 @@ CONST = OpDef(
     outputs=(ArgDef("output", type_attr="dtype"),),
     attrs=(AttrDef("value", "tensor"), AttrDef("dtype", "type")),
 )
-OPS = {op.name: op for op in (MAX, PLACEHOLDER, CONST)}
+SORT = OpDef(
+    "Sort", inputs=(ArgDef("x", type_attr="T"),), outputs=(ArgDef("y", type_attr="T"),),
+    attrs=(AttrDef("T", "type"),),
+)  # fmt: skip
+OPS = {op.name: op for op in (MAX, PLACEHOLDER, CONST, SORT)}
 F = {"type": "DT_FLOAT"}
 
 
 class Measured:
-    """A history that measured Max on floats differently in 1.15 than in 2.21."""
+    """A history that measured Max on floats and int32 (differently in 1.15 than in 2.21
+    on floats), and nothing else."""
 
     def __getattr__(self, name: str) -> object:
         return getattr(NO_HISTORY, name)
 
     def kernel_changed_ops(self) -> frozenset[str]:
         return frozenset({"Max"})
+
+    def kernel_dtypes(self, op: str, attrs: Mapping[str, Any]) -> list[str]:
+        found = attrs.get("T", {}).get("type")
+        return [found] if found else []
+
+    def kernel_measured(self, op: str, dtype: str) -> bool | None:
+        return (op, dtype) in {("Max", "DT_FLOAT"), ("Max", "DT_INT32")}
+
+    def kernel_unbuildable(self, op: str) -> str | None:
+        return "attr k (int) has no default" if op == "Sort" else None
+
+    def kernel_release_measured(self, release: str) -> bool | None:
+        return not release.startswith("2.9.")
 
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         if (op, dtype) == ("Max", "DT_FLOAT") and release.startswith("1.15."):
@@ -55,11 +79,12 @@ class Measured:
         return None
 
 
-def frozen_max(dtype: dict[str, str]) -> Artifact:
+def frozen_max(dtype: dict[str, str], *more: NodeKind) -> Artifact:
     kinds = (
         NodeKind("Placeholder", {"dtype": dtype}, 0, 1, "x"),
         NodeKind("Const", {"dtype": {"type": "DT_INT32"}, "value": {"tensor": {}}}, 0, 1, "axis"),
         NodeKind("Max", {"T": dtype, "Tidx": {"type": "DT_INT32"}}, 2, 1, "max"),
+        *more,
     )
     graph = Graph(VersionDef(134), 3, kinds, ())
     return Artifact("m.pb", "graphdef", 0, "", graph=graph)
@@ -90,3 +115,64 @@ def test_another_dtype_or_release_is_not_flagged() -> None:
 def test_the_kernel_table_keys_a_cast_by_both_types() -> None:
     cast = NodeKind("Cast", {"SrcT": F, "DstT": {"type": "DT_INT32"}}, 1, 1, "c")
     assert dtype_of(cast) == "DT_FLOAT->DT_INT32"
+
+
+# Ops no comparison ran: one information finding per verdict, never a silent pass
+def test_an_unmeasured_op_on_the_request_path_is_listed_once_as_not_verified() -> None:
+    artifact = frozen_max(
+        {"type": "DT_HALF"},
+        NodeKind("Sort", {"T": F}, 1, 1, "sort"),
+        NodeKind("Sort", {"T": F}, 1, 1, "sort_1"),
+    )
+    verdict = check_artifact(artifact, consumer("2.4.4"), Measured())  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_RESULTS_UNMEASURED]
+    assert found.severity == Severity.INFO
+    assert "Max (half)" in found.message and "Sort (float; not built by the sweep" in found.message
+    assert "Placeholder" not in found.message and "Const" not in found.message
+    assert verdict.status == Status.COMPATIBLE
+
+
+def test_measured_ops_give_no_unmeasured_finding() -> None:
+    verdict = check_artifact(frozen_max(F), consumer("2.4.4"), Measured())  # type: ignore[arg-type]
+    assert Code.KERNEL_RESULTS_UNMEASURED not in {f.code for f in verdict.findings}
+
+
+def test_without_a_kernel_table_nothing_is_listed_as_unmeasured() -> None:
+    verdict = check_artifact(frozen_max(F), consumer("2.4.4"), NO_HISTORY)
+    assert Code.KERNEL_RESULTS_UNMEASURED not in {f.code for f in verdict.findings}
+
+
+# same_answer: strict, for the fleet or for one consumer
+def test_strict_fleet_makes_a_measured_change_incompatible() -> None:
+    policy = Policy(same_answer_strict=True)
+    verdict = check_artifact(frozen_max(F), consumer("1.15.5"), Measured(), policy)  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_CHANGED]
+    assert found.severity == Severity.ERROR and "same_answer: strict" in found.message
+    assert verdict.status == Status.INCOMPATIBLE and verdict.serves is False
+
+
+def test_strict_consumer_alone_is_incompatible_and_others_stay_at_risk() -> None:
+    strict = replace(consumer("1.15.5"), same_answer_strict=True)
+    history = Measured()
+    assert check_artifact(frozen_max(F), strict, history).status == Status.INCOMPATIBLE  # type: ignore[arg-type]
+    assert check_artifact(frozen_max(F), consumer("1.15.5"), history).status == Status.AT_RISK  # type: ignore[arg-type]
+
+
+def test_strict_leaves_a_consumer_without_a_measured_change_compatible() -> None:
+    strict = replace(consumer("2.4.4"), same_answer_strict=True)
+    assert check_artifact(frozen_max(F), strict, Measured()).status == Status.COMPATIBLE  # type: ignore[arg-type]
+
+
+def test_strict_and_warned_consumers_are_classed_apart() -> None:
+    history = Measured()
+    warned = consumer("1.15.5")
+    strict = replace(warned, name="strict", same_answer_strict=True)
+    artifact = frozen_max(F)
+    apart = verdict_class(artifact, strict, history)  # type: ignore[arg-type]
+    assert apart is not None and apart != verdict_class(artifact, warned, history)  # type: ignore[arg-type]
+
+
+def test_a_release_the_sweep_never_ran_in_lists_every_computing_op_as_unmeasured() -> None:
+    verdict = check_artifact(frozen_max(F), consumer("2.9.3"), Measured())  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_RESULTS_UNMEASURED]
+    assert "Max (float)" in found.message and "did not run in TensorFlow 2.9.3" in found.message

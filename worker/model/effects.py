@@ -40,7 +40,8 @@ class AttrEffect:
 @dataclass(frozen=True)
 class KernelChange:
     """An op whose kernel gives other results in `release` than in the newest release
-    measured, on the same inputs and attrs (tools/attrs/kernels.py)."""
+    measured, on the same inputs and attrs (tools/kernels/sweep.py, or the hand cases of
+    tools/attrs/kernels.py)."""
 
     op: str
     dtype: str  # the case's type attr: 'DT_FLOAT', or 'DT_FLOAT->DT_INT32' for a Cast
@@ -48,3 +49,5 @@ class KernelChange:
     newest: str
     evidence: str  # where the results first differ, and on what input
     same_from: str | None = None  # the oldest newer release measured equal to the newest
+    measured_by: str = "tools/attrs/kernels.py"  # the tool whose run shows it
+    remeasure: str = ""  # the command that measures it again

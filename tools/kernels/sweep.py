@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Run every generically buildable op in every release on edge-case inputs; keep what changed.
+
+    nice python3 tools/kernels/sweep.py [--envs $TFENVS] [--output FILE] [--cache DIR]
+                                        [--releases 2.4.4,2.21.0] [--ops Max,Min]
+                                        [--tolerance-ulps N] [--no-run]
+
+tools/kernels/probe.py runs in every READY venv (its own Python): each op it can
+build from its OpDef, for each swept dtype the op takes, on eight input classes
+(ordinary, halves, special, large, tiny, empty, scalar, indices) in up to three
+layouts, with the same seeds and attrs everywhere, so only the kernel differs;
+tools/kernels/structured.py runs the ops that need inputs of related shapes or
+attrs without defaults (matrix products, convolutions, pools, batch norms, seeded
+random ops, CTC decoding...), in the same way.
+Raw lines are cached per release under .cache/kernel-sweep (tools/kernels/runs.py:
+restarted past an op that crashes or hangs). Every release is compared with the
+newest measured one (tools/kernels/compare.py): bitwise equal; within the
+tolerance (`rounding`, in ULPs of the output dtype, chosen from the measured
+distribution of differences: see `tolerance` in the table); or `differs`.
+
+Writes `worker/catalog/data/kernel_changes.json.gz` (format
+`tfcompat-kernel-changes/2`): per op its key type attr, every (op, dtype) compared
+and the releases where it was not measured, per changed (op, dtype) the releases
+that differ or differ within rounding with evidence (input class and values, both
+outputs, where), the ops that could not be built and why, the distribution of
+differences, and the hand cases of tools/attrs/kernels.py (`hand`, format 1)
+merged in unchanged (re-measured with tools/attrs/kernels.py). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # tools/: provenance
+
+from compare import DIFFERS, comparable, differences  # noqa: E402
+from provenance import cpu_wheels, source_record  # noqa: E402
+from runs import (  # noqa: E402
+    STRUCTURED,
+    cache_path,
+    probe_release,
+    read_lines,
+    ready_envs,
+    version_key,
+)
+
+DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
+LEGACY_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
+DEFAULT_CACHE = REPO / ".cache" / "kernel-sweep"
+FORMAT = "tfcompat-kernel-changes/2"
+HAND_FORMAT = "tfcompat-kernel-changes/1"
+DEFAULT_TOLERANCE_ULPS = 4.0
+SHOWN = 6  # values of each output kept as evidence
+BUCKETS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0, 1024.0, 2.0**16, 2.0**24)
+REMEASURE = "nice python3 tools/kernels/sweep.py --envs $TFENVS --ops {op}"
+
+
+def _short(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as evidence: the error, or each output's dtype, shape and first values."""
+    if "outputs" not in run:
+        return {"error": run.get("error", "")}
+    return {
+        "outputs": [
+            {"dtype": o["dtype"], "shape": o["shape"], "values": o["values"][:SHOWN]}
+            for o in run["outputs"]
+        ]
+    }
+
+
+def _bucket(d: float) -> str:
+    if d == DIFFERS:
+        return "not comparable as numbers (shape, integer, NaN or inf on one side)"
+    if d == 0:
+        return "0 (-0.0 against 0.0)"
+    for edge in BUCKETS[1:]:
+        if d <= edge:
+            return f"<= {edge:g}"
+    return f"> {BUCKETS[-1]:g}"
+
+
+def _ordered(counts: Counter[str]) -> list[list[Any]]:
+    """[bucket, count] in the order of their distance (a mapping's keys get sorted)."""
+    order = ["0 (-0.0 against 0.0)", *(f"<= {e:g}" for e in BUCKETS[1:])]
+    order += [
+        f"> {BUCKETS[-1]:g}",
+        "not comparable as numbers (shape, integer, NaN or inf on one side)",
+    ]
+    return [[k, counts[k]] for k in order if counts[k]]
+
+
+def _verdict(newest: dict[str, Any], other: dict[str, Any], d: float, tolerance: float) -> str:
+    """`raises` (this release refuses what the newest answers: a failed request, which the
+    kernel registry's `kernel.missing` and the request checks speak for), `answers` (the
+    newest refuses), `differs` or `rounding` (every difference within `tolerance`)."""
+    if "outputs" in newest and "outputs" not in other:
+        return "raises"
+    if "outputs" not in newest and "outputs" in other:
+        return "answers"
+    return "differs" if d > tolerance else "rounding"
+
+
+def load_answers(cache: Path, releases: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """release -> op -> the probe's line (complete releases only)."""
+    found: dict[str, dict[str, dict[str, Any]]] = {}
+    for release in releases:
+        lines = read_lines(cache_path(cache, release))
+        if not any(line.get("done") for line in lines):
+            continue
+        found[release] = {line["op"]: line for line in lines if "op" in line}
+        classes = next((line["classes"] for line in lines if "classes" in line), None)
+        found[release]["__classes__"] = {"classes": classes}
+        merge_structured(found[release], read_lines(cache_path(cache, release, STRUCTURED)))
+    return found
+
+
+def merge_structured(ops: dict[str, dict[str, Any]], lines: list[dict[str, Any]]) -> None:
+    """Add the structured builders' runs (tools/kernels/structured.py) to the generic ones:
+    they replace an op the probe could not build, and join one it could under the same
+    type attr (their layouts are named apart)."""
+    for line in lines:
+        if "runs" not in line:
+            continue
+        generic = ops.get(line["op"])
+        if generic is None or "runs" not in generic:
+            ops[line["op"]] = line
+        elif generic.get("type_attr") == line.get("type_attr"):
+            generic["runs"] = generic["runs"] + line["runs"]
+
+
+def _not_built(line: dict[str, Any] | None) -> str | None:
+    if line is None:
+        return "not registered"
+    if line.get("crashed"):
+        return "the probe process died or hung running it"
+    if "unbuildable" in line:
+        if line["op"].startswith("_"):  # the probe denies these by name as well
+            return "internal op: made by graph rewrites at run time, not run on its own"
+        return str(line["unbuildable"])
+    return None
+
+
+def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float) -> dict[str, Any]:
+    releases = sorted(answers, key=version_key)
+    newest = releases[-1]
+    classes = answers[newest]["__classes__"]["classes"]
+    ops: dict[str, Any] = {}
+    unbuildable: dict[str, str] = {}
+    distribution: Counter[str] = Counter()
+    per_dtype: dict[str, Counter[str]] = {}
+    names = sorted({op for a in answers.values() for op in a if op != "__classes__"})
+    for op in names:
+        line = answers[newest].get(op)
+        reason = _not_built(line)
+        if reason is not None or line is None:
+            older = [r for r in releases if _not_built(answers[r].get(op)) is None]
+            if reason == "not registered" and not older:
+                continue
+            unbuildable[op] = reason or ""
+            if reason == "not registered":
+                unbuildable[op] = f"not registered in {newest} (measured up to {older[-1]})"
+            continue
+        newest_runs = line["runs"]
+        dtypes = sorted({r["dtype"] for r in newest_runs})
+        entry: dict[str, Any] = {"type_attr": line.get("type_attr"), "dtypes": {}}
+        for dtype in dtypes:
+            mine = [r for r in newest_runs if r["dtype"] == dtype]
+            if not any(comparable(r) for r in mine):
+                nondet = any(r.get("nondeterministic") for r in mine)
+                entry.setdefault("not_compared", {})[dtype] = (
+                    "nondeterministic: two runs in one release differ"
+                    if nondet
+                    else "every input class refused by the shape function"
+                )
+                continue
+            pair: dict[str, Any] = {}
+            absent = []
+            groups: dict[str, dict[str, Any]] = {}
+            for release in releases[:-1]:
+                theirs = answers[release].get(op)
+                runs = [r for r in (theirs or {}).get("runs", []) if r["dtype"] == dtype]
+                if not any(comparable(r) for r in runs):
+                    absent.append(release)
+                    continue
+                found = differences(mine, runs)
+                if not found:
+                    continue
+                worst = max(found, key=lambda f: (f[2], f[0]["class"] == "ordinary"))
+                d = worst[2]
+                run_n, run_r, _, where = worst
+                verdict = _verdict(run_n, run_r, d, tolerance)
+                if verdict in ("differs", "rounding"):  # values compared, not a refusal
+                    distribution[_bucket(d)] += 1
+                    per_dtype.setdefault(dtype, Counter())[_bucket(d)] += 1
+                evidence = {
+                    "verdict": verdict,
+                    "class": run_n["class"],
+                    "layout": run_n["layout"],
+                    "result": _short(run_r),
+                    "newest_result": _short(run_n),
+                    "where": where,
+                    "ulps": None if d == DIFFERS else round(d, 3),
+                    "nodes_differing": len(found),
+                }
+                key = json.dumps(evidence, sort_keys=True)
+                groups.setdefault(key, {**evidence, "releases": []})["releases"].append(release)
+            if absent:
+                pair["absent_in"] = absent
+            if groups:
+                pair["changes"] = sorted(
+                    groups.values(), key=lambda g: version_key(g["releases"][0])
+                )
+            entry["dtypes"][dtype] = pair
+        if entry["dtypes"] or entry.get("not_compared"):
+            ops[op] = entry
+    differs = sum(
+        1
+        for e in ops.values()
+        for p in e["dtypes"].values()
+        if any(g["verdict"] == "differs" for g in p.get("changes", []))
+    )
+    rounding_only = sum(
+        1
+        for e in ops.values()
+        for p in e["dtypes"].values()
+        if p.get("changes") and all(g["verdict"] == "rounding" for g in p["changes"])
+    )
+    refusals = sum(
+        1
+        for e in ops.values()
+        for p in e["dtypes"].values()
+        if any(g["verdict"] in ("raises", "answers") for g in p.get("changes", []))
+    )
+    return {
+        "format": FORMAT,
+        "newest": newest,
+        "releases": releases,
+        "classes": classes,
+        "tolerance": {
+            "ulps": tolerance,
+            "how": "a float output within this many ULPs of the newest release's (relative to "
+            "the larger magnitude, in the output's dtype), every value finite on both sides, "
+            "is `rounding`; chosen from `distribution`",
+            "distribution": _ordered(distribution),
+            "distribution_by_dtype": {k: _ordered(v) for k, v in sorted(per_dtype.items())},
+            "counted": "per (op, dtype, release) not bitwise equal to the newest: the largest "
+            "distance over its nodes",
+        },
+        "remeasure": REMEASURE,
+        "ops_compared": len(ops),
+        "pairs_compared": sum(len(e["dtypes"]) for e in ops.values()),
+        "pairs_differ": differs,
+        "pairs_rounding_only": rounding_only,
+        "pairs_raise_on_one_side": refusals,
+        "ops": ops,
+        "unbuildable": dict(sorted(unbuildable.items())),
+    }
+
+
+def hand_table(output: Path) -> dict[str, Any] | None:
+    """The hand cases' table (format 1) kept in the current file, or the legacy file."""
+    for path in (output, LEGACY_OUTPUT):
+        if not path.exists():
+            continue
+        raw = path.read_bytes()
+        doc = json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+        if doc.get("format") == HAND_FORMAT:
+            return dict(doc)
+        if doc.get("hand"):
+            return dict(doc["hand"])
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument(
+        "--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs"))
+    )
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--releases", default="")
+    parser.add_argument("--ops", default="", help="re-measure only these ops (comma-separated)")
+    parser.add_argument("--tolerance-ulps", type=float, default=DEFAULT_TOLERANCE_ULPS)
+    parser.add_argument("--no-run", action="store_true", help="build the table from the cache")
+    args = parser.parse_args(argv)
+    only = set(filter(None, args.releases.split(","))) or None
+    args.cache.mkdir(parents=True, exist_ok=True)
+    envs = ready_envs(args.envs, only)
+    if args.ops:
+        return _remeasure(envs, args.ops)
+    if not args.no_run:
+        for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
+            started = time.monotonic()
+            lines = probe_release(python, cache_path(args.cache, release))
+            lines += probe_release(
+                python, cache_path(args.cache, release, STRUCTURED), script=STRUCTURED
+            )
+            print(
+                f"{release}: {len(lines)} ops ({time.monotonic() - started:.0f}s)", file=sys.stderr
+            )
+    answers = load_answers(args.cache, [r for r, _ in envs])
+    if not answers:
+        print("no release measured", file=sys.stderr)
+        return 1
+    table = build_table(answers, args.tolerance_ulps)
+    hand = hand_table(args.output)
+    if hand is not None:
+        table["hand"] = hand
+    table["source"] = source_record(
+        "tools/kernels/sweep.py",
+        "tools/kernels/probe.py runs every generically buildable op on eight input classes "
+        "in every release's CPU wheel (its own Python); results compared with the newest "
+        "release's; hand cases from tools/attrs/kernels.py",
+        cpu_wheels([*table["releases"], *(hand or {}).get("releases", [])]),
+    )
+    text = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
+    args.output.write_bytes(gzip.compress(text.encode(), mtime=0))
+    if args.output != LEGACY_OUTPUT and LEGACY_OUTPUT.exists():
+        LEGACY_OUTPUT.unlink()  # its hand cases now live in the new file
+    print(
+        f"{table['pairs_compared']} (op, dtype) pairs of {table['ops_compared']} ops over "
+        f"{len(table['releases'])} releases: {table['pairs_differ']} differ, "
+        f"{table['pairs_rounding_only']} only within {args.tolerance_ulps:g} ULPs; "
+        f"{len(table['unbuildable'])} ops not built -> {args.output}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _remeasure(envs: list[tuple[str, Path]], ops: str) -> int:
+    """Run the probe for a few ops in every release (uncached) and print how each compares."""
+    lines: dict[str, dict[str, dict[str, Any]]] = {}
+    for release, python in envs:
+        done = subprocess.run(
+            ["nice", "-n", "19", str(python), str(HERE / "probe.py"), "--only", ops],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        found = [json.loads(t) for t in done.stdout.splitlines() if t.strip()]
+        lines[release] = {line["op"]: line for line in found if "op" in line}
+        classes = next((line["classes"] for line in found if "classes" in line), None)
+        lines[release]["__classes__"] = {"classes": classes}
+    table = build_table(lines, DEFAULT_TOLERANCE_ULPS)
+    json.dump({"ops": table["ops"], "unbuildable": table["unbuildable"]}, sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
