@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from worker.catalog.catalog import DATA, load_catalog
-from worker.catalog.kernel_changes import ShippedKernelChanges
+from worker.catalog.kernel_changes import ShippedKernelChanges, hand_met_on
 
 RAW = (DATA / "kernel_changes.json.gz").read_bytes()
 DOC = json.loads(gzip.decompress(RAW))
@@ -85,3 +85,70 @@ def test_an_unknown_format_is_refused_on_first_use() -> None:
     table = ShippedKernelChanges(b'{"format": "tfcompat-kernel-changes/9"}')
     with pytest.raises(ValueError, match="unknown format"):
         table.change("Max", "DT_FLOAT", "2.4.4")
+
+
+# severity per input class
+def _one_change(group: dict[str, Any]) -> bytes:
+    doc = {
+        "format": "tfcompat-kernel-changes/2",
+        "newest": "2.21.0",
+        "releases": ["2.0.4", "2.21.0"],
+        "classes": {"DT_FLOAT": {"special": [[1.0]], "ordinary": [[1.0]]}},
+        "tolerance": {"ulps": 4.0},
+        "ops": {
+            "Minimum": {
+                "type_attr": "T",
+                "dtypes": {
+                    "DT_FLOAT": {
+                        "changes": [
+                            {
+                                "verdict": "differs",
+                                "layout": "same",
+                                "releases": ["2.0.4"],
+                                "result": {"error": "E"},
+                                "newest_result": {"error": "F"},
+                                "where": "output 0",
+                                "ulps": None,
+                                **group,
+                            }
+                        ]
+                    }
+                },
+            }
+        },
+    }
+    return json.dumps(doc).encode()
+
+
+def test_a_change_met_on_extremes_only_is_read_as_such_with_its_classes() -> None:
+    table = ShippedKernelChanges(
+        _one_change({"class": "special", "classes": ["mixed", "special"], "met_on": "extremes"})
+    )
+    found = table.change("Minimum", "DT_FLOAT", "2.0.4")
+    assert found is not None and found.extremes_only
+    assert found.classes == ("mixed", "special")
+
+
+def test_a_change_without_a_severity_counts_as_ordinary() -> None:
+    found = ShippedKernelChanges(_one_change({"class": "special"})).change(
+        "Minimum", "DT_FLOAT", "2.0.4"
+    )
+    assert found is not None and not found.extremes_only
+
+
+def test_hand_cases_are_extremes_only_when_every_difference_is_nan_or_inf_on_a_side() -> None:
+    row = {
+        "inputs": [{"tensor": {"value": [0.5, float("nan")]}}],
+        "evidence": {"result": {"outputs": [{"dtype": "float32", "values": ["1.0", "3.0"]}]}},
+        "newest_result": {"outputs": [{"dtype": "float32", "values": ["1.0", "nan"]}]},
+    }
+    assert hand_met_on(row) == "extremes"
+    # a second value apart by far more than 4 ULPs: met on an ordinary input
+    row["evidence"]["result"]["outputs"][0]["values"] = ["1.5", "3.0"]
+    assert hand_met_on(row) == "ordinary"
+    # within 4 ULPs of float32 is rounding
+    row["evidence"]["result"]["outputs"][0]["values"] = ["1.0000001192092896", "3.0"]
+    assert hand_met_on(row) == "extremes"
+    # no extreme value among the inputs: whatever differs was met on ordinary ones
+    row["inputs"] = [{"tensor": {"value": [0.5, 2.0]}}]
+    assert hand_met_on(row) == "ordinary"

@@ -110,3 +110,77 @@ def test_a_release_that_raises_where_the_newest_answers_is_a_refusal() -> None:
     (pair,) = table["ops"]["Op"]["dtypes"].values()
     assert [g["verdict"] for g in pair["changes"]] == ["raises"]
     assert table["pairs_differ"] == 0 and table["tolerance"]["distribution"] == []
+
+
+# severity per input class: what a served model meets, or only the extremes
+def test_a_change_on_extreme_classes_only_is_met_on_extremes_with_every_class() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0"], cls="ordinary"), run(["3.0"]), run(["nan"], cls="empty")],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["nan"]), run(["1.0"], cls="empty")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["verdict"] == "differs" and group["met_on"] == "extremes"
+    assert group["classes"] == ["empty", "special"]
+    assert table["pairs_differ_on_extremes_only"] == 1
+
+
+def test_an_ordinary_class_beyond_rounding_makes_it_ordinary_and_is_the_evidence() -> None:
+    table = sweep.build_table(
+        _answers(
+            # ordinary differs by 10 ULPs, special by NaN against a number (the worst)
+            v1_0_0=[run(["1.0000011920928955"], cls="ordinary"), run(["3.0"])],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["nan"])],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["met_on"] == "ordinary" and group["class"] == "ordinary"
+    assert group["classes"] == ["ordinary", "special"]
+    assert table["pairs_differ_on_extremes_only"] == 0
+
+
+def test_ordinary_within_rounding_and_special_beyond_is_extremes() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0000001192092896"], cls="ordinary"), run(["3.0"], cls="large")],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["inf"], cls="large")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["met_on"], group["classes"]) == ("extremes", ["large"])
+
+
+def test_a_refusal_on_one_class_does_not_hide_a_change_on_another() -> None:
+    raised = {"dtype": "DT_FLOAT", "class": "empty", "layout": "same", "error": "E"}
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["2.0"], cls="ordinary"), raised],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["1.0"], cls="empty")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["verdict"], group["met_on"]) == ("differs", "ordinary")
+
+
+def test_a_refresh_replaces_the_remeasured_ops_and_marks_missing_releases_absent() -> None:
+    old = sweep.build_table(
+        _answers(v1_0_0=[run(["2.0"])], v1_1_0=[run(["1.0"])], v1_2_0=[run(["1.0"])]),
+        tolerance=4.0,
+    )
+    assert "met_on" in old["ops"]["Op"]["dtypes"]["DT_FLOAT"]["changes"][0]
+    for group in old["ops"]["Op"]["dtypes"]["DT_FLOAT"]["changes"]:
+        group.pop("met_on")  # a table written before the severity per class
+    new = sweep.build_table(
+        _answers(v1_0_0=[run(["2.0"], cls="ordinary")], v1_2_0=[run(["1.0"], cls="ordinary")]),
+        tolerance=4.0,
+    )
+    merged = sweep.merge_refresh(old, new, ["Op", "Gone"])
+    pair = merged["ops"]["Op"]["dtypes"]["DT_FLOAT"]
+    assert pair["changes"][0]["met_on"] == "ordinary" and pair["absent_in"] == ["1.1.0"]
+    assert merged["releases"] == old["releases"] and merged["remeasured"]["ops"] == ["Op"]
+    assert merged["pairs_differ"] == 1 and merged["tolerance"] == old["tolerance"]

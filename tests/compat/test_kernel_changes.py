@@ -176,3 +176,65 @@ def test_a_release_the_sweep_never_ran_in_lists_every_computing_op_as_unmeasured
     verdict = check_artifact(frozen_max(F), consumer("2.9.3"), Measured())  # type: ignore[arg-type]
     (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_RESULTS_UNMEASURED]
     assert "Max (float)" in found.message and "did not run in TensorFlow 2.9.3" in found.message
+
+
+# severity per input class: a change met only on extreme inputs is information
+class MeasuredOnExtremes(Measured):
+    """Max on floats differs in 1.15 only on NaN and overflowing inputs; on int32 in 1.15
+    on ordinary ones."""
+
+    def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        if op != "Max" or not release.startswith("1.15."):
+            return None
+        if dtype == "DT_FLOAT":
+            return KernelChange(
+                "Max", "DT_FLOAT", "1.15.5", "2.21.0", "on the special inputs ([[NaN]]), 3.0, "
+                "the newest nan", same_from="2.0.4", met_on="extremes",
+                classes=("large", "special"), remeasure="sweep.py --ops Max",
+            )  # fmt: skip
+        if dtype == "DT_INT32":
+            return KernelChange(
+                "Max", "DT_INT32", "1.15.5", "2.21.0", "on the ordinary inputs, 3, the newest 4",
+                met_on="ordinary", classes=("ordinary",),
+            )  # fmt: skip
+        return None
+
+
+def test_a_change_met_on_extremes_only_is_information_with_its_evidence() -> None:
+    verdict = check_artifact(frozen_max(F), consumer("1.15.5"), MeasuredOnExtremes())  # type: ignore[arg-type]
+    assert Code.KERNEL_CHANGED not in {f.code for f in verdict.findings}
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_RESULTS_EXTREMES]
+    assert found.severity == Severity.INFO and found.op == "Max"
+    for part in ("large, special", "the newest nan", "1.15.5", "2.21.0", "4 ULPs", "--ops Max"):
+        assert part in found.message
+    assert verdict.status == Status.COMPATIBLE
+
+
+def test_strict_does_not_turn_an_extremes_only_change_into_an_error() -> None:
+    strict = replace(consumer("1.15.5"), same_answer_strict=True)
+    verdict = check_artifact(frozen_max(F), strict, MeasuredOnExtremes())  # type: ignore[arg-type]
+    assert verdict.status == Status.COMPATIBLE
+    assert {f.severity for f in verdict.findings if f.code == Code.KERNEL_RESULTS_EXTREMES} == {
+        Severity.INFO
+    }
+
+
+def test_a_change_met_on_ordinary_inputs_stays_at_risk_and_names_its_classes() -> None:
+    artifact = frozen_max({"type": "DT_INT32"})
+    verdict = check_artifact(artifact, consumer("1.15.5"), MeasuredOnExtremes())  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_CHANGED]
+    assert "ordinary ones among them (input classes differing beyond 4 ULPs: ordinary)" in (
+        found.message
+    )
+    assert verdict.status == Status.AT_RISK
+    strict = replace(consumer("1.15.5"), same_answer_strict=True)
+    assert check_artifact(artifact, strict, MeasuredOnExtremes()).status == Status.INCOMPATIBLE  # type: ignore[arg-type]
+
+
+def test_an_ordinary_change_under_another_key_outweighs_an_extremes_only_one() -> None:
+    class TwoKeys(MeasuredOnExtremes):
+        def kernel_dtypes(self, op: str, attrs: Mapping[str, Any]) -> list[str]:
+            return ["DT_FLOAT", "DT_INT32"]
+
+    verdict = check_artifact(frozen_max(F), consumer("1.15.5"), TwoKeys())  # type: ignore[arg-type]
+    assert verdict.status == Status.AT_RISK

@@ -23,6 +23,7 @@ from typing import Any
 
 PROBE = Path(__file__).with_name("probe.py")
 STRUCTURED = Path(__file__).with_name("structured.py")
+MIXED = Path(__file__).with_name("mixed.py")
 TIMEOUT = 300.0
 MAX_RESTARTS = 300
 
@@ -50,9 +51,15 @@ def probe_digest(script: Path = PROBE) -> str:
     return hashlib.sha256(tree.encode()).hexdigest()[:12]
 
 
-def cache_path(cache: Path, release: str, script: Path = PROBE) -> Path:
+def cache_path(cache: Path, release: str, script: Path = PROBE, only: str = "") -> Path:
+    """`<release>-[<script>-]<digest>[-only<ops digest>].jsonl`: a run of some ops only
+    (`only`, comma-separated) is cached apart from the whole sweep."""
     kind = "" if script == PROBE else f"{script.stem}-"
-    return cache / f"{release}-{kind}{probe_digest(script)}.jsonl"
+    part = ""
+    if only:
+        names = ",".join(sorted(set(filter(None, only.split(",")))))
+        part = "-only" + hashlib.sha256(names.encode()).hexdigest()[:8]
+    return cache / f"{release}-{kind}{probe_digest(script)}{part}.jsonl"
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:

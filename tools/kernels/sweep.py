@@ -48,6 +48,7 @@ sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 from compare import DIFFERS, comparable, differences  # noqa: E402
 from provenance import cpu_wheels, source_record  # noqa: E402
 from runs import (  # noqa: E402
+    MIXED,
     STRUCTURED,
     cache_path,
     probe_release,
@@ -65,6 +66,22 @@ DEFAULT_TOLERANCE_ULPS = 4.0
 SHOWN = 6  # values of each output kept as evidence
 BUCKETS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 64.0, 256.0, 1024.0, 2.0**16, 2.0**24)
 REMEASURE = "nice python3 tools/kernels/sweep.py --envs $TFENVS --ops {op}"
+# Input classes a served model meets on ordinary requests: a change on one of them is
+# a hazard (at-risk). `indices` (-7 to 100) is out of range as an index but an ordinary
+# magnitude as a number, and the sweep cannot tell which an op reads it as: ordinary.
+ORDINARY_CLASSES = ("ordinary", "halves", "scalar", "indices")
+# Classes only extreme or special inputs reach: overflowing magnitudes, NaN and
+# infinities, values near the smallest normal and denormals, zero-sized tensors, a
+# special value against an ordinary one, INT_MIN / -1 (tools/kernels/mixed.py).
+EXTREME_CLASSES = (
+    "special",
+    "large",
+    "tiny",
+    "empty",
+    "mixed",
+    "mixed_swapped",
+    "int_min_by_minus_one",
+)
 
 
 def _short(run: dict[str, Any]) -> dict[str, Any]:
@@ -111,17 +128,27 @@ def _verdict(newest: dict[str, Any], other: dict[str, Any], d: float, tolerance:
     return "differs" if d > tolerance else "rounding"
 
 
-def load_answers(cache: Path, releases: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """release -> op -> the probe's line (complete releases only)."""
+def load_answers(
+    cache: Path, releases: list[str], only: str = ""
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """release -> op -> the probe's line (complete releases only), with the structured
+    builders' and the mixed operands' runs joined to it."""
     found: dict[str, dict[str, dict[str, Any]]] = {}
     for release in releases:
-        lines = read_lines(cache_path(cache, release))
+        lines = read_lines(cache_path(cache, release, only=only))
         if not any(line.get("done") for line in lines):
             continue
         found[release] = {line["op"]: line for line in lines if "op" in line}
         classes = next((line["classes"] for line in lines if "classes" in line), None)
+        mixed = read_lines(cache_path(cache, release, MIXED))
+        for line in mixed:
+            for dtype, values in line.get("classes", {}).items():
+                classes = dict(classes or {})
+                classes[dtype] = {**classes.get(dtype, {}), **values}
         found[release]["__classes__"] = {"classes": classes}
-        merge_structured(found[release], read_lines(cache_path(cache, release, STRUCTURED)))
+        structured = read_lines(cache_path(cache, release, STRUCTURED, only=only))
+        merge_structured(found[release], structured)
+        merge_structured(found[release], mixed)
     return found
 
 
@@ -198,12 +225,29 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                     continue
                 worst = max(found, key=lambda f: (f[2], f[0]["class"] == "ordinary"))
                 d = worst[2]
-                run_n, run_r, _, where = worst
-                verdict = _verdict(run_n, run_r, d, tolerance)
+                verdict = _verdict(worst[0], worst[1], d, tolerance)
                 if verdict in ("differs", "rounding"):  # values compared, not a refusal
                     distribution[_bucket(d)] += 1
                     per_dtype.setdefault(dtype, Counter())[_bucket(d)] += 1
+                # Values beyond the tolerance on any node make the release differ, even
+                # where another node's worst is a refusal; the evidence is an ordinary
+                # class's where one differs (what a served model meets), the worst else.
+                beyond = [f for f in found if _verdict(f[0], f[1], f[2], tolerance) == "differs"]
+                ordinary = [f for f in beyond if f[0]["class"] not in EXTREME_CLASSES]
+                severity: dict[str, Any] = {}
+                if beyond:
+                    worst = max(
+                        ordinary or beyond,
+                        key=lambda f: (f[2], f[0]["class"] == "ordinary", f[0]["class"]),
+                    )
+                    d, verdict = worst[2], "differs"
+                    severity = {
+                        "classes": sorted({f[0]["class"] for f in beyond}),
+                        "met_on": "ordinary" if ordinary else "extremes",
+                    }
+                run_n, run_r, _, where = worst
                 evidence = {
+                    **severity,
                     "verdict": verdict,
                     "class": run_n["class"],
                     "layout": run_n["layout"],
@@ -236,6 +280,13 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
         for p in e["dtypes"].values()
         if p.get("changes") and all(g["verdict"] == "rounding" for g in p["changes"])
     )
+    extremes_only = sum(
+        1
+        for e in ops.values()
+        for p in e["dtypes"].values()
+        if any(g["verdict"] == "differs" for g in p.get("changes", []))
+        and all(g.get("met_on") == "extremes" for g in p["changes"] if g["verdict"] == "differs")
+    )
     refusals = sum(
         1
         for e in ops.values()
@@ -247,6 +298,13 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
         "newest": newest,
         "releases": releases,
         "classes": classes,
+        "input_classes": {
+            "ordinary": list(ORDINARY_CLASSES),
+            "extremes": list(EXTREME_CLASSES),
+            "how": "a release differs `met_on: ordinary` when a node fed an ordinary class "
+            "differs beyond the tolerance (its evidence shown), `met_on: extremes` when only "
+            "nodes fed extreme or special classes do; `classes` lists every class that differs",
+        },
         "tolerance": {
             "ulps": tolerance,
             "how": "a float output within this many ULPs of the newest release's (relative to "
@@ -261,11 +319,97 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
         "ops_compared": len(ops),
         "pairs_compared": sum(len(e["dtypes"]) for e in ops.values()),
         "pairs_differ": differs,
+        "pairs_differ_on_extremes_only": extremes_only,
         "pairs_rounding_only": rounding_only,
         "pairs_raise_on_one_side": refusals,
         "ops": ops,
         "unbuildable": dict(sorted(unbuildable.items())),
     }
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    raw = path.read_bytes()
+    return dict(json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw))
+
+
+def _refresh_ops(output: Path, cache: Path, envs: list[tuple[str, Path]]) -> str:
+    """The ops `--refresh` re-measures: every op the table records as differing, and every
+    op tools/kernels/mixed.py builds (two or more inputs of its swept type) in the newest
+    release (run first, cached)."""
+    table = _read_table(output)
+    changed = {
+        op
+        for op, e in table["ops"].items()
+        for p in e["dtypes"].values()
+        if any(g["verdict"] == "differs" for g in p.get("changes", []))
+    }
+    newest, python = max(envs, key=lambda e: version_key(e[0]))
+    mixed = probe_release(python, cache_path(cache, newest, MIXED), script=MIXED)
+    changed |= {line["op"] for line in mixed if line.get("runs")}
+    return ",".join(sorted(changed))
+
+
+def _counts(ops: dict[str, Any]) -> dict[str, int]:
+    pairs = [p for e in ops.values() for p in e["dtypes"].values()]
+
+    def verdicts(p: dict[str, Any]) -> list[str]:
+        return [g["verdict"] for g in p.get("changes", [])]
+
+    differing = [
+        [g for g in p.get("changes", []) if g["verdict"] == "differs"]
+        for p in pairs
+        if "differs" in verdicts(p)
+    ]
+    return {
+        "ops_compared": len(ops),
+        "pairs_compared": len(pairs),
+        "pairs_differ": len(differing),
+        "pairs_differ_on_extremes_only": sum(
+            all(g.get("met_on") == "extremes" for g in d) for d in differing
+        ),
+        "pairs_rounding_only": sum(
+            bool(verdicts(p)) and all(v == "rounding" for v in verdicts(p)) for p in pairs
+        ),
+        "pairs_raise_on_one_side": sum(
+            any(v in ("raises", "answers") for v in verdicts(p)) for p in pairs
+        ),
+    }
+
+
+def merge_refresh(old: dict[str, Any], new: dict[str, Any], asked: list[str]) -> dict[str, Any]:
+    """The table with the re-measured ops' entries replaced (an op the re-run could not
+    build keeps its former entry); the counts recomputed, the tolerance's distribution
+    kept from the whole sweep, and what was re-measured recorded under `remeasured`."""
+    merged = {k: v for k, v in old.items() if k != "hand"}
+    ops = dict(old["ops"])
+    replaced = sorted(op for op in new["ops"] if op in asked)
+    missing = [r for r in old["releases"] if r not in new["releases"]]
+    for op in replaced:
+        ops[op] = new["ops"][op]
+        for pair in ops[op]["dtypes"].values():  # not re-run there: not measured there
+            if missing:
+                pair["absent_in"] = sorted(
+                    set(pair.get("absent_in", [])) | set(missing), key=version_key
+                )
+    merged["ops"] = dict(sorted(ops.items()))
+    merged.update(_counts(ops))
+    merged["format"] = new["format"]
+    merged["input_classes"] = new["input_classes"]
+    classes = {k: dict(v) for k, v in old["classes"].items()}
+    for dtype, values in new["classes"].items():
+        classes.setdefault(dtype, {}).update(values)
+    merged["classes"] = classes
+    merged["remeasured"] = {
+        "ops": replaced,
+        "kept": sorted(set(asked) & set(old["ops"]) - set(replaced)),
+        "releases": new["releases"],
+        "how": "tools/kernels/sweep.py --refresh: the ops the table recorded as differing "
+        "and every op with two or more inputs of its swept type, run again in every release "
+        "with the mixed operands (tools/kernels/mixed.py) added; each class that differs "
+        "recorded (`classes`, `met_on`). The other ops' entries and the tolerance's "
+        "distribution are the whole sweep's.",
+    }
+    return merged
 
 
 def hand_table(output: Path) -> dict[str, Any] | None:
@@ -293,35 +437,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", default="", help="re-measure only these ops (comma-separated)")
     parser.add_argument("--tolerance-ulps", type=float, default=DEFAULT_TOLERANCE_ULPS)
     parser.add_argument("--no-run", action="store_true", help="build the table from the cache")
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="re-measure only the ops the table records as differing and the ops with two "
+        "inputs of their swept type (mixed operands), and replace their entries",
+    )
     args = parser.parse_args(argv)
     only = set(filter(None, args.releases.split(","))) or None
     args.cache.mkdir(parents=True, exist_ok=True)
     envs = ready_envs(args.envs, only)
     if args.ops:
         return _remeasure(envs, args.ops)
+    only = _refresh_ops(args.output, args.cache, envs) if args.refresh else ""
     if not args.no_run:
         for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
             started = time.monotonic()
-            lines = probe_release(python, cache_path(args.cache, release))
+            lines = probe_release(python, cache_path(args.cache, release, only=only), only=only)
             lines += probe_release(
-                python, cache_path(args.cache, release, STRUCTURED), script=STRUCTURED
+                python,
+                cache_path(args.cache, release, STRUCTURED, only=only),
+                only=only,
+                script=STRUCTURED,
             )
+            lines += probe_release(python, cache_path(args.cache, release, MIXED), script=MIXED)
             print(
                 f"{release}: {len(lines)} ops ({time.monotonic() - started:.0f}s)", file=sys.stderr
             )
-    answers = load_answers(args.cache, [r for r, _ in envs])
+    answers = load_answers(args.cache, [r for r, _ in envs], only=only)
     if not answers:
         print("no release measured", file=sys.stderr)
         return 1
     table = build_table(answers, args.tolerance_ulps)
+    if only:
+        table = merge_refresh(_read_table(args.output), table, sorted(only.split(",")))
     hand = hand_table(args.output)
     if hand is not None:
         table["hand"] = hand
     table["source"] = source_record(
         "tools/kernels/sweep.py",
         "tools/kernels/probe.py runs every generically buildable op on eight input classes "
-        "in every release's CPU wheel (its own Python); results compared with the newest "
-        "release's; hand cases from tools/attrs/kernels.py",
+        "(tools/kernels/structured.py the ops needing shaped inputs, tools/kernels/mixed.py "
+        "binary ops on operands of different classes) in every release's CPU wheel (its own "
+        "Python); results compared with the newest release's; hand cases from "
+        "tools/attrs/kernels.py",
         cpu_wheels([*table["releases"], *(hand or {}).get("releases", [])]),
     )
     text = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"

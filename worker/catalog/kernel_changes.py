@@ -10,6 +10,17 @@ The 88 hand cases of tools/attrs/kernels.py (format `tfcompat-kernel-changes/1`,
 richer inputs: image corners, quantization ranges) ride along under `hand` and are
 looked up first; a file of format 1 alone is still read.
 
+Severity per input class: the sweep records, per release that differs, every input
+class that differs beyond the tolerance and whether one of them is a class a served
+model meets (`met_on: ordinary`: ordinary, halves, scalar, indices) or only extreme
+and special ones (`met_on: extremes`: NaN and infinities, overflowing magnitudes,
+values near the smallest normal, zero-sized tensors, a special value against an
+ordinary one, INT_MIN / -1). A change recorded without `met_on` counts as ordinary
+(a hazard): nothing is demoted without a measurement per class. A hand case is
+`extremes` when its inputs hold a NaN, an infinity or a magnitude of 1e18 or more and
+every output value that differs beyond 4 ULPs has NaN or an infinity on one side
+(`hand_met_on`).
+
 The file is read at start-up but parsed on first use: most checks never ask. A
 release is matched by its minor: the patch releases of a minor run the measured
 one's kernels as far as the catalog knows (the registries say the same).
@@ -20,6 +31,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,6 +176,7 @@ def _add_hand(tables: _Tables, doc: dict[str, Any]) -> None:
                 same_from=_same_from(releases, release, differs),
                 measured_by=HAND_TOOL,
                 remeasure=f"python3 {HAND_TOOL} --envs $TFENVS",
+                met_on=hand_met_on(row),
             )
 
 
@@ -197,10 +210,12 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                 if group["verdict"] != "differs":
                     continue
                 evidence = _sweep_evidence(group, classes.get(dtype, {}), measured, tolerance)
+                met_on = group.get("met_on", "ordinary")
                 for release in group["releases"]:
                     key = (op, dtype, _minor(release))
-                    if key in tables.by_key:
-                        continue  # the hand case's richer evidence comes first
+                    known = tables.by_key.get(key)
+                    if known is not None and (known.met_on == met_on or met_on == "extremes"):
+                        continue  # the hand case's richer evidence comes first, if as severe
                     tables.by_key[key] = KernelChange(
                         op=op,
                         dtype=dtype,
@@ -210,7 +225,63 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                         same_from=_same_from(measured, release, differs),
                         measured_by=SWEEP_TOOL,
                         remeasure=remeasure.format(op=op),
+                        met_on=met_on,
+                        classes=tuple(group.get("classes", [group["class"]])),
                     )
+
+
+HUGE = 1e18  # a hand case's input this large in magnitude is an extreme one
+ROUNDING_ULPS = 4.0  # the sweep's stated tolerance, applied to a hand case's outputs
+EPSILON = {"float32": 2.0**-23, "float64": 2.0**-52, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return [v for item in value for v in _flat(item)]
+    return [value]
+
+
+def _extreme_input(value: Any) -> bool:
+    x = _float(value)
+    return x is not None and (not math.isfinite(x) or abs(x) >= HUGE)
+
+
+def hand_met_on(row: Mapping[str, Any]) -> str:
+    """`extremes` when the hand case's inputs hold an extreme value and every output
+    value that differs from the newest's beyond ROUNDING_ULPS has NaN or an infinity on
+    a side (what an extreme input reaching the output looks like), `ordinary` else."""
+    inputs = [v for i in row.get("inputs", []) for v in _flat(i.get("tensor", {}).get("value"))]
+    if not any(_extreme_input(v) for v in inputs):
+        return "ordinary"
+    found = row.get("evidence") or {}
+    mine = (found.get("result") or {}).get("outputs")
+    newest = (row.get("newest_result") or {}).get("outputs")
+    if not mine or not newest or len(mine) != len(newest):
+        return "ordinary"
+    for a, b in zip(mine, newest, strict=True):
+        if len(a.get("values", [])) != len(b.get("values", [])):
+            return "ordinary"
+        eps = EPSILON.get(str(b.get("dtype")))
+        for u, v in zip(a["values"], b["values"], strict=True):
+            x, y = _float(u), _float(v)
+            if u == v:
+                continue
+            if x is None or y is None or eps is None:
+                return "ordinary"  # a changed integer, bool or string
+            if x == y or (math.isnan(x) and math.isnan(y)):
+                continue
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue  # NaN or an infinity on a side
+            if abs(x - y) > ROUNDING_ULPS * eps * max(abs(x), abs(y), 2.0**-126):
+                return "ordinary"  # two numbers apart beyond rounding
+    return "extremes"
 
 
 def _same_from(releases: list[str], release: str, differs: set[str]) -> str | None:

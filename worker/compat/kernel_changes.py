@@ -6,8 +6,15 @@ NaN, another rounding mode, a resize that moved its sample points. The catalog
 records, per op and dtype, the releases where a probe on the same inputs got other
 results; an op of that dtype on the request path is a named hazard (`at-risk`)
 for a consumer of such a release, or an error where the fleet or the consumer says
-`same_answer: strict` (`worker.compat.policy`). An op of a dtype nobody ran is
-neither: it is listed, once per verdict, as not verified (`kernel.results-unmeasured`).
+`same_answer: strict` (`worker.compat.policy`), when the change was met on inputs a
+served model meets (`met_on: ordinary`). A change met only on extreme or special
+inputs (NaN and infinities, overflowing magnitudes, tiny values, empty tensors, a
+special value against an ordinary one, INT_MIN / -1) is information with the same
+evidence (`kernel.results-extremes`), under strict too: a model fed such values is
+rare, and marking every model at-risk for them would hide the changes that matter.
+Differences within the stated tolerance (4 ULPs) are rounding, not a change. An op
+of a dtype nobody ran is neither: it is listed, once per verdict, as not verified
+(`kernel.results-unmeasured`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
 from worker.model.artifact import NodeKind
+from worker.model.effects import KernelChange
 from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
 
 # Ops whose outputs are their inputs, a stored or fed value, or what a called function
@@ -54,6 +62,7 @@ COMPUTES_NO_VALUES = frozenset(
     }
 )
 LISTED = 12  # ops named in the unmeasured finding; the rest are counted
+ROUNDING_ULPS = 4.0  # the sweep's stated tolerance (tools/kernels/sweep.py)
 
 
 def dtype_of(kind: NodeKind) -> str | None:
@@ -92,7 +101,9 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
             continue
         if any((kind.op, k) in seen for k in keys):
             continue
-        change = next((c for k in keys if (c := history.kernel_change(kind.op, k, release))), None)
+        changes = [c for k in keys if (c := history.kernel_change(kind.op, k, release))]
+        # a change met on ordinary inputs under any key outweighs one met on extremes only
+        change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
         if change is None:
             if kind.op not in COMPUTES_NO_VALUES and not any(
                 history.kernel_measured(kind.op, k) for k in keys
@@ -101,12 +112,16 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
             continue
         seen.add((kind.op, change.dtype))
         remeasure = f" Re-measure: {change.remeasure}." if change.remeasure else ""
+        if change.extremes_only:
+            findings.append(_extremes(kind, change, remeasure))
+            continue
         findings.append(
             warning(
                 Code.KERNEL_CHANGED,
                 f"{kind.op} ({_short(change.dtype)}, {where_of(kind)}) computes other results "
-                f"in TensorFlow {change.release} than in {change.newest} on the same inputs. "
-                f"Measured ({change.measured_by}): {change.evidence}.{remeasure}",
+                f"in TensorFlow {change.release} than in {change.newest} on the same inputs"
+                f"{_met(change)}. Measured ({change.measured_by}): {change.evidence}."
+                f"{remeasure}",
                 op=kind.op,
                 fix=Fix(FixKind.UPGRADE_TO, release=change.same_from),
             )
@@ -120,6 +135,30 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
     if unmeasured:
         findings.append(_unmeasured(s, unmeasured))
     return findings
+
+
+def _met(change: KernelChange) -> str:
+    """Which input classes differ beyond rounding, where measured per class."""
+    if not change.classes:
+        return ""
+    return (
+        f", ordinary ones among them (input classes differing beyond {ROUNDING_ULPS:g} ULPs: "
+        f"{', '.join(change.classes)})"
+    )
+
+
+def _extremes(kind: NodeKind, change: KernelChange, remeasure: str) -> Finding:
+    """A change measured only on extreme or special inputs: information, with the evidence."""
+    classes = ", ".join(change.classes) if change.classes else "extreme or special values"
+    return info(
+        Code.KERNEL_RESULTS_EXTREMES,
+        f"{kind.op} ({_short(change.dtype)}, {where_of(kind)}) computes other results in "
+        f"TensorFlow {change.release} than in {change.newest} only on extreme or special "
+        f"inputs ({classes}); on the ordinary inputs measured the two agree bitwise or "
+        f"within {ROUNDING_ULPS:g} ULPs (rounding), so this is no hazard for a model fed "
+        f"ordinary values. Measured ({change.measured_by}): {change.evidence}.{remeasure}",
+        op=kind.op,
+    )
 
 
 def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:

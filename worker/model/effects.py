@@ -51,3 +51,11 @@ class KernelChange:
     same_from: str | None = None  # the oldest newer release measured equal to the newest
     measured_by: str = "tools/attrs/kernels.py"  # the tool whose run shows it
     remeasure: str = ""  # the command that measures it again
+    # "ordinary": some input a served model meets differs (a hazard); "extremes": only
+    # overflowing, NaN or infinite, tiny, empty or mixed special inputs do (information)
+    met_on: str = "ordinary"
+    classes: tuple[str, ...] = ()  # the input classes that differ, where measured per class
+
+    @property
+    def extremes_only(self) -> bool:
+        return self.met_on == "extremes"
