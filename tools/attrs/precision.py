@@ -2,6 +2,7 @@
 """Precision and recall of `at-risk` on models real TensorFlow made and ran.
 
     .venv/bin/python tools/attrs/precision.py [DIR] [--json] [--exact] [--feed N]
+                                          [--reference RELEASE]
 
 DIR (default tests/fixtures/attrs-heldout) holds models made by tools/attrs/models.py
 and the outcomes tools/attrs/outcomes.py recorded in every release. For each (model,
@@ -14,11 +15,14 @@ for that release with the graph-import loader. Over those cells:
 - recall: of the cells that really answered otherwise, how many were `at-risk`.
 Cells where the release refused the graph are counted apart (predicted
 `incompatible` or not), since at-risk is a claim about models that load.
-`--feed N` judges the truth on the Nth feed alone: the kernel held-out cases
-(tests/fixtures/kernels-heldout) feed ordinary values first and edge values second,
-so `--feed 0` asks whether at-risk finds the changes met on ordinary inputs, which is
-what it claims since changes met only on extreme inputs are information
-(`kernel.results-extremes`, counted per cell as `extremes_info`).
+`--reference RELEASE` takes that release's answers as the truth's reference instead
+of each case's producer's (cases made by several producers, scored against the
+newest release the kernel table compares with). `--feed N` judges the truth on the
+Nth feed alone: the kernel held-out cases (tests/fixtures/kernels-heldout) feed
+ordinary values first and edge values second, so `--feed 0` asks whether at-risk
+finds the changes met on ordinary inputs, which is what it claims since changes met
+only on extreme inputs are information (`kernel.results-extremes`, counted per cell
+as `extremes_info`).
 """
 
 from __future__ import annotations
@@ -83,13 +87,22 @@ def _differs(
     return bool(mine[feed] != theirs[feed])
 
 
-def cells(root: Path, rounding: bool, feed: int | None = None) -> list[dict[str, Any]]:
+def cells(
+    root: Path, rounding: bool, feed: int | None = None, reference: str | None = None
+) -> list[dict[str, Any]]:
     catalog = load_catalog()
     found = []
     for path in sorted(root.glob("*/outcomes.json")):
         doc = json.loads(path.read_text())
         (artifact,) = read_path(str(path.parent / "frozen_graph.pb"))
         producer = doc["releases"][doc["producer"]]
+        if reference is not None and reference != doc["producer"]:
+            # the answer of another release is the truth's reference: compare outputs
+            producer = doc["releases"][reference]
+            for real in doc["releases"].values():
+                real["same"] = bool(real["loads"]) and real.get("outputs") == producer.get(
+                    "outputs"
+                )
         for release, real in sorted(doc["releases"].items()):
             differs = _differs(real, producer, rounding, feed)
             consumer = catalog.consumer(release, Loader.GRAPH_IMPORT)
@@ -155,8 +168,16 @@ def main() -> int:
         default=None,
         help="judge the truth on this feed alone (kernels-heldout: 0 ordinary, 1 edge values)",
     )
+    parser.add_argument(
+        "--reference",
+        default=None,
+        help="the release whose answers are the truth's reference (default: each case's "
+        "producer); the kernel table compares every release with the newest",
+    )
     args = parser.parse_args()
-    found = score(cells(args.root, rounding=not args.exact, feed=args.feed))
+    found = score(
+        cells(args.root, rounding=not args.exact, feed=args.feed, reference=args.reference)
+    )
     if args.json:
         json.dump(found, sys.stdout, indent=1, sort_keys=True)
         sys.stdout.write("\n")

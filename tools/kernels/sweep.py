@@ -334,8 +334,8 @@ def _read_table(path: Path) -> dict[str, Any]:
 
 def _refresh_ops(output: Path, cache: Path, envs: list[tuple[str, Path]]) -> str:
     """The ops `--refresh` re-measures: every op the table records as differing, and every
-    op tools/kernels/mixed.py builds (two or more inputs of its swept type) in the newest
-    release (run first, cached)."""
+    op tools/kernels/mixed.py builds (two or more inputs of its swept type) in the table's
+    newest release (run first, cached), so runs limited to some releases ask the same."""
     table = _read_table(output)
     changed = {
         op
@@ -343,8 +343,11 @@ def _refresh_ops(output: Path, cache: Path, envs: list[tuple[str, Path]]) -> str
         for p in e["dtypes"].values()
         if any(g["verdict"] == "differs" for g in p.get("changes", []))
     }
-    newest, python = max(envs, key=lambda e: version_key(e[0]))
-    mixed = probe_release(python, cache_path(cache, newest, MIXED), script=MIXED)
+    python = dict(envs).get(table["newest"])
+    if python is None:
+        print(f"--refresh needs the table's newest release, {table['newest']}", file=sys.stderr)
+        return ""
+    mixed = probe_release(python, cache_path(cache, table["newest"], MIXED), script=MIXED)
     changed |= {line["op"] for line in mixed if line.get("runs")}
     return ",".join(sorted(changed))
 
@@ -449,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     envs = ready_envs(args.envs, only)
     if args.ops:
         return _remeasure(envs, args.ops)
-    only = _refresh_ops(args.output, args.cache, envs) if args.refresh else ""
+    only = _refresh_ops(args.output, args.cache, ready_envs(args.envs)) if args.refresh else ""
+    if args.refresh and not only:
+        return 1
     if not args.no_run:
         for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
             started = time.monotonic()
