@@ -59,6 +59,7 @@ from runs import (  # noqa: E402
 
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
 LEGACY_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
+REGISTRIES = REPO / "worker" / "catalog" / "data" / "registries.jsonl"
 DEFAULT_CACHE = REPO / ".cache" / "kernel-sweep"
 FORMAT = "tfcompat-kernel-changes/2"
 HAND_FORMAT = "tfcompat-kernel-changes/1"
@@ -332,10 +333,26 @@ def _read_table(path: Path) -> dict[str, Any]:
     return dict(json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw))
 
 
-def _refresh_ops(output: Path, cache: Path, envs: list[tuple[str, Path]]) -> str:
+def _binary_ops(registries: Path = REGISTRIES) -> set[str]:
+    """Every op some catalogued release registers with two or more inputs of one type
+    attr (a list input counts as two): what tools/kernels/mixed.py may build."""
+    found = set()
+    with registries.open() as lines:
+        for text in lines:
+            op = json.loads(text)
+            counts: Counter[str] = Counter()
+            for arg in op.get("input_arg", []):
+                if arg.get("type_attr"):
+                    counts[arg["type_attr"]] += 2 if arg.get("number_attr") else 1
+            if counts and max(counts.values()) >= 2:
+                found.add(op["name"])
+    return found
+
+
+def _refresh_ops(output: Path) -> str:
     """The ops `--refresh` re-measures: every op the table records as differing, and every
-    op tools/kernels/mixed.py builds (two or more inputs of its swept type) in the table's
-    newest release (run first, cached), so runs limited to some releases ask the same."""
+    op with two or more inputs of one type attr in the catalogued registries (the same
+    list whatever --releases says, so runs split over releases share one cache)."""
     table = _read_table(output)
     changed = {
         op
@@ -343,13 +360,7 @@ def _refresh_ops(output: Path, cache: Path, envs: list[tuple[str, Path]]) -> str
         for p in e["dtypes"].values()
         if any(g["verdict"] == "differs" for g in p.get("changes", []))
     }
-    python = dict(envs).get(table["newest"])
-    if python is None:
-        print(f"--refresh needs the table's newest release, {table['newest']}", file=sys.stderr)
-        return ""
-    mixed = probe_release(python, cache_path(cache, table["newest"], MIXED), script=MIXED)
-    changed |= {line["op"] for line in mixed if line.get("runs")}
-    return ",".join(sorted(changed))
+    return ",".join(sorted(changed | (_binary_ops() & set(table["ops"]))))
 
 
 def _counts(ops: dict[str, Any]) -> dict[str, int]:
@@ -452,9 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     envs = ready_envs(args.envs, only)
     if args.ops:
         return _remeasure(envs, args.ops)
-    only = _refresh_ops(args.output, args.cache, ready_envs(args.envs)) if args.refresh else ""
-    if args.refresh and not only:
-        return 1
+    only = _refresh_ops(args.output) if args.refresh else ""
     if not args.no_run:
         for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
             started = time.monotonic()
