@@ -152,3 +152,20 @@ def test_hand_cases_are_extremes_only_when_every_difference_is_nan_or_inf_on_a_s
     # no extreme value among the inputs: whatever differs was met on ordinary ones
     row["inputs"] = [{"tensor": {"value": [0.5, 2.0]}}]
     assert hand_met_on(row) == "ordinary"
+
+
+def test_every_sweep_change_records_its_classes_and_whether_ordinary_inputs_meet_it() -> None:
+    ordinary = set(DOC["input_classes"]["ordinary"])
+    extremes = set(DOC["input_classes"]["extremes"])
+    assert not ordinary & extremes and {"special", "large", "empty", "mixed"} <= extremes
+    for op, dtype, group in SWEEP_CHANGES:
+        classes = set(group["classes"])
+        assert group["class"] in classes <= ordinary | extremes, (op, dtype)
+        assert group["met_on"] == ("ordinary" if classes & ordinary else "extremes"), (op, dtype)
+        if group["met_on"] == "ordinary":
+            assert group["class"] in ordinary, (op, dtype)  # the evidence a model meets
+
+
+def test_binary_ops_met_mixed_operands_and_int_min_by_minus_one() -> None:
+    assert DOC["classes"]["DT_INT32"]["int_min_by_minus_one"][1][0] == [-1, 1, -1]
+    assert "mixed" in DOC["classes"]["DT_FLOAT"] and "FloorDiv" in DOC["remeasured"]["ops"]

@@ -40,3 +40,10 @@ def test_the_held_out_figures_are_the_recorded_ones() -> None:
     assert {"precision": [tp, tp + fp], "recall": [tp, tp + fn]} == {
         k: expected[k] for k in ("precision", "recall")
     }
+    if "precision_ordinary_feed" in expected:  # the truth on the ordinary feed alone
+        found = precision.score(precision.cells(SET, rounding=True, feed=0))
+        tp, fp, fn = found["true_positive"], found["false_positive"], found["false_negative"]
+        assert [[tp, tp + fp], [tp, tp + fn]] == [
+            expected["precision_ordinary_feed"],
+            expected["recall_ordinary_feed"],
+        ]

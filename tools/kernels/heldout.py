@@ -110,8 +110,8 @@ def pick(args):
                 line = json.loads(text)
             except ValueError:
                 continue
-            if "runs" in line:
-                runs[line["op"]] = line["runs"]
+            if "runs" in line:  # the probe's, the structured builders' and mixed runs
+                runs.setdefault(line["op"], []).extend(line["runs"])
     used = json.load(open(args.ops))
     fixture_ops = set(used["ops"] if isinstance(used, dict) else used)
 

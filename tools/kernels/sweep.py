@@ -3,7 +3,7 @@
 
     nice python3 tools/kernels/sweep.py [--envs $TFENVS] [--output FILE] [--cache DIR]
                                         [--releases 2.4.4,2.21.0] [--ops Max,Min]
-                                        [--tolerance-ulps N] [--no-run]
+                                        [--tolerance-ulps N] [--no-run] [--refresh]
 
 tools/kernels/probe.py runs in every READY venv (its own Python): each op it can
 build from its OpDef, for each swept dtype the op takes, on eight input classes
@@ -11,12 +11,22 @@ build from its OpDef, for each swept dtype the op takes, on eight input classes
 layouts, with the same seeds and attrs everywhere, so only the kernel differs;
 tools/kernels/structured.py runs the ops that need inputs of related shapes or
 attrs without defaults (matrix products, convolutions, pools, batch norms, seeded
-random ops, CTC decoding...), in the same way.
+random ops, CTC decoding...), in the same way; tools/kernels/mixed.py runs the ops
+with two or more inputs of their swept type on operands of different classes (an
+ordinary one against a special one, INT_MIN / -1).
 Raw lines are cached per release under .cache/kernel-sweep (tools/kernels/runs.py:
 restarted past an op that crashes or hangs). Every release is compared with the
 newest measured one (tools/kernels/compare.py): bitwise equal; within the
 tolerance (`rounding`, in ULPs of the output dtype, chosen from the measured
-distribution of differences: see `tolerance` in the table); or `differs`.
+distribution of differences: see `tolerance` in the table); or `differs`. A release
+that differs records every input class that differs (`classes`) and `met_on`:
+`ordinary` when one of ORDINARY_CLASSES does (its evidence shown), `extremes` when
+only EXTREME_CLASSES do.
+
+`--refresh` re-measures only the ops the table records as differing and the ops
+with two or more inputs of one type attr (the catalogued registries say which), in
+every release given, and replaces their entries in the table (the others, and the
+tolerance's distribution, stay the whole sweep's; `remeasured` says which).
 
 Writes `worker/catalog/data/kernel_changes.json.gz` (format
 `tfcompat-kernel-changes/2`): per op its key type attr, every (op, dtype) compared
@@ -512,19 +522,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _remeasure(envs: list[tuple[str, Path]], ops: str) -> int:
-    """Run the probe for a few ops in every release (uncached) and print how each compares."""
+    """Run the probe, the structured builders and the mixed operands for a few ops in every
+    release (uncached) and print how each compares."""
     lines: dict[str, dict[str, dict[str, Any]]] = {}
     for release, python in envs:
-        done = subprocess.run(
-            ["nice", "-n", "19", str(python), str(HERE / "probe.py"), "--only", ops],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        found = [json.loads(t) for t in done.stdout.splitlines() if t.strip()]
-        lines[release] = {line["op"]: line for line in found if "op" in line}
-        classes = next((line["classes"] for line in found if "classes" in line), None)
-        lines[release]["__classes__"] = {"classes": classes}
+        found: dict[str, dict[str, Any]] = {}
+        classes: dict[str, Any] = {}
+        for script in (HERE / "probe.py", STRUCTURED, MIXED):
+            done = subprocess.run(
+                ["nice", "-n", "19", str(python), str(script), "--only", ops],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            out = [json.loads(t) for t in done.stdout.splitlines() if t.strip()]
+            for line in out:
+                for dtype, values in (line.get("classes") or {}).items():
+                    classes[dtype] = {**classes.get(dtype, {}), **values}
+            if script == HERE / "probe.py":  # its unbuildable lines say why
+                found.update({line["op"]: line for line in out if "op" in line})
+            else:
+                merge_structured(found, [line for line in out if "op" in line])
+        found["__classes__"] = {"classes": classes}
+        lines[release] = found
     table = build_table(lines, DEFAULT_TOLERANCE_ULPS)
     json.dump({"ops": table["ops"], "unbuildable": table["unbuildable"]}, sys.stdout, indent=1)
     print()
