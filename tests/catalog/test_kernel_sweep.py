@@ -184,3 +184,18 @@ def test_a_refresh_replaces_the_remeasured_ops_and_marks_missing_releases_absent
     assert pair["changes"][0]["met_on"] == "ordinary" and pair["absent_in"] == ["1.1.0"]
     assert merged["releases"] == old["releases"] and merged["remeasured"]["ops"] == ["Op"]
     assert merged["pairs_differ"] == 1 and merged["tolerance"] == old["tolerance"]
+
+
+def test_an_output_of_unwritten_memory_is_left_out_of_the_comparison() -> None:
+    # output 0 takes a new value in every release: memory nothing wrote, not a change
+    by_release = {
+        f"v1_{n}_0": [run([f"{n}.5"], cls="ordinary"), run([f"{n}.25"], cls="halves")]
+        for n in range(5)
+    }
+    table = sweep.build_table(_answers(**by_release), tolerance=4.0)
+    entry = table["ops"]["Op"]
+    assert entry["unstable_outputs"] == [
+        "DT_FLOAT halves same output 0",
+        "DT_FLOAT ordinary same output 0",
+    ]
+    assert table["pairs_differ"] == 0

@@ -1,7 +1,8 @@
 """Held-out models for `kernel.changed`: ops picked at random, made by a real release.
 
     python3 tools/kernels/heldout.py pick --table TABLE.json.gz --cache DIR --ops FILE
-                                          [--seed 37] [--differs 14] [--fixture 14] > PICKS.json
+                                          [--seed 37] [--differs 14] [--fixture 14]
+                                          [--exclude EARLIER_SET_DIR] > PICKS.json
     <venv>/bin/python tools/kernels/heldout.py make --picks PICKS.json --out DIR
 
 `pick` (standard library) draws (op, dtype) pairs at random: some from the sweep's
@@ -143,6 +144,15 @@ def pick(args):
                 differs.append(item)
             if op in fixture_ops:
                 fixture.append(item)
+    if args.exclude:  # the (op, dtype) pairs of an earlier set: fresh picks only
+        done = set(
+            (json.load(open(os.path.join(args.exclude, c, "case.json")))["picked"]["op"],
+             json.load(open(os.path.join(args.exclude, c, "case.json")))["picked"]["dtype"])
+            for c in os.listdir(args.exclude)
+            if os.path.exists(os.path.join(args.exclude, c, "case.json"))
+        )
+        differs = [d for d in differs if (d["op"], d["dtype"]) not in done]
+        fixture = [f for f in fixture if (f["op"], f["dtype"]) not in done]
     rng = random.Random(args.seed)
     chosen = rng.sample(differs, min(args.differs, len(differs)))
     rest = [f for f in fixture if f not in chosen]
@@ -240,6 +250,7 @@ def main():
     picked.add_argument("--seed", type=int, default=37)
     picked.add_argument("--differs", type=int, default=14)
     picked.add_argument("--fixture", type=int, default=14)
+    picked.add_argument("--exclude", default="", help="a set's folder: leave its pairs out")
     made = sub.add_parser("make")
     made.add_argument("--picks", required=True)
     made.add_argument("--out", required=True)

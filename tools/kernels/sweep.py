@@ -70,6 +70,10 @@ from runs import (  # noqa: E402
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
 LEGACY_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
 REGISTRIES = REPO / "worker" / "catalog" / "data" / "registries.jsonl"
+# A node's output with this many distinct values over the releases holds memory nothing
+# wrote: a kernel that changed gave at most 3 over the releases measured, unwritten
+# memory a new value in most processes (and sometimes zeros again).
+UNSTABLE_DISTINCT = 4
 DEFAULT_CACHE = REPO / ".cache" / "kernel-sweep"
 FORMAT = "tfcompat-kernel-changes/2"
 HAND_FORMAT = "tfcompat-kernel-changes/1"
@@ -177,6 +181,41 @@ def merge_structured(ops: dict[str, dict[str, Any]], lines: list[dict[str, Any]]
             generic["runs"] = generic["runs"] + line["runs"]
 
 
+def _unstable_outputs(
+    op: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
+) -> set[tuple[str, str, str, int]]:
+    """(dtype, class, layout, output) of a node whose output takes UNSTABLE_DISTINCT or
+    more values over the releases: not a kernel that changed a few times but memory
+    nothing wrote (DynamicStitch positions no index covers, FusedBatchNormV3's reserve
+    space, an FFT of an empty tensor). Where two nodes of an (op, dtype)'s output are
+    so, that output is unstable in every node (unwritten memory is zeros now and then).
+    Left out of the comparison and listed under `unstable_outputs`."""
+    seen: dict[tuple[str, str, str, int], list[str]] = {}
+    for release in releases:
+        for run in (answers[release].get(op) or {}).get("runs", []):
+            if not comparable(run) or "outputs" not in run:
+                continue
+            for n, output in enumerate(run["outputs"]):
+                key = (run["dtype"], run["class"], run["layout"], n)
+                seen.setdefault(key, []).append(output["sha"])
+    found = {k for k, shas in seen.items() if len(set(shas)) >= UNSTABLE_DISTINCT}
+    repeated = Counter((k[0], k[3]) for k in found)
+    return found | {k for k in seen if repeated[(k[0], k[3])] >= 2}
+
+
+def _without(run: dict[str, Any], unstable: set[tuple[str, str, str, int]]) -> dict[str, Any]:
+    """The run with its unstable outputs blanked (kept in place: output numbers stay)."""
+    if "outputs" not in run or not unstable:
+        return run
+    outputs = [
+        {**o, "sha": "unstable", "values": [], "n": 0}
+        if (run["dtype"], run["class"], run["layout"], n) in unstable
+        else o
+        for n, o in enumerate(run["outputs"])
+    ]
+    return {**run, "outputs": outputs}
+
+
 def _not_built(line: dict[str, Any] | None) -> str | None:
     if line is None:
         return "not registered"
@@ -209,7 +248,8 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             if reason == "not registered":
                 unbuildable[op] = f"not registered in {newest} (measured up to {older[-1]})"
             continue
-        newest_runs = line["runs"]
+        unstable = _unstable_outputs(op, releases, answers)
+        newest_runs = [_without(r, unstable) for r in line["runs"]]
         dtypes = sorted({r["dtype"] for r in newest_runs})
         entry: dict[str, Any] = {"type_attr": line.get("type_attr"), "dtypes": {}}
         for dtype in dtypes:
@@ -227,7 +267,11 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             groups: dict[str, dict[str, Any]] = {}
             for release in releases[:-1]:
                 theirs = answers[release].get(op)
-                runs = [r for r in (theirs or {}).get("runs", []) if r["dtype"] == dtype]
+                runs = [
+                    _without(r, unstable)
+                    for r in (theirs or {}).get("runs", [])
+                    if r["dtype"] == dtype
+                ]
                 if not any(comparable(r) for r in runs):
                     absent.append(release)
                     continue
@@ -277,6 +321,10 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                     groups.values(), key=lambda g: version_key(g["releases"][0])
                 )
             entry["dtypes"][dtype] = pair
+        if unstable:
+            entry["unstable_outputs"] = sorted(
+                f"{k[0]} {k[1]} {k[2]} output {k[3]}" for k in unstable
+            )
         if entry["dtypes"] or entry.get("not_compared"):
             ops[op] = entry
     differs = sum(

@@ -30,7 +30,8 @@ from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
 
 # Ops whose outputs are their inputs, a stored or fed value, or what a called function
 # computes (its body's ops are on the request path themselves): no kernel of theirs
-# computes a value, so "not measured" would say nothing about results.
+# computes a value, so "not measured" would say nothing about results, nor "changed"
+# (the sweep feeds Merge two live inputs, which a well-formed graph never does).
 COMPUTES_NO_VALUES = frozenset(
     {
         "Const",
@@ -99,8 +100,8 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
             ):
                 unmeasured.setdefault(kind.op, set())
             continue
-        if any((kind.op, k) in seen for k in keys):
-            continue
+        if any((kind.op, k) in seen for k in keys) or kind.op in COMPUTES_NO_VALUES:
+            continue  # Merge "changes" only which of two live inputs it forwards
         changes = [c for k in keys if (c := history.kernel_change(kind.op, k, release))]
         # a change met on ordinary inputs under any key outweighs one met on extremes only
         change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
