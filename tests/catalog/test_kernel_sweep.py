@@ -190,7 +190,7 @@ def test_an_output_of_unwritten_memory_is_left_out_of_the_comparison() -> None:
     # output 0 takes a new value in every release: memory nothing wrote, not a change
     by_release = {
         f"v1_{n}_0": [run([f"{n}.5"], cls="ordinary"), run([f"{n}.25"], cls="halves")]
-        for n in range(5)
+        for n in range(6)
     }
     table = sweep.build_table(_answers(**by_release), tolerance=4.0)
     entry = table["ops"]["Op"]

@@ -70,10 +70,12 @@ from runs import (  # noqa: E402
 DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
 LEGACY_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
 REGISTRIES = REPO / "worker" / "catalog" / "data" / "registries.jsonl"
-# A node's output with this many distinct values over the releases holds memory nothing
-# wrote: a kernel that changed gave at most 3 over the releases measured, unwritten
-# memory a new value in most processes (and sometimes zeros again).
-UNSTABLE_DISTINCT = 4
+# A node's output with this many distinct values over the releases (and a quarter of
+# the releases that ran it) holds memory nothing wrote: over the 25 releases a kernel
+# that changed gave at most 5 answers (Qr half), unwritten memory 7 to 21 (a new value in
+# most processes, zeros now and then).
+UNSTABLE_DISTINCT = 6
+UNSTABLE_SHARE = 0.25
 DEFAULT_CACHE = REPO / ".cache" / "kernel-sweep"
 FORMAT = "tfcompat-kernel-changes/2"
 HAND_FORMAT = "tfcompat-kernel-changes/1"
@@ -185,7 +187,7 @@ def _unstable_outputs(
     op: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
 ) -> set[tuple[str, str, str, int]]:
     """(dtype, class, layout, output) of a node whose output takes UNSTABLE_DISTINCT or
-    more values over the releases: not a kernel that changed a few times but memory
+    more values over the releases, and UNSTABLE_SHARE of those that ran it: not a kernel that changed a few times but memory
     nothing wrote (DynamicStitch positions no index covers, FusedBatchNormV3's reserve
     space, an FFT of an empty tensor). Where two nodes of an (op, dtype)'s output are
     so, that output is unstable in every node (unwritten memory is zeros now and then).
@@ -198,7 +200,11 @@ def _unstable_outputs(
             for n, output in enumerate(run["outputs"]):
                 key = (run["dtype"], run["class"], run["layout"], n)
                 seen.setdefault(key, []).append(output["sha"])
-    found = {k for k, shas in seen.items() if len(set(shas)) >= UNSTABLE_DISTINCT}
+    found = {
+        k
+        for k, shas in seen.items()
+        if len(set(shas)) >= max(UNSTABLE_DISTINCT, UNSTABLE_SHARE * len(shas))
+    }
     repeated = Counter((k[0], k[3]) for k in found)
     return found | {k for k in seen if repeated[(k[0], k[3])] >= 2}
 
