@@ -321,6 +321,8 @@ def _sweep_evidence(
         "same": "every input",
         "aux": "the swept inputs; the others 1",
         "vector": "the swept inputs; the others [1]",
+        "m:same": "the first input, then the others",
+        "m:aux": "the first swept input, then the other swept ones; the rest 1",
     }.get(group["layout"], group["layout"])
     near = (
         f"{group['ulps']:g} ULPs apart" if group.get("ulps") is not None else "not within rounding"

@@ -150,12 +150,12 @@ def _met(change: KernelChange) -> str:
 
 def _extremes(kind: NodeKind, change: KernelChange, remeasure: str) -> Finding:
     """A change measured only on extreme or special inputs: information, with the evidence."""
-    classes = ", ".join(change.classes) if change.classes else "extreme or special values"
+    classes = f" ({', '.join(change.classes)})" if change.classes else ""
     return info(
         Code.KERNEL_RESULTS_EXTREMES,
         f"{kind.op} ({_short(change.dtype)}, {where_of(kind)}) computes other results in "
         f"TensorFlow {change.release} than in {change.newest} only on extreme or special "
-        f"inputs ({classes}); on the ordinary inputs measured the two agree bitwise or "
+        f"inputs{classes}; on the ordinary inputs measured the two agree bitwise or "
         f"within {ROUNDING_ULPS:g} ULPs (rounding), so this is no hazard for a model fed "
         f"ordinary values. Measured ({change.measured_by}): {change.evidence}.{remeasure}",
         op=kind.op,
