@@ -47,3 +47,25 @@ def test_the_held_out_figures_are_the_recorded_ones() -> None:
             expected["precision_ordinary_feed"],
             expected["recall_ordinary_feed"],
         ]
+
+
+SECOND = ROOT / "tests" / "fixtures" / "kernels-heldout-2"
+
+
+@pytest.mark.skipif(not SECOND.exists(), reason="no second kernel held-out set yet")
+def test_the_second_held_out_figures_are_the_recorded_ones() -> None:
+    """Cases made by three producers, scored against the newest release's answers (the
+    table compares every release with it); on every feed and on the ordinary one."""
+    record = held_out_set(SECOND, held_out_after="756cd1d")
+    assert record is not None
+    expected = (record.after_tuning or record.first_measured)["figures"]
+    precision = _precision()
+    found = {}
+    for name, feed in (("", None), ("_ordinary_feed", 0)):
+        score = precision.score(
+            precision.cells(SECOND, rounding=True, feed=feed, reference="2.21.0")
+        )
+        tp, fp, fn = score["true_positive"], score["false_positive"], score["false_negative"]
+        found[f"precision{name}"] = [tp, tp + fp]
+        found[f"recall{name}"] = [tp, tp + fn]
+    assert found == {k: expected[k] for k in found}
