@@ -137,7 +137,7 @@ def test_a_change_without_a_severity_counts_as_ordinary() -> None:
 
 
 def test_hand_cases_are_extremes_only_when_every_difference_is_nan_or_inf_on_a_side() -> None:
-    row = {
+    row: dict[str, Any] = {
         "inputs": [{"tensor": {"value": [0.5, float("nan")]}}],
         "evidence": {"result": {"outputs": [{"dtype": "float32", "values": ["1.0", "3.0"]}]}},
         "newest_result": {"outputs": [{"dtype": "float32", "values": ["1.0", "nan"]}]},
