@@ -11,7 +11,16 @@ from worker.compat.kernel_changes import dtype_of
 from worker.compat.policy import Policy
 from worker.compat.subject import NO_HISTORY
 from worker.compat.verdict_class import verdict_class
-from worker.model.artifact import ArgDef, Artifact, AttrDef, Graph, NodeKind, OpDef, VersionDef
+from worker.model.artifact import (
+    ArgDef,
+    Artifact,
+    AttrDef,
+    Edge,
+    Graph,
+    NodeKind,
+    OpDef,
+    VersionDef,
+)
 from worker.model.consumer import Consumer, Registry
 from worker.model.effects import KernelChange
 from worker.model.findings import Code, Severity
@@ -238,3 +247,38 @@ def test_an_ordinary_change_under_another_key_outweighs_an_extremes_only_one() -
 
     verdict = check_artifact(frozen_max(F), consumer("1.15.5"), TwoKeys())  # type: ignore[arg-type]
     assert verdict.status == Status.AT_RISK
+
+
+class SecondOutputChanged(Measured):
+    """Max measured to differ in 1.15 only in its output 1 (as a batch norm's batch
+    statistics do in inference), not in output 0."""
+
+    def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        found = super().kernel_change(op, dtype, release)
+        return replace(found, outputs=(1,)) if found is not None else None
+
+
+def max_feeding_sort(output: int | None) -> Artifact:
+    """Max's output `output` feeds a Sort (None: nothing consumes Max)."""
+    artifact = frozen_max(F, NodeKind("Sort", {"T": F}, 1, 1, "sorted"))
+    assert artifact.graph is not None
+    edges = () if output is None else (Edge(src=2, output=output, dst=3, input=0),)
+    return replace(artifact, graph=replace(artifact.graph, edges=edges))
+
+
+def test_a_change_only_in_an_output_nothing_reads_is_no_hazard() -> None:
+    history = SecondOutputChanged()
+    codes = [
+        [f.code for f in check_artifact(max_feeding_sort(n), consumer("1.15.5"), history).findings]  # type: ignore[arg-type]
+        for n in (0, 1, None)
+    ]
+    assert Code.KERNEL_CHANGED not in codes[0]  # output 0 read: the change never reaches it
+    assert Code.KERNEL_CHANGED in codes[1]  # output 1 read
+    assert Code.KERNEL_CHANGED in codes[2]  # nothing consumes Max: a signature may fetch any
+
+
+def test_the_sweep_records_which_outputs_differ() -> None:
+    from worker.catalog.catalog import load_catalog
+
+    change = load_catalog().kernel_change("FusedBatchNormV3", "DT_FLOAT", "2.4.4")
+    assert change is not None and change.outputs == (5,)  # reserve space only

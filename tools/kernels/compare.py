@@ -108,6 +108,24 @@ def distance(newest: dict[str, Any], other: dict[str, Any]) -> tuple[float, str]
     return worst, where
 
 
+def outputs_beyond(
+    newest: dict[str, Any], other: dict[str, Any], tolerance: float
+) -> list[int] | None:
+    """The output positions of one node whose results differ beyond the tolerance (in
+    ULPs); None when a side raises or the two give different numbers of outputs."""
+    if "outputs" not in newest or "outputs" not in other:
+        return None
+    a, b = newest["outputs"], other["outputs"]
+    if len(a) != len(b):
+        return None
+    found = []
+    for n, (x, y) in enumerate(zip(a, b, strict=True)):
+        d, where = distance({"outputs": [x]}, {"outputs": [y]})
+        if d > tolerance:
+            found.append(n)
+    return found
+
+
 def differences(
     newest: list[dict[str, Any]], other: list[dict[str, Any]]
 ) -> list[tuple[dict[str, Any], dict[str, Any], float, str]]:

@@ -55,7 +55,7 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 
-from compare import DIFFERS, comparable, differences  # noqa: E402
+from compare import DIFFERS, comparable, differences, outputs_beyond  # noqa: E402
 from provenance import cpu_wheels, source_record  # noqa: E402
 from runs import (  # noqa: E402
     MIXED,
@@ -306,6 +306,11 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                         "classes": sorted({f[0]["class"] for f in beyond}),
                         "met_on": "ordinary" if ordinary else "extremes",
                     }
+                    # which outputs differ, over every node of the severity's classes: a
+                    # change only in outputs a model never reads is no hazard to it
+                    spots = [outputs_beyond(f[0], f[1], tolerance) for f in ordinary or beyond]
+                    if spots and all(o is not None for o in spots):
+                        severity["outputs"] = sorted({n for o in spots if o for n in o})
                 run_n, run_r, _, where = worst
                 evidence = {
                     **severity,

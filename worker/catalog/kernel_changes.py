@@ -33,7 +33,7 @@ import gzip
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from worker.model.effects import KernelChange
@@ -211,10 +211,18 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                     continue
                 evidence = _sweep_evidence(group, classes.get(dtype, {}), measured, tolerance)
                 met_on = group.get("met_on", "ordinary")
+                outputs = differing_outputs(group)
                 for release in group["releases"]:
                     key = (op, dtype, _minor(release))
                     known = tables.by_key.get(key)
-                    if known is not None and (known.met_on == met_on or met_on == "extremes"):
+                    if known is not None and known.measured_by == SWEEP_TOOL:
+                        if known.met_on == met_on:  # another class alike: its outputs too
+                            merged = _union(known.outputs, outputs)
+                            tables.by_key[key] = replace(known, outputs=merged)
+                            continue
+                        if met_on == "extremes":
+                            continue
+                    elif known is not None and (known.met_on == met_on or met_on == "extremes"):
                         continue  # the hand case's richer evidence comes first, if as severe
                     tables.by_key[key] = KernelChange(
                         op=op,
@@ -227,7 +235,21 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                         remeasure=remeasure.format(op=op),
                         met_on=met_on,
                         classes=tuple(group.get("classes", [group["class"]])),
+                        outputs=outputs,
                     )
+
+
+def differing_outputs(group: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The output positions that differ beyond the tolerance on the change's classes, as
+    the sweep recorded them (`outputs`); None (any output) where it did not."""
+    found = group.get("outputs")
+    if not isinstance(found, list) or not found:
+        return None
+    return tuple(int(n) for n in found)
+
+
+def _union(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    return None if a is None or b is None else tuple(sorted(set(a) | set(b)))
 
 
 HUGE = 1e18  # a hand case's input this large in magnitude is an extreme one

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from worker.compat.memo import per_object
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
-from worker.model.artifact import NodeKind
+from worker.model.artifact import Graph, NodeKind
 from worker.model.effects import KernelChange
 from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
 
@@ -102,7 +103,12 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
             continue
         if any((kind.op, k) in seen for k in keys) or kind.op in COMPUTES_NO_VALUES:
             continue  # Merge "changes" only which of two live inputs it forwards
-        changes = [c for k in keys if (c := history.kernel_change(kind.op, k, release))]
+        read = outputs_read(s.graph).get(id(kind)) if s.graph is not None else None
+        changes = [
+            c
+            for k in keys
+            if (c := history.kernel_change(kind.op, k, release)) and _reaches(c, read)
+        ]
         # a change met on ordinary inputs under any key outweighs one met on extremes only
         change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
         if change is None:
@@ -136,6 +142,29 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
     if unmeasured:
         findings.append(_unmeasured(s, unmeasured))
     return findings
+
+
+def _reaches(change: KernelChange, read: frozenset[int] | None) -> bool:
+    """Whether the change is in an output the model reads: one that differs only in
+    outputs no edge of the graph consumes (a batch norm's batch statistics or reserve
+    space in inference) cannot change what the model computes. Unknown reads count."""
+    return change.outputs is None or read is None or bool(read & set(change.outputs))
+
+
+@per_object
+def outputs_read(graph: Graph) -> dict[int, frozenset[int] | None]:
+    """Per kind (by identity), the output positions some edge of the graph or of its
+    function bodies consumes; None where a body names an output by its OpDef arg (its
+    flat position unknown here). A kind nothing consumes is absent: its outputs may be
+    what a signature fetches, so every one counts as read."""
+    found: dict[int, set[int] | None] = {}
+    for edge in graph.edges:
+        kind = id(graph.kinds[edge.src])
+        if edge.output_arg:
+            found[kind] = None
+        elif kind not in found or found[kind] is not None:
+            found.setdefault(kind, set()).add(edge.output)  # type: ignore[union-attr]
+    return {k: (frozenset(v) if v is not None else None) for k, v in found.items()}
 
 
 def _met(change: KernelChange) -> str:

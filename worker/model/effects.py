@@ -55,6 +55,8 @@ class KernelChange:
     # overflowing, NaN or infinite, tiny, empty or mixed special inputs do (information)
     met_on: str = "ordinary"
     classes: tuple[str, ...] = ()  # the input classes that differ, where measured per class
+    # the output positions whose results differ; None: any (a raise, a hand case, unknown)
+    outputs: tuple[int, ...] | None = None
 
     @property
     def extremes_only(self) -> bool:
