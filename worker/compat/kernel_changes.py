@@ -103,7 +103,7 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
             continue
         if any((kind.op, k) in seen for k in keys) or kind.op in COMPUTES_NO_VALUES:
             continue  # Merge "changes" only which of two live inputs it forwards
-        read = outputs_read(s.graph).get(id(kind)) if s.graph is not None else None
+        read = _read(s, kind)
         changes = [
             c
             for k in keys
@@ -151,20 +151,26 @@ def _reaches(change: KernelChange, read: frozenset[int] | None) -> bool:
     return change.outputs is None or read is None or bool(read & set(change.outputs))
 
 
+def _read(s: Subject, kind: NodeKind) -> frozenset[int] | None:
+    """The output positions of a top-level kind that some edge consumes (None: unknown,
+    so any): a function body's return values are no edges, so what a body's node feeds
+    out of the body is not known here."""
+    if s.graph is None or kind.function:
+        return None
+    return outputs_read(s.graph).get(id(kind))
+
+
 @per_object
-def outputs_read(graph: Graph) -> dict[int, frozenset[int] | None]:
-    """Per kind (by identity), the output positions some edge of the graph or of its
-    function bodies consumes; None where a body names an output by its OpDef arg (its
-    flat position unknown here). A kind nothing consumes is absent: its outputs may be
-    what a signature fetches, so every one counts as read."""
-    found: dict[int, set[int] | None] = {}
+def outputs_read(graph: Graph) -> dict[int, frozenset[int]]:
+    """Per top-level kind (by identity), the output positions some edge consumes. A kind
+    nothing consumes is absent: its outputs may be what a signature fetches, so every
+    one counts as read."""
+    found: dict[int, set[int]] = {}
     for edge in graph.edges:
-        kind = id(graph.kinds[edge.src])
-        if edge.output_arg:
-            found[kind] = None
-        elif kind not in found or found[kind] is not None:
-            found.setdefault(kind, set()).add(edge.output)  # type: ignore[union-attr]
-    return {k: (frozenset(v) if v is not None else None) for k, v in found.items()}
+        kind = graph.kinds[edge.src]
+        if not kind.function and not edge.output_arg:
+            found.setdefault(id(kind), set()).add(edge.output)
+    return {k: frozenset(v) for k, v in found.items()}
 
 
 def _met(change: KernelChange) -> str:
