@@ -97,3 +97,40 @@ def test_the_fleet_policy_makes_unsafe_ops_refused(tmp_path: Path) -> None:
     assert warned.returncode == 0 and "at risk" in warned.stdout
     assert refused.returncode == 1 and "POLICY REFUSES" in refused.stdout
     assert "unsafe.file-io" in refused.stdout
+
+
+def test_same_answer_strict_makes_a_measured_kernel_change_block(tmp_path: Path) -> None:
+    # Round on int32: 2.0 returns its input, the newest releases other values, on
+    # ordinary inputs: a hazard, and an error for the strict consumer
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "consumers:\n  - {name: strict, tensorflow: '2.0', same_answer: strict}\n"
+        "  - {name: warned, tensorflow: '2.0'}\n"
+    )
+    model = FIXTURES / "kernels-heldout/Round_int32/frozen_graph.pb"
+    result = run("check", str(model), "--fleet", str(fleet), "--json")
+    assert result.returncode == 1, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    strict, warned = report["consumers"]
+    (blocking,) = [f for f in strict["findings"] if f["code"] == "kernel.changed"]
+    assert blocking["severity"] == "error" and "same_answer: strict" in blocking["message"]
+    assert strict["serves"] is False and strict["loads"] is True
+    (warning,) = [f for f in warned["findings"] if f["code"] == "kernel.changed"]
+    assert warning["severity"] == "warning" and warned["serves"] is True
+    assert report["status"] == "incompatible"
+
+
+def test_a_change_met_only_on_nan_is_information_even_under_strict(tmp_path: Path) -> None:
+    # Max over a row holding NaN: 2.0 and older skip the NaN, the newest releases keep it;
+    # measured only on NaN and overflowing inputs, so no hazard for ordinary requests
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("consumers:\n  - {name: strict, tensorflow: '2.0', same_answer: strict}\n")
+    model = FIXTURES / "attrs-heldout/max_with_nan/frozen_graph.pb"
+    result = run("check", str(model), "--fleet", str(fleet), "--json")
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    (strict,) = report["consumers"]
+    assert "kernel.changed" not in {f["code"] for f in strict["findings"]}
+    (extremes,) = [f for f in strict["findings"] if f["code"] == "kernel.results-extremes"]
+    assert extremes["severity"] == "info" and "nan" in extremes["message"]
+    assert strict["serves"] is True

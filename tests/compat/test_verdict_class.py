@@ -130,7 +130,7 @@ def test_a_remembered_class_is_the_class_computed_anew() -> None:
             key = verdict_class(artifact, consumer, catalog)
             if key is None:
                 continue
-            assert key == _class_of(artifact, consumer, catalog, False)[0], (
+            assert key == _class_of(artifact, consumer, catalog, (False, False))[0], (
                 artifact.path,
                 consumer.name,
             )

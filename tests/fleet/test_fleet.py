@@ -139,3 +139,25 @@ def test_custom_objects_must_be_a_list_of_names(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="custom_objects must be a list"):
         load_fleet(path, load_catalog())
+
+
+# same_answer: strict, per consumer and for the whole fleet
+def test_same_answer_strict_is_read_per_consumer_and_for_the_fleet(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "consumers:\n  - {name: a, tensorflow: '2.15', same_answer: strict}\n"
+        "  - {name: b, tensorflow: '2.15'}\n",
+    )
+    fleet = load_fleet(path, load_catalog())
+    assert [c.same_answer_strict for c in fleet.consumers] == [True, False]
+    assert fleet.policy.same_answer_strict is False
+    path = write(
+        tmp_path, "consumers:\n  - {name: a, tensorflow: '2.15'}\npolicy:\n  same_answer: strict\n"
+    )
+    assert load_fleet(path, load_catalog()).policy.same_answer_strict is True
+
+
+def test_same_answer_takes_warn_or_strict_only(tmp_path: Path) -> None:
+    path = write(tmp_path, "consumers:\n  - {name: a, tensorflow: '2.15', same_answer: error}\n")
+    with pytest.raises(ConfigError, match=r"fleet.yaml:2: same_answer is warn or strict"):
+        load_fleet(path, load_catalog())

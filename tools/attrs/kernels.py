@@ -13,15 +13,18 @@ release's:
 - anything else (other values, another shape or dtype, an error on one side only):
   a change, with the input and both results.
 
-Writes `worker/catalog/data/kernel_changes.json` (format `tfcompat-kernel-changes/1`):
-the releases and (op, dtype) pairs compared, and per (op, dtype) the releases whose
-results differ from the newest, with the evidence. Standard library only.
+Writes its table (format `tfcompat-kernel-changes/1`: the releases and (op, dtype)
+pairs compared, and per (op, dtype) the releases whose results differ from the
+newest, with the evidence) as the `hand` cases of
+`worker/catalog/data/kernel_changes.json.gz`, the sweep's table (tools/kernels/sweep.py).
+Standard library only.
 """
 
 from __future__ import annotations
 
 import os
 import argparse
+import gzip
 import hashlib
 import json
 import math
@@ -37,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: provenan
 from provenance import cpu_wheels, source_record  # noqa: E402
 
 PROBE = Path(__file__).with_name("probe.py")
-DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json"
+DEFAULT_OUTPUT = REPO / "worker" / "catalog" / "data" / "kernel_changes.json.gz"
 FORMAT = "tfcompat-kernel-changes/1"
 ROUNDING = 1e-6
 
@@ -402,6 +405,18 @@ def run_all(envs: dict[str, str], cache: Path | None) -> dict[str, dict[str, Any
     return found
 
 
+def write_hand(output: Path, doc: dict[str, Any]) -> None:
+    """Into the sweep's table (format 2, tools/kernels/sweep.py) as its `hand` cases, or
+    alone (format 1) where there is no sweep table yet."""
+    if output.exists() and output.suffix == ".gz":
+        table = json.loads(gzip.decompress(output.read_bytes()))
+        table["hand"] = doc
+        text = json.dumps(table, sort_keys=True, separators=(",", ":")) + "\n"
+        output.write_bytes(gzip.compress(text.encode(), mtime=0))
+        return
+    output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--envs", type=Path, default=Path(os.environ.get("TFENVS", ".cache/tfenvs")))
@@ -465,7 +480,7 @@ def main() -> int:
         "compared": compared,
         "changes": changes,
     }
-    args.output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    write_hand(args.output, doc)
     sys.stderr.write(
         f"{len(compared)} cases over {len(runs)} releases in {time.monotonic() - started:.0f}s: "
         f"{sum(bool(c['differs_in']) for c in changes)} differ, "

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Precision and recall of `at-risk` on models real TensorFlow made and ran.
 
-    .venv/bin/python tools/attrs/precision.py [DIR] [--json]
+    .venv/bin/python tools/attrs/precision.py [DIR] [--json] [--exact] [--feed N]
+                                          [--reference RELEASE]
 
 DIR (default tests/fixtures/attrs-heldout) holds models made by tools/attrs/models.py
 and the outcomes tools/attrs/outcomes.py recorded in every release. For each (model,
@@ -14,6 +15,14 @@ for that release with the graph-import loader. Over those cells:
 - recall: of the cells that really answered otherwise, how many were `at-risk`.
 Cells where the release refused the graph are counted apart (predicted
 `incompatible` or not), since at-risk is a claim about models that load.
+`--reference RELEASE` takes that release's answers as the truth's reference instead
+of each case's producer's (cases made by several producers, scored against the
+newest release the kernel table compares with). `--feed N` judges the truth on the
+Nth feed alone: the kernel held-out cases (tests/fixtures/kernels-heldout) feed
+ordinary values first and edge values second, so `--feed 0` asks whether at-risk
+finds the changes met on ordinary inputs, which is what it claims since changes met
+only on extreme inputs are information (`kernel.results-extremes`, counted per cell
+as `extremes_info`).
 """
 
 from __future__ import annotations
@@ -59,17 +68,43 @@ def _close(a: Any, b: Any) -> bool:
     return abs(x - y) <= ROUNDING * max(1.0, abs(x), abs(y))
 
 
-def cells(root: Path, rounding: bool) -> list[dict[str, Any]]:
+def _differs(
+    real: dict[str, Any], producer: dict[str, Any], rounding: bool, feed: int | None
+) -> bool:
+    """Whether the release answered otherwise than the producer (on `feed` alone if given)."""
+    if feed is None:
+        differs = not real["same"]
+        if rounding and differs and real["loads"]:
+            differs = not _close(real.get("outputs"), producer.get("outputs"))
+        return bool(differs)
+    mine, theirs = (real.get("outputs") or []), (producer.get("outputs") or [])
+    if not real["loads"] or feed >= len(theirs):
+        return not real["same"]
+    if feed >= len(mine):
+        return True
+    if rounding:
+        return not _close(mine[feed], theirs[feed])
+    return bool(mine[feed] != theirs[feed])
+
+
+def cells(
+    root: Path, rounding: bool, feed: int | None = None, reference: str | None = None
+) -> list[dict[str, Any]]:
     catalog = load_catalog()
     found = []
     for path in sorted(root.glob("*/outcomes.json")):
         doc = json.loads(path.read_text())
         (artifact,) = read_path(str(path.parent / "frozen_graph.pb"))
         producer = doc["releases"][doc["producer"]]
+        if reference is not None and reference != doc["producer"]:
+            # the answer of another release is the truth's reference: compare outputs
+            producer = doc["releases"][reference]
+            for real in doc["releases"].values():
+                real["same"] = bool(real["loads"]) and real.get("outputs") == producer.get(
+                    "outputs"
+                )
         for release, real in sorted(doc["releases"].items()):
-            differs = not real["same"]
-            if rounding and differs and real["loads"]:
-                differs = not _close(real.get("outputs"), producer.get("outputs"))
+            differs = _differs(real, producer, rounding, feed)
             consumer = catalog.consumer(release, Loader.GRAPH_IMPORT)
             verdict = check_artifact(artifact, consumer, catalog)
             found.append(
@@ -81,6 +116,9 @@ def cells(root: Path, rounding: bool) -> list[dict[str, Any]]:
                     "status": str(verdict.status),
                     "warnings": sorted(
                         {str(f.code) for f in verdict.findings if f.severity == "warning"}
+                    ),
+                    "extremes_info": any(
+                        str(f.code) == "kernel.results-extremes" for f in verdict.findings
                     ),
                 }
             )
@@ -103,6 +141,8 @@ def score(found: list[dict[str, Any]]) -> dict[str, Any]:
         "true_negative": tn,
         "precision": round(tp / (tp + fp), 3) if tp + fp else None,
         "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+        "extremes_info": sum(c["extremes_info"] for c in served),
+        "extremes_info_differs": sum(c["extremes_info"] and c["differs"] for c in served),
         "refused": len(refused),
         "refused_predicted_incompatible": sum(c["status"] == Status.INCOMPATIBLE for c in refused),
         "misses": [
@@ -122,8 +162,22 @@ def main() -> int:
         action="store_true",
         help="count last-bit differences as differing (default: within 1e-6 relative is same)",
     )
+    parser.add_argument(
+        "--feed",
+        type=int,
+        default=None,
+        help="judge the truth on this feed alone (kernels-heldout: 0 ordinary, 1 edge values)",
+    )
+    parser.add_argument(
+        "--reference",
+        default=None,
+        help="the release whose answers are the truth's reference (default: each case's "
+        "producer); the kernel table compares every release with the newest",
+    )
     args = parser.parse_args()
-    found = score(cells(args.root, rounding=not args.exact))
+    found = score(
+        cells(args.root, rounding=not args.exact, feed=args.feed, reference=args.reference)
+    )
     if args.json:
         json.dump(found, sys.stdout, indent=1, sort_keys=True)
         sys.stdout.write("\n")
@@ -138,6 +192,11 @@ def main() -> int:
         f"recall {found['recall']} "
         f"({found['true_positive']}/{found['true_positive'] + found['false_negative']})"
     )
+    if found["extremes_info"]:
+        print(
+            f"kernel.results-extremes (information) on {found['extremes_info']} served cells, "
+            f"{found['extremes_info_differs']} of them answering otherwise"
+        )
     for miss in found["misses"]:
         print(f"  miss: {miss}")
     return 0

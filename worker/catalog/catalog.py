@@ -9,8 +9,10 @@ Two data files ship with the package, both built from real TensorFlow:
   for the OpDefs it looks up, not for 25 registries;
 - `data/attr_effects.json`: what each attr a release added does to results,
   measured by running the op (`tools/attrs/measure.py`, `attr_effects`);
-- `data/kernel_changes.json`: common ops whose kernels give other results in
-  some releases than in the newest (`tools/attrs/kernels.py`, `kernel_changes`);
+- `data/kernel_changes.json.gz`: every op the sweep could build, run on edge-case
+  inputs in every release and compared with the newest, plus the hand cases
+  (`tools/kernels/sweep.py`, `tools/attrs/kernels.py`, `kernel_changes`); parsed
+  on first use;
 - `data/output_shapes.json`: what each release's shape functions infer, for the ops
   whose inferred shapes changed between releases (`tools/shapes/measure.py`,
   `output_shapes`).
@@ -30,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -247,6 +250,22 @@ class Catalog:
         """Every op with a measured kernel change, in some release and dtype."""
         return self.kernel_changes.ops if self.kernel_changes else frozenset()
 
+    def kernel_dtypes(self, op: str, attrs: Mapping[str, AttrJSON]) -> list[str]:
+        """The keys a node of `op` with `attrs` is measured under (none: no table)."""
+        return self.kernel_changes.dtype_keys(op, attrs) if self.kernel_changes else []
+
+    def kernel_measured(self, op: str, dtype: str) -> bool | None:
+        """Whether (op, dtype) was run and compared across releases; None: no table."""
+        return self.kernel_changes.measured(op, dtype) if self.kernel_changes else None
+
+    def kernel_unbuildable(self, op: str) -> str | None:
+        """Why the kernel sweep could not run `op` (None: it ran, or no table)."""
+        return self.kernel_changes.unbuildable(op) if self.kernel_changes else None
+
+    def kernel_release_measured(self, release: str) -> bool | None:
+        """Whether the kernel sweep ran in the release's minor; None: no table."""
+        return self.kernel_changes.release_measured(release) if self.kernel_changes else None
+
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         """What `release`'s shape function of `op` infers, as measured; None: not measured."""
         return self.output_shapes.cases(op, release) if self.output_shapes else None
@@ -365,7 +384,7 @@ def load_catalog() -> Catalog:
     kernels = _read_data("kernels.json.gz")
     revived = _read_data("revived_types.json")
     effects = _read_data("attr_effects.json")
-    changes = _read_data("kernel_changes.json")
+    changes = _read_data("kernel_changes.json.gz") or _read_data("kernel_changes.json")
     shapes = _read_data("output_shapes.json")
     xla = _read_data("xla_call_module.json")
     data_types = _read_data("data_types.json")

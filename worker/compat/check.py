@@ -47,7 +47,7 @@ from worker.compat.objects import object_findings
 from worker.compat.op_signature import deprecation_key, judged_at, op_signature
 from worker.compat.order import phases, place, severity_rank
 from worker.compat.output_shapes import output_shape_findings
-from worker.compat.policy import Policy, policy_findings
+from worker.compat.policy import Policy, apply_same_answer, policy_findings
 from worker.compat.runs import run_findings, tag_findings
 from worker.compat.serving import serving_findings
 from worker.compat.subject import NO_HISTORY, Subject, subject_for
@@ -528,6 +528,8 @@ def check_artifact(
     order = phases(subject)
     found = [(name, finding) for name, check in _OWN_CHECKS for finding in check(subject)]
     found += _registry_findings(subject)
+    strict = apply_same_answer([f for _, f in found], consumer, subject.policy)
+    found = [(name, f) for (name, _), f in zip(found, strict, strict=True)]
     ranked: list[tuple[int, int, Finding]] = []
     for name, finding in found:
         phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name

@@ -5,22 +5,70 @@ A model that loads and serves can still answer differently: Max and Min ignoring
 NaN, another rounding mode, a resize that moved its sample points. The catalog
 records, per op and dtype, the releases where a probe on the same inputs got other
 results; an op of that dtype on the request path is a named hazard (`at-risk`)
-for a consumer of such a release. What was not compared says nothing.
+for a consumer of such a release, or an error where the fleet or the consumer says
+`same_answer: strict` (`worker.compat.policy`), when the change was met on inputs a
+served model meets (`met_on: ordinary`). A change met only on extreme or special
+inputs (NaN and infinities, overflowing magnitudes, tiny values, empty tensors, a
+special value against an ordinary one, INT_MIN / -1) is information with the same
+evidence (`kernel.results-extremes`), under strict too: a model fed such values is
+rare, and marking every model at-risk for them would hide the changes that matter.
+Differences within the stated tolerance (4 ULPs) are rounding, not a change. An op
+of a dtype nobody ran is neither: it is listed, once per verdict, as not verified
+(`kernel.results-unmeasured`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from worker.compat.memo import per_object
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
-from worker.model.artifact import NodeKind
-from worker.model.findings import Code, Finding, Fix, FixKind, warning
+from worker.model.artifact import Graph, NodeKind
+from worker.model.effects import KernelChange
+from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
+
+# Ops whose outputs are their inputs, a stored or fed value, or what a called function
+# computes (its body's ops are on the request path themselves): no kernel of theirs
+# computes a value, so "not measured" would say nothing about results, nor "changed"
+# (the sweep feeds Merge two live inputs, which a well-formed graph never does).
+COMPUTES_NO_VALUES = frozenset(
+    {
+        "Const",
+        "Placeholder",
+        "PlaceholderWithDefault",
+        "NoOp",
+        "Identity",
+        "IdentityN",
+        "VarHandleOp",
+        "VariableV2",
+        "Variable",
+        "ReadVariableOp",
+        "PartitionedCall",
+        "StatefulPartitionedCall",
+        "While",
+        "StatelessWhile",
+        "If",
+        "StatelessIf",
+        "Case",
+        "StatelessCase",
+        "Enter",
+        "Exit",
+        "Merge",
+        "Switch",
+        "NextIteration",
+        "LoopCond",
+        "_Arg",
+        "_Retval",
+    }
+)
+LISTED = 12  # ops named in the unmeasured finding; the rest are counted
+ROUNDING_ULPS = 4.0  # the sweep's stated tolerance (tools/kernels/sweep.py)
 
 
 def dtype_of(kind: NodeKind) -> str | None:
-    """The node's type as the kernel table keys it: `T`, `Tparams`, or `SrcT->DstT`."""
+    """The node's type as the hand cases key it: `T`, `Tparams`, or `SrcT->DstT`."""
     attrs = kind.attrs
     if "SrcT" in attrs and "DstT" in attrs:
         src, dst = attrs["SrcT"].get("type"), attrs["DstT"].get("type")
@@ -32,31 +80,143 @@ def dtype_of(kind: NodeKind) -> str | None:
     return None
 
 
+def _short(dtype: str) -> str:
+    return dtype.removeprefix("DT_").lower().replace("->dt_", "->")
+
+
 def kernel_change_findings(s: Subject) -> Iterable[Finding]:
     release = s.consumer.tensorflow
     if release is None:
         return []
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
-    changed = s.history.kernel_changed_ops()
+    unmeasured: dict[str, set[str]] = {}
+    history = s.history
     for kind in request_kinds(s):
-        if kind.op not in changed:
+        keys = history.kernel_dtypes(kind.op, kind.attrs)
+        if not keys:
+            if (
+                history.kernel_measured(kind.op, "") is not None
+                and kind.op not in COMPUTES_NO_VALUES
+            ):
+                unmeasured.setdefault(kind.op, set())
             continue
-        dtype = dtype_of(kind)
-        if dtype is None or (kind.op, dtype) in seen:
-            continue
-        change = s.history.kernel_change(kind.op, dtype, release)
+        if any((kind.op, k) in seen for k in keys) or kind.op in COMPUTES_NO_VALUES:
+            continue  # Merge "changes" only which of two live inputs it forwards
+        read = _read(s, kind)
+        changes = [
+            c
+            for k in keys
+            if (c := history.kernel_change(kind.op, k, release)) and _reaches(c, read)
+        ]
+        # a change met on ordinary inputs under any key outweighs one met on extremes only
+        change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
         if change is None:
+            if kind.op not in COMPUTES_NO_VALUES and not any(
+                history.kernel_measured(kind.op, k) for k in keys
+            ):
+                unmeasured.setdefault(kind.op, set()).add(keys[-1])
             continue
-        seen.add((kind.op, dtype))
+        seen.add((kind.op, change.dtype))
+        remeasure = f" Re-measure: {change.remeasure}." if change.remeasure else ""
+        if change.extremes_only:
+            findings.append(_extremes(kind, change, remeasure))
+            continue
         findings.append(
             warning(
                 Code.KERNEL_CHANGED,
-                f"{kind.op} ({dtype.removeprefix('DT_').lower()}, {where_of(kind)}) computes "
-                f"other results in TensorFlow {change.release} than in {change.newest} on the "
-                f"same inputs. Measured (tools/attrs/kernels.py): {change.evidence}.",
+                f"{kind.op} ({_short(change.dtype)}, {where_of(kind)}) computes other results "
+                f"in TensorFlow {change.release} than in {change.newest} on the same inputs"
+                f"{_met(change)}. Measured ({change.measured_by}): {change.evidence}."
+                f"{remeasure}",
                 op=kind.op,
                 fix=Fix(FixKind.UPGRADE_TO, release=change.same_from),
             )
         )
+    if history.kernel_release_measured(release) is False:
+        # the sweep never ran in this minor: every op it compared is unmeasured here too
+        for kind in request_kinds(s):
+            if kind.op not in COMPUTES_NO_VALUES and kind.op not in unmeasured:
+                keys = history.kernel_dtypes(kind.op, kind.attrs)
+                unmeasured[kind.op] = {keys[-1]} if keys else set()
+    if unmeasured:
+        findings.append(_unmeasured(s, unmeasured))
     return findings
+
+
+def _reaches(change: KernelChange, read: frozenset[int] | None) -> bool:
+    """Whether the change is in an output the model reads: one that differs only in
+    outputs no edge of the graph consumes (a batch norm's batch statistics or reserve
+    space in inference) cannot change what the model computes. Unknown reads count."""
+    return change.outputs is None or read is None or bool(read & set(change.outputs))
+
+
+def _read(s: Subject, kind: NodeKind) -> frozenset[int] | None:
+    """The output positions of a top-level kind that some edge consumes (None: unknown,
+    so any): a function body's return values are no edges, so what a body's node feeds
+    out of the body is not known here."""
+    if s.graph is None or kind.function:
+        return None
+    return outputs_read(s.graph).get(id(kind))
+
+
+@per_object
+def outputs_read(graph: Graph) -> dict[int, frozenset[int]]:
+    """Per top-level kind (by identity), the output positions some edge consumes. A kind
+    nothing consumes is absent: its outputs may be what a signature fetches, so every
+    one counts as read."""
+    found: dict[int, set[int]] = {}
+    for edge in graph.edges:
+        kind = graph.kinds[edge.src]
+        if not kind.function and not edge.output_arg:
+            found.setdefault(id(kind), set()).add(edge.output)
+    return {k: frozenset(v) for k, v in found.items()}
+
+
+def _met(change: KernelChange) -> str:
+    """Which input classes differ beyond rounding, where measured per class."""
+    if not change.classes:
+        return ""
+    return (
+        f", ordinary ones among them (input classes differing beyond {ROUNDING_ULPS:g} ULPs: "
+        f"{', '.join(change.classes)})"
+    )
+
+
+def _extremes(kind: NodeKind, change: KernelChange, remeasure: str) -> Finding:
+    """A change measured only on extreme or special inputs: information, with the evidence."""
+    classes = f" ({', '.join(change.classes)})" if change.classes else ""
+    return info(
+        Code.KERNEL_RESULTS_EXTREMES,
+        f"{kind.op} ({_short(change.dtype)}, {where_of(kind)}) computes other results in "
+        f"TensorFlow {change.release} than in {change.newest} only on extreme or special "
+        f"inputs{classes}; on the ordinary inputs measured the two agree bitwise or "
+        f"within {ROUNDING_ULPS:g} ULPs (rounding), so this is no hazard for a model fed "
+        f"ordinary values. Measured ({change.measured_by}): {change.evidence}.{remeasure}",
+        op=kind.op,
+    )
+
+
+def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:
+    """One finding for every op of the request path no release comparison covers."""
+    named = []
+    for op in sorted(ops)[:LISTED]:
+        dtypes = ", ".join(sorted(_short(d) for d in ops[op]))
+        why = s.history.kernel_unbuildable(op)
+        parts = [p for p in (dtypes, f"not built by the sweep: {why}" if why else "") if p]
+        named.append(f"{op} ({'; '.join(parts)})" if parts else op)
+    more = f" and {len(ops) - LISTED} more" if len(ops) > LISTED else ""
+    release = s.consumer.tensorflow or ""
+    absent = (
+        f" (the sweep did not run in TensorFlow {release}'s minor)"
+        if s.history.kernel_release_measured(release) is False
+        else ""
+    )
+    return info(
+        Code.KERNEL_RESULTS_UNMEASURED,
+        f"{len(ops)} op(s) on the request path were never run and compared across releases "
+        f"for the types this model uses{absent}, so whether TensorFlow {release} gives "
+        f"the newest release's results for them is not verified: {', '.join(named)}{more}. "
+        "Measure them with tools/kernels/sweep.py (an op it cannot build needs a builder in "
+        "tools/kernels/structured.py).",
+    )

@@ -6,16 +6,19 @@ are bad: consumers running one are flagged in every check (their owners are
 told to upgrade), and with `require_models_to_ban` a model that does not list
 those versions in its own bad_consumers is at risk. `unsafe_ops: error` makes
 models that read or write files or run Python (`worker.compat.unsafe`)
-unservable for every consumer instead of at risk.
+unservable for every consumer instead of at risk. `same_answer: strict` (for the
+fleet, or one consumer's entry) makes a measured change of results an error for
+the consumers it covers, so a registry can block on it: `kernel.changed` and an
+`attr.ignored` measured to change results, which are warnings otherwise.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from worker.model.artifact import VersionDef
 from worker.model.consumer import Consumer
-from worker.model.findings import Code, Finding, Fix, FixKind, Severity, warning
+from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage, warning
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class Policy:
     require_models_to_ban: bool = False
     # ops that should never be served (`worker.compat.unsafe`): a warning, or an error
     unsafe_ops: Severity = Severity.WARNING
+    # a measured change of results (kernel.changed, attr.ignored) is an error for every consumer
+    same_answer_strict: bool = False
 
     def banned(self, graph_def_version: int) -> BannedRelease | None:
         for ban in self.bad_consumers:
@@ -69,3 +74,27 @@ def policy_findings(
                 )
             )
     return findings
+
+
+# Warnings that name a measured change of results (not "not verified", not "no effect")
+SAME_ANSWER_CODES = frozenset({Code.KERNEL_CHANGED, Code.ATTR_IGNORED})
+STRICT_NOTE = (
+    " Under same_answer: strict a measured change of results is an error for this consumer."
+)
+
+
+def same_answer_strict(consumer: Consumer, policy: Policy) -> bool:
+    return policy.same_answer_strict or consumer.same_answer_strict
+
+
+def apply_same_answer(findings: list[Finding], consumer: Consumer, policy: Policy) -> list[Finding]:
+    """The findings, with every measured change of results an error (stage `policy`: the
+    model loads and answers, the fleet refuses the other answer) when strict applies."""
+    if not same_answer_strict(consumer, policy):
+        return findings
+    return [
+        replace(f, severity=Severity.ERROR, stage=Stage.POLICY, message=f.message + STRICT_NOTE)
+        if f.code in SAME_ANSWER_CODES and f.severity == Severity.WARNING
+        else f
+        for f in findings
+    ]

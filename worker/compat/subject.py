@@ -17,6 +17,7 @@ TensorFlow's loaders (the fixture matrices show each case):
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -63,6 +64,22 @@ class History(Protocol):
 
     def kernel_changed_ops(self) -> frozenset[str]:
         """Every op `kernel_change` knows a change of (in some release and dtype)."""
+        ...
+
+    def kernel_dtypes(self, op: str, attrs: Mapping[str, AttrJSON]) -> list[str]:
+        """The keys a node of `op` with `attrs` is measured under (none: no table)."""
+        ...
+
+    def kernel_measured(self, op: str, dtype: str) -> bool | None:
+        """Whether (op, dtype) was run and compared across releases; None: no table."""
+        ...
+
+    def kernel_unbuildable(self, op: str) -> str | None:
+        """Why the kernel sweep could not run `op` (None: it ran, or no table)."""
+        ...
+
+    def kernel_release_measured(self, release: str) -> bool | None:
+        """Whether the kernel sweep ran in the release's minor; None: no table."""
         ...
 
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
@@ -116,6 +133,18 @@ class NoHistory:
 
     def kernel_changed_ops(self) -> frozenset[str]:
         return frozenset()
+
+    def kernel_dtypes(self, op: str, attrs: Mapping[str, AttrJSON]) -> list[str]:
+        return []
+
+    def kernel_measured(self, op: str, dtype: str) -> bool | None:
+        return None
+
+    def kernel_unbuildable(self, op: str) -> str | None:
+        return None
+
+    def kernel_release_measured(self, release: str) -> bool | None:
+        return None
 
     def shape_cases(self, op: str, release: str) -> tuple[ShapeCase, ...] | None:
         return None

@@ -11,7 +11,6 @@ from collections.abc import Hashable, Mapping
 
 from worker.compat.data_types import data_type_uses
 from worker.compat.devices import unplaceable
-from worker.compat.kernel_changes import dtype_of
 from worker.compat.kernels import kernel_gap, kernel_gaps
 from worker.compat.memo import (
     Identity,
@@ -27,7 +26,7 @@ from worker.compat.memo import (
 )
 from worker.compat.objects import revival_gaps
 from worker.compat.op_signature import deprecation_key, judged_at, op_signature
-from worker.compat.policy import Policy
+from worker.compat.policy import Policy, same_answer_strict
 from worker.compat.subject import DEFAULT_POLICY, NO_HISTORY, History, read_graph
 from worker.compat.tflite import applies
 from worker.compat.versions import check_versions
@@ -67,6 +66,7 @@ def verdict_class(
         return None
     history = history or NO_HISTORY
     banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
+    strict = same_answer_strict(consumer, policy or DEFAULT_POLICY)
     ops, kernels, revived = registry_identities(registry)
     key = (
         identity(history),
@@ -81,6 +81,7 @@ def verdict_class(
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
         banned,
+        strict,
         kernels,
         revived,
         consumer.gpu,
@@ -93,7 +94,7 @@ def verdict_class(
         hit = memo.get((key, consumer.tensorflow))
         if hit is not None:
             return hit[0]
-    found, by_release = _class_of(artifact, consumer, history, banned)
+    found, by_release = _class_of(artifact, consumer, history, (banned, strict))
     memo[key] = (found, by_release)
     if by_release:
         memo[key, consumer.tensorflow] = (found, by_release)
@@ -101,7 +102,7 @@ def verdict_class(
 
 
 def _class_of(
-    artifact: Artifact, consumer: Consumer, history: History, banned: bool
+    artifact: Artifact, consumer: Consumer, history: History, banned: Hashable
 ) -> tuple[Hashable, bool]:
     """`verdict_class`, computed; and whether it read the consumer's release."""
     _, graph, tf2_load = read_graph(artifact, consumer)
@@ -208,7 +209,12 @@ def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: H
     if hit is not None:
         return hit
     release = consumer.tensorflow
-    found = tuple(p for p in pairs if history.kernel_change(p[0], p[1], release))
+    # a change's severity and the outputs it touches decide the finding, so they key it
+    found = tuple(
+        (p, c.met_on, c.outputs)
+        for p in pairs
+        if (c := history.kernel_change(p[0], p[1], release)) is not None
+    )
     if len(_KERNEL_CHANGES) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_CHANGES.clear()
     _KERNEL_CHANGES[key] = found
@@ -226,8 +232,17 @@ def _changed_pairs(graph: Graph, history: History) -> tuple[tuple[str, str], ...
     if hit is not None:
         return hit
     changed = history.kernel_changed_ops()
+    # the keys a kind is measured under read only its attrs' types, which the kind set's
+    # typed key holds
     found = tuple(
-        sorted({(k.op, d) for k in kinds if k.op in changed and (d := dtype_of(k)) is not None})
+        sorted(
+            {
+                (k.op, d)
+                for k in kinds
+                if k.op in changed
+                for d in history.kernel_dtypes(k.op, k.attrs)
+            }
+        )
     )
     if len(_CHANGED_PAIRS) >= _KERNEL_GAPS_LIMIT:
         _CHANGED_PAIRS.clear()

@@ -17,11 +17,14 @@ policy:
       reason: "..."
   require_models_to_ban: false     # models must list those versions in bad_consumers
   unsafe_ops: warning              # file I/O, Python, network ops: warning (default) | error
+  same_answer: warn                # a measured change of results: warn (default) | strict
 ```
 A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
 `python: "3.11"`; the Keras defaults to the one its TensorFlow release brings), the
 Keras objects its process registers (`custom_objects: [MyLayer, my_loss]`),
-and `gpu: true` when it runs on a GPU (an op with GPU kernels only then runs).
+`gpu: true` when it runs on a GPU (an op with GPU kernels only then runs), and
+`same_answer: strict` when a measured change of results (`kernel.changed`, an
+`attr.ignored` that changes results) must block a model for it, not only warn.
 Every error names the file and line of the entry at fault.
 
 A TensorFlow consumer checks a `.tflite` file with that release's
@@ -157,6 +160,7 @@ def parse_consumer(
         python=_version_entry(entry, "python", where) or consumer.python,
         tf_serving=sources[0] == "serving",
         gpu=_gpu_entry(entry, where),
+        same_answer_strict=_same_answer_entry(entry, where),
         custom_objects=_custom_objects_entry(entry, where),
     )
 
@@ -179,6 +183,14 @@ def _gpu_entry(entry: dict[str, Any], where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: gpu must be true or false (got {value!r})")
     return value
+
+
+def _same_answer_entry(entry: dict[str, Any], where: str) -> bool:
+    """`same_answer: strict` (a measured change of results is an error) or `warn`."""
+    value = entry.get("same_answer") or "warn"
+    if value not in ("warn", "strict"):
+        raise ConfigError(f"{where}: same_answer is warn or strict (got {value!r})")
+    return bool(value == "strict")
 
 
 def _version_entry(entry: dict[str, Any], key: str, where: str) -> str | None:
@@ -222,7 +234,12 @@ def _parse_policy(path: Path, data: dict[str, Any], catalog: Catalog) -> Policy:
     if unsafe not in ("warning", "error"):
         where = f"{path}:{data.get(_LINE, '?')}"
         raise ConfigError(f"{where}: unsafe_ops is warning or error (got {unsafe!r})")
-    return Policy(tuple(bans), bool(data.get("require_models_to_ban", False)), Severity(unsafe))
+    return Policy(
+        tuple(bans),
+        bool(data.get("require_models_to_ban", False)),
+        Severity(unsafe),
+        same_answer_strict=_same_answer_entry(data, f"{path}:{data.get(_LINE, '?')}"),
+    )
 
 
 def fleet_file(path: str | Path) -> Path:

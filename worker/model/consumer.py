@@ -118,3 +118,5 @@ class Consumer:
     # TFLite runtime of its own (`standalone`: it reads nothing else). None: unknown.
     tflite: TfliteInterpreter | None = None
     gpu: bool = False  # it runs on a GPU: an op with a GPU kernel only still runs
+    # `same_answer: strict` in its fleet entry: a measured change of results is an error
+    same_answer_strict: bool = False

@@ -40,7 +40,8 @@ class AttrEffect:
 @dataclass(frozen=True)
 class KernelChange:
     """An op whose kernel gives other results in `release` than in the newest release
-    measured, on the same inputs and attrs (tools/attrs/kernels.py)."""
+    measured, on the same inputs and attrs (tools/kernels/sweep.py, or the hand cases of
+    tools/attrs/kernels.py)."""
 
     op: str
     dtype: str  # the case's type attr: 'DT_FLOAT', or 'DT_FLOAT->DT_INT32' for a Cast
@@ -48,3 +49,15 @@ class KernelChange:
     newest: str
     evidence: str  # where the results first differ, and on what input
     same_from: str | None = None  # the oldest newer release measured equal to the newest
+    measured_by: str = "tools/attrs/kernels.py"  # the tool whose run shows it
+    remeasure: str = ""  # the command that measures it again
+    # "ordinary": some input a served model meets differs (a hazard); "extremes": only
+    # overflowing, NaN or infinite, tiny, empty or mixed special inputs do (information)
+    met_on: str = "ordinary"
+    classes: tuple[str, ...] = ()  # the input classes that differ, where measured per class
+    # the output positions whose results differ; None: any (a raise, a hand case, unknown)
+    outputs: tuple[int, ...] | None = None
+
+    @property
+    def extremes_only(self) -> bool:
+        return self.met_on == "extremes"

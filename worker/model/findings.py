@@ -69,6 +69,10 @@ class Code(StrEnum):
     KERNEL_MISSING = "kernel.missing"  # registered op, no kernel for the device and types
     KERNEL_CHANGED = "kernel.changed"  # the kernel computes other results than the newest
     KERNEL_UNMEASURED = "kernel.unmeasured"  # no kernel table for the consumer: not looked up
+    # ops on the request path whose (op, dtype) no release comparison ran: not verified
+    KERNEL_RESULTS_UNMEASURED = "kernel.results-unmeasured"
+    # a kernel measured to differ only on extreme or special inputs (NaN, overflow, empty)
+    KERNEL_RESULTS_EXTREMES = "kernel.results-extremes"
     OBJECT_NOT_REVIVED = "object.not-revived"  # tf.saved_model.load cannot rebuild it
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
     # What the SavedModel's own files decide (worker.compat.own_files)

@@ -1,0 +1,201 @@
+"""The kernel sweep's comparison (tools/kernels/compare.py, sweep.py): what counts as the
+same answer, rounding, a change or a refusal, on runs shaped as the probe writes them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(TOOLS / "kernels"))
+    sys.path.insert(0, str(TOOLS))
+    try:
+        spec = importlib.util.spec_from_file_location(name, TOOLS / "kernels" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(TOOLS / "kernels"))
+        sys.path.remove(str(TOOLS))
+
+
+compare = _load("compare")
+sweep = _load("sweep")
+
+
+def run(
+    values: list[Any], dtype: str = "float32", cls: str = "special", **more: Any
+) -> dict[str, Any]:
+    output = {"dtype": dtype, "shape": [len(values)], "n": len(values), "values": values}
+    output["sha"] = str(hash(tuple(str(v) for v in values)))
+    return {"dtype": "DT_FLOAT", "class": cls, "layout": "same", "outputs": [output], **more}
+
+
+# distance: bitwise, ULPs, or a change
+@pytest.mark.parametrize(
+    ("newest", "other", "expected"),
+    [
+        (["1.0", "nan"], ["1.0", "nan"], 0.0),  # bitwise equal
+        (["1.0"], ["1.0000001192092896"], 1.0),  # one float32 ULP
+        (["0.0"], ["-0.0"], 0.0),  # signed zero: no distance, yet not bitwise equal
+        (["nan"], ["3.0"], compare.DIFFERS),  # NaN on one side only
+        (["inf"], ["3.4028234663852886e+38"], compare.DIFFERS),  # an infinity on one side
+        (["2.0"], ["2.5"], 0.2 * 2.0**23),  # relative to the larger magnitude
+    ],
+)
+def test_distance_counts_ulps_of_the_output_dtype(
+    newest: list[str], other: list[str], expected: float
+) -> None:
+    assert compare.distance(run(newest), run(other))[0] == pytest.approx(expected)
+
+
+def test_another_shape_or_an_integer_value_is_a_change() -> None:
+    assert compare.distance(run(["1.0"]), run(["1.0", "2.0"]))[0] == compare.DIFFERS
+    assert compare.distance(run([1], "int32"), run([2], "int32"))[0] == compare.DIFFERS
+
+
+def test_unbuilt_and_nondeterministic_runs_are_not_compared() -> None:
+    built = run(["1.0"])
+    assert compare.differences([built], [{**run(["2.0"]), "nondeterministic": True}]) == []
+    assert compare.differences([built], [{**built, "build_error": "ValueError"}]) == []
+    assert compare.differences([built], [run(["2.0"])])
+
+
+def _answers(**by_release: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    classes = {"DT_FLOAT": {"special": [1.0]}}
+    return {
+        release[1:].replace("_", "."): {
+            "Op": {"op": "Op", "type_attr": "T", "runs": runs},
+            "__classes__": {"classes": classes},
+        }
+        for release, runs in by_release.items()
+    }
+
+
+# the table: changes beyond the tolerance, rounding within it, refusals apart
+def test_the_table_keeps_rounding_apart_from_a_change() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0000001192092896"])],
+            v1_1_0=[run(["2.0"])],
+            v1_2_0=[run(["1.0"])],
+        ),
+        tolerance=4.0,
+    )
+    (pair,) = table["ops"]["Op"]["dtypes"].values()
+    verdicts = {g["releases"][0]: g["verdict"] for g in pair["changes"]}
+    assert verdicts == {"1.0.0": "rounding", "1.1.0": "differs"}
+    assert table["pairs_differ"] == 1 and table["newest"] == "1.2.0"
+    distribution = dict(table["tolerance"]["distribution"])
+    assert sum(distribution.values()) == 2 and distribution["<= 1"] == 1
+
+
+def test_a_release_that_raises_where_the_newest_answers_is_a_refusal() -> None:
+    raised = {
+        "dtype": "DT_FLOAT",
+        "class": "special",
+        "layout": "same",
+        "error": "InvalidArgumentError",
+    }
+    table = sweep.build_table(_answers(v1_0_0=[raised], v1_1_0=[run(["1.0"])]), tolerance=4.0)
+    (pair,) = table["ops"]["Op"]["dtypes"].values()
+    assert [g["verdict"] for g in pair["changes"]] == ["raises"]
+    assert table["pairs_differ"] == 0 and table["tolerance"]["distribution"] == []
+
+
+# severity per input class: what a served model meets, or only the extremes
+def test_a_change_on_extreme_classes_only_is_met_on_extremes_with_every_class() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0"], cls="ordinary"), run(["3.0"]), run(["nan"], cls="empty")],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["nan"]), run(["1.0"], cls="empty")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["verdict"] == "differs" and group["met_on"] == "extremes"
+    assert group["classes"] == ["empty", "special"]
+    assert table["pairs_differ_on_extremes_only"] == 1
+
+
+def test_an_ordinary_class_beyond_rounding_makes_it_ordinary_and_is_the_evidence() -> None:
+    table = sweep.build_table(
+        _answers(
+            # ordinary differs by 10 ULPs, special by NaN against a number (the worst)
+            v1_0_0=[run(["1.0000011920928955"], cls="ordinary"), run(["3.0"])],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["nan"])],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["met_on"] == "ordinary" and group["class"] == "ordinary"
+    assert group["classes"] == ["ordinary", "special"]
+    assert table["pairs_differ_on_extremes_only"] == 0
+
+
+def test_ordinary_within_rounding_and_special_beyond_is_extremes() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0000001192092896"], cls="ordinary"), run(["3.0"], cls="large")],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["inf"], cls="large")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["met_on"], group["classes"]) == ("extremes", ["large"])
+
+
+def test_a_refusal_on_one_class_does_not_hide_a_change_on_another() -> None:
+    raised = {"dtype": "DT_FLOAT", "class": "empty", "layout": "same", "error": "E"}
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["2.0"], cls="ordinary"), raised],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["1.0"], cls="empty")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["verdict"], group["met_on"]) == ("differs", "ordinary")
+
+
+def test_a_refresh_replaces_the_remeasured_ops_and_marks_missing_releases_absent() -> None:
+    old = sweep.build_table(
+        _answers(v1_0_0=[run(["2.0"])], v1_1_0=[run(["1.0"])], v1_2_0=[run(["1.0"])]),
+        tolerance=4.0,
+    )
+    assert "met_on" in old["ops"]["Op"]["dtypes"]["DT_FLOAT"]["changes"][0]
+    for group in old["ops"]["Op"]["dtypes"]["DT_FLOAT"]["changes"]:
+        group.pop("met_on")  # a table written before the severity per class
+    new = sweep.build_table(
+        _answers(v1_0_0=[run(["2.0"], cls="ordinary")], v1_2_0=[run(["1.0"], cls="ordinary")]),
+        tolerance=4.0,
+    )
+    merged = sweep.merge_refresh(old, new, ["Op", "Gone"])
+    pair = merged["ops"]["Op"]["dtypes"]["DT_FLOAT"]
+    assert pair["changes"][0]["met_on"] == "ordinary" and pair["absent_in"] == ["1.1.0"]
+    assert merged["releases"] == old["releases"] and merged["remeasured"]["ops"] == ["Op"]
+    assert merged["pairs_differ"] == 1 and merged["tolerance"] == old["tolerance"]
+
+
+def test_an_output_of_unwritten_memory_is_left_out_of_the_comparison() -> None:
+    # output 0 takes a new value in every release: memory nothing wrote, not a change
+    by_release = {
+        f"v1_{n}_0": [run([f"{n}.5"], cls="ordinary"), run([f"{n}.25"], cls="halves")]
+        for n in range(6)
+    }
+    table = sweep.build_table(_answers(**by_release), tolerance=4.0)
+    entry = table["ops"]["Op"]
+    assert entry["unstable_outputs"] == [
+        "DT_FLOAT halves same output 0",
+        "DT_FLOAT ordinary same output 0",
+    ]
+    assert table["pairs_differ"] == 0

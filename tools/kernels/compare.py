@@ -1,0 +1,143 @@
+"""Compare one release's probe runs with the newest release's (pure; standard library).
+
+A run is one node (op, dtype, input class, layout) as tools/kernels/probe.py wrote
+it. Two runs of the same node compare as:
+- "same": bitwise equal outputs (same dtype, shape and bytes), or both refused
+  (an error either way: a request fails in both);
+- a distance in ULPs (units in the last place of the output's dtype, relative to
+  the larger magnitude): float outputs that differ only in value, every value
+  finite on both sides (-0.0 against 0.0 is 0 ULPs; NaN against NaN is equal);
+- "differs": anything else, i.e. another dtype or shape, an integer, bool or string
+  value changed, NaN or an infinity on one side only, or an error on one side only.
+Runs that either release could not build (its shape function refused the inputs)
+or that are nondeterministic are not compared.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# ULP of 1.0 (machine epsilon) of each float dtype as numpy names it
+EPSILON = {
+    "float32": 2.0**-23,
+    "float64": 2.0**-52,
+    "float16": 2.0**-10,
+    "bfloat16": 2.0**-7,
+    "complex64": 2.0**-23,
+    "complex128": 2.0**-52,
+}
+SMALLEST_NORMAL = {
+    "float32": 2.0**-126,
+    "float64": 2.0**-1022,
+    "float16": 2.0**-14,
+    "bfloat16": 2.0**-126,
+    "complex64": 2.0**-126,
+    "complex128": 2.0**-1022,
+}
+DIFFERS = math.inf
+
+
+def run_key(run: dict[str, Any]) -> tuple[str, str, str]:
+    return run["dtype"], run["class"], run["layout"]
+
+
+def comparable(run: dict[str, Any] | None) -> bool:
+    return run is not None and "build_error" not in run and not run.get("nondeterministic")
+
+
+def _number(text: Any) -> complex | None:
+    try:
+        return complex(text) if isinstance(text, str) and "j" in text else float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def ulps(u: Any, v: Any, dtype: str) -> float:
+    """The distance between two values of a float output, in ULPs of `dtype`;
+    DIFFERS (infinite) where NaN or an infinity is on one side only."""
+    a, b = _number(u), _number(v)
+    if a is None or b is None:
+        return DIFFERS
+    if isinstance(a, complex) or isinstance(b, complex):
+        return max(
+            ulps(repr(complex(a).real), repr(complex(b).real), dtype),
+            ulps(repr(complex(a).imag), repr(complex(b).imag), dtype),
+        )
+    if math.isnan(a) and math.isnan(b):
+        return 0.0
+    if a == b:
+        return 0.0
+    if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b):
+        return DIFFERS
+    eps = EPSILON[dtype]
+    scale = max(abs(a), abs(b), SMALLEST_NORMAL[dtype])
+    return abs(a - b) / (scale * eps)
+
+
+def distance(newest: dict[str, Any], other: dict[str, Any]) -> tuple[float, str]:
+    """(0: the same; >0: ULPs apart; DIFFERS), and where the largest difference is."""
+    if "outputs" not in newest or "outputs" not in other:
+        if "outputs" not in newest and "outputs" not in other:
+            return 0.0, ""
+        side = "the newest" if "outputs" not in newest else "this release"
+        error = newest.get("error") or other.get("error")
+        return DIFFERS, f"{side} raises {error}, the other answers"
+    a, b = newest["outputs"], other["outputs"]
+    if len(a) != len(b):
+        return DIFFERS, f"{len(b)} outputs, the newest {len(a)}"
+    worst, where = 0.0, ""
+    for n, (x, y) in enumerate(zip(a, b, strict=True)):
+        if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
+            return (
+                DIFFERS,
+                f"output {n}: {y['dtype']}{y['shape']}, the newest {x['dtype']}{x['shape']}",
+            )
+        if x["sha"] == y["sha"]:
+            continue
+        if x["values"] == y["values"] and x["n"] > len(x["values"]):
+            return DIFFERS, f"output {n}: beyond the first {len(x['values'])} values"
+        for m, (u, v) in enumerate(zip(x["values"], y["values"], strict=True)):
+            if u == v:
+                continue
+            d = ulps(u, v, x["dtype"]) if x["dtype"] in EPSILON else DIFFERS
+            if d > worst or not where:  # -0.0 against 0.0: 0 ULPs, yet not bitwise equal
+                worst, where = max(d, worst), f"output {n} value {m}: {v}, the newest {u}"
+            if d == DIFFERS:
+                return worst, where
+    return worst, where
+
+
+def outputs_beyond(
+    newest: dict[str, Any], other: dict[str, Any], tolerance: float
+) -> list[int] | None:
+    """The output positions of one node whose results differ beyond the tolerance (in
+    ULPs); None when a side raises or the two give different numbers of outputs."""
+    if "outputs" not in newest or "outputs" not in other:
+        return None
+    a, b = newest["outputs"], other["outputs"]
+    if len(a) != len(b):
+        return None
+    found = []
+    for n, (x, y) in enumerate(zip(a, b, strict=True)):
+        d, where = distance({"outputs": [x]}, {"outputs": [y]})
+        if d > tolerance:
+            found.append(n)
+    return found
+
+
+def differences(
+    newest: list[dict[str, Any]], other: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any], float, str]]:
+    """Every comparable node of the two releases that is not bitwise the same:
+    (the newest's run, the other's run, distance, where)."""
+    theirs = {run_key(r): r for r in other}
+    found = []
+    for run in newest:
+        mine = theirs.get(run_key(run))
+        if not comparable(run) or mine is None or not comparable(mine):
+            continue
+        d, where = distance(run, mine)
+        if d > 0 or where:
+            found.append((run, mine, d, where))
+    return found
