@@ -15,46 +15,23 @@ figure as first measured.
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.compat.test_keras_agreement import consumer_of
-from worker.catalog.catalog import load_catalog
-from worker.compat.check import check_artifact
-from worker.formats.read import read_path
-from worker.model.artifact import Artifact
+from tests.compat.test_keras_apps_agreement import disagreement, rows_of
 
 APPS = Path(__file__).resolve().parents[1] / "fixtures" / "keras-apps-2"
 
 
 def rows() -> list[dict[str, Any]]:
-    with (APPS / "matrix.jsonl").open() as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-@functools.cache
-def artifact(model: str) -> Artifact:
-    (found,) = read_path(str(APPS / "models" / f"{model}.h5"))
-    return found
+    return rows_of(APPS)
 
 
 def apps2_disagreement(row: dict[str, Any]) -> str | None:
     """Why our `loads` differs from what Keras 3 did (None: it agrees)."""
-    verdict = check_artifact(artifact(row["model"]), consumer_of(row["consumer"]), load_catalog())
-    if verdict.loads is not row["ok"]:
-        codes = [str(f.code) for f in verdict.findings if f.code.startswith("keras.")]
-        return f"loads {verdict.loads} {codes[:3]}, Keras: {row.get('cause', 'ok')[:160]}"
-    return None
-
-
-def figures() -> tuple[int, int]:
-    """(rows, agreeing), as tools/keras/agreement.py prints them."""
-    found = rows()
-    return len(found), sum(1 for r in found if apps2_disagreement(r) is None)
+    return disagreement(APPS, row)
 
 
 # Rows the rules do not explain, each with why (strict). Every one was a miss at the

@@ -28,31 +28,35 @@ from worker.model.artifact import Artifact
 APPS = Path(__file__).resolve().parents[1] / "fixtures" / "keras-apps"
 
 
-def rows() -> list[dict[str, Any]]:
-    with (APPS / "matrix.jsonl").open() as f:
+def rows_of(root: Path) -> list[dict[str, Any]]:
+    """A whole-model set's matrix rows (`root`/matrix.jsonl)."""
+    with (root / "matrix.jsonl").open() as f:
         return [json.loads(line) for line in f if line.strip()]
 
 
 @functools.cache
-def artifact(model: str) -> Artifact:
-    (found,) = read_path(str(APPS / "models" / f"{model}.h5"))
+def artifact_of(root: Path, model: str) -> Artifact:
+    (found,) = read_path(str(root / "models" / f"{model}.h5"))
     return found
 
 
-def apps_disagreement(row: dict[str, Any]) -> str | None:
+def disagreement(root: Path, row: dict[str, Any]) -> str | None:
     """Why our `loads` differs from what Keras 3 did (None: it agrees). An unknown
     (`loads` null) never agrees: the rule must know."""
-    verdict = check_artifact(artifact(row["model"]), consumer_of(row["consumer"]), load_catalog())
+    artifact = artifact_of(root, row["model"])
+    verdict = check_artifact(artifact, consumer_of(row["consumer"]), load_catalog())
     if verdict.loads is not row["ok"]:
         codes = [str(f.code) for f in verdict.findings if f.code.startswith("keras.")]
         return f"loads {verdict.loads} {codes[:3]}, Keras: {row.get('cause', 'ok')[:160]}"
     return None
 
 
-def figures() -> tuple[int, int]:
-    """(rows, agreeing), as tools/keras/agreement.py prints them."""
-    found = rows()
-    return len(found), sum(1 for r in found if apps_disagreement(r) is None)
+def rows() -> list[dict[str, Any]]:
+    return rows_of(APPS)
+
+
+def apps_disagreement(row: dict[str, Any]) -> str | None:
+    return disagreement(APPS, row)
 
 
 # Rows the rules do not explain, each with why (strict: a row that starts agreeing fails
