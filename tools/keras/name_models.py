@@ -39,7 +39,7 @@ CONFIGS_4 = [
     "model_name_only",  # plain layer names, the model "classifier/v2"
     "wrapped_rnn",  # Bidirectional(LSTM "fw/lstm")
     "td_scoped",  # TimeDistributed "td" of Dense "td/dense"
-    "punctuated",  # names with '.', '-', ' ' and ':' only (no '/')
+    "punctuated",  # names with '.', '-' and '>' only (no '/')
 ]
 
 
@@ -116,7 +116,7 @@ def config_model_4(keras, name):
         return keras.Model(inp, L.Dense(2)(x))
     if name == "punctuated":
         inp = keras.Input((8,), name="input.features")
-        x = L.Dense(4, name="hidden-1 relu")(inp)
+        x = L.Dense(4, name="hidden-1.relu")(inp)
         x = L.Dense(4, name="hidden.2")(x)
-        return keras.Model(inp, L.Dense(2, name="out:logits")(x), name="mlp-v1.0")
+        return keras.Model(inp, L.Dense(2, name="out>logits")(x), name="mlp-v1.0")
     raise KeyError(name)
