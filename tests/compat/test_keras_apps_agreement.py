@@ -62,7 +62,11 @@ def apps_disagreement(row: dict[str, Any]) -> str | None:
 # Rows the rules do not explain, each with why (strict: a row that starts agreeing fails
 # here until it is taken off the list). Every one was a miss at the first measurement;
 # DenseNet121's '/' names are keras.layer-name since.
-UNMEASURED_INIT = "an initializer setting no measured file had: we say unknown, Keras loads it"
+UNMEASURED_INIT = (
+    "Dense's kernel_initializer HeUniform ('he_uniform'): no file of the layer-config table"
+    " had it in any class (build_layer_configs.py OBJECT_VARIANTS measures he_normal,"
+    " lecun_uniform, glorot_normal, not he_uniform): we say unknown, Keras loads it"
+)
 UNMEASURED_30 = (
     "Keras 3.0.5 fails the Orthogonal initializer entry; the table had no file with that"
     " setting on Dense: we say unknown"

@@ -10,6 +10,9 @@ the held-out set of the per-layer-config rule (worker/compat/keras_layer_configs
     per-layer-config table was fixed: build/keras/applications-2 and
     tests/fixtures/keras-apps-2. `make --standalone --writer 2.3.1=PYTHON:SITE` writes
     with the keras package (2.0 to 2.3 on a TF 1.x backend) unpacked in SITE.
+    --round 3 and --round 4: Keras 2 layer and model names Keras 3 may refuse
+    (tools/keras/name_models.py): the names the name rule was written from
+    (tests/fixtures/keras-names) and its held-out round (tests/fixtures/keras-names-2).
 
 make: in a TensorFlow virtualenv (tf.keras is Keras 2), every model of APPLICATIONS
       (`tf.keras.applications.X(weights=None, input_shape=small, classes=10)`) and of
