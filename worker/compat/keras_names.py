@@ -57,7 +57,7 @@ def name_findings(model: KerasModel, may_run: list[tuple[int, int]]) -> list[Fin
         else f"Keras {', '.join(f'{v[0]}.{v[1]}' for v in refusing)} (of those it may run)"
     )
     message = (
-        f"'{name}' ({cls}) holds {char!r} in its name, which {refused_by} refuse(s) in any "
+        f"'{name}' ({cls}) holds {char!r} in its name, which {refused_by} refuse in any "
         f'layer or model name ("Argument `name` must be a string and cannot contain character '
         f'`{char}`"){also}.'
     )
