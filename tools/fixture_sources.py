@@ -204,6 +204,24 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
             + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
         ),
     ),
+    "keras-names/matrix.jsonl": (
+        "tools/keras/build_applications.py",
+        "Keras 2 models with one unusual layer or model name each (--round 3) saved as H5 "
+        "by each writer, loaded by each Keras 3 wheel's load_model",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
+    "keras-names-2/matrix.jsonl": (
+        "tools/keras/build_applications.py",
+        "Keras 2 models whose layer or model names hold '/' (--round 4: other applications "
+        "and hand-named models) saved as H5 by each writer, loaded by Keras 3 wheels",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "

@@ -35,16 +35,8 @@ def apps2_disagreement(row: dict[str, Any]) -> str | None:
 
 
 # Rows the rules do not explain, each with why (strict). Every one was a miss at the
-# first measurement.
-SLASH_NAME = (
-    "Keras 3 refuses a layer name holding '/' (DenseNet's 'conv1/conv'): a config value, not"
-    " a feature the table keys (not a rule yet)"
-)
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    (c, f"{w}/densenet169"): SLASH_NAME
-    for c in ("keras-3.0.5", "keras-3.15.1")
-    for w in ("tf2.6.5", "tf2.11.0", "tf2.15.1")
-}
+# first measurement; DenseNet169's '/' names (all 6 misses) are keras.layer-name since.
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _marked(row: dict[str, Any]) -> Any:

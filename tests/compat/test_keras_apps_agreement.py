@@ -60,12 +60,9 @@ def apps_disagreement(row: dict[str, Any]) -> str | None:
 
 
 # Rows the rules do not explain, each with why (strict: a row that starts agreeing fails
-# here until it is taken off the list). Every one was a miss at the first measurement.
-SLASH_NAME = (
-    "Keras 3 refuses a layer name holding '/' (DenseNet's 'conv1/conv'): a config value, not"
-    " a feature the table keys (not a rule yet)"
-)
-UNMEASURED_INIT = "an initializer setting no measured file had: we say unknown, Keras loads it"
+# here until it is taken off the list). Every one was a miss at the first measurement;
+# DenseNet121's '/' names are keras.layer-name since, and init_mlp's HeUniform
+# initializer (never in a measured file) is in the layer-config table since.
 UNMEASURED_30 = (
     "Keras 3.0.5 fails the Orthogonal initializer entry; the table had no file with that"
     " setting on Dense: we say unknown"
@@ -74,10 +71,7 @@ LEAKY_OBJECT = (
     "keras.unknown-object (the object table) says a LeakyReLU activation entry with a module"
     " is unknown to Keras 3.10+, which loads it"
 )
-KERAS3_APPS = ("keras-3.0.5", "keras-3.5.0", "keras-3.10.0", "keras-3.15.1")
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{(c, "tf2.15.1/densenet121"): SLASH_NAME for c in KERAS3_APPS},
-    **{(c, "tf2.15.1/init_mlp"): UNMEASURED_INIT for c in KERAS3_APPS},
     ("keras-3.0.5", "tf2.15.1/nonneg_unit"): UNMEASURED_30,
     ("keras-3.10.0", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,
     ("keras-3.15.1", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,

@@ -73,6 +73,16 @@ def test_keras_metadata_round_trips_through_json() -> None:
         assert artifact_from_json(json.loads(json.dumps(artifact.to_json()))) == artifact
 
 
+def test_the_model_and_nested_names_are_kept_as_written() -> None:
+    names = FIXTURES / "keras-names" / "models" / "tf2.15.1"
+    (own,) = read_path(str(names / "slash_model.h5"))
+    assert own.keras is not None and own.keras.model_name == "net/v1"
+    (nested,) = read_path(str(names / "slash_in_nested.h5"))
+    assert nested.keras is not None
+    assert [(x.name, x.depth) for x in nested.keras.layers if "/" in x.name] == [("inner/dense", 2)]
+    assert artifact_from_json(nested.to_json()).keras == nested.keras
+
+
 def test_a_keras_3_file_written_without_tensorflow_is_read() -> None:
     (h5,) = read_path(str(FIXTURES / "foreign" / "model.h5"))
     (zipped,) = read_path(str(FIXTURES / "foreign" / "model.keras"))

@@ -6,7 +6,8 @@ Uses the same comparison as tests/compat/test_keras_agreement.py (`disagreement`
 -v lists every row that disagrees and why. The real files PyPI packages ship
 (tests/fixtures/keras-real, tests/compat/test_keras_real_agreement.py) are printed
 apart, held-out and tuned files apart again, and the whole Keras 2 models loaded by
-Keras 3 (tests/fixtures/keras-apps and, second round, keras-apps-2). Under
+Keras 3 (tests/fixtures/keras-apps and, second round, keras-apps-2), and the Keras 2
+layer and model names loaded by Keras 3 (keras-names, keras-names-2). Under
 each figure: whether those rows are held-out or in-sample now, and the held-out figure
 as first measured (tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
 """
@@ -23,6 +24,10 @@ from tests.compat.test_keras_apps2_agreement import apps2_disagreement
 from tests.compat.test_keras_apps2_agreement import rows as apps2_rows
 from tests.compat.test_keras_apps_agreement import apps_disagreement
 from tests.compat.test_keras_apps_agreement import rows as apps_rows
+from tests.compat.test_keras_names2_agreement import names2_disagreement
+from tests.compat.test_keras_names2_agreement import rows as names2_rows
+from tests.compat.test_keras_names_agreement import names_disagreement
+from tests.compat.test_keras_names_agreement import rows as names_rows
 from tests.compat.test_keras_real_agreement import held_out, real_disagreement
 from tests.compat.test_keras_real_agreement import rows as real_rows
 from tests.held_out import HeldOutSet, held_out_set
@@ -31,6 +36,8 @@ KERAS = Path("tests/fixtures/keras")
 KERAS_REAL = Path("tests/fixtures/keras-real")
 KERAS_APPS = Path("tests/fixtures/keras-apps")
 KERAS_APPS_2 = Path("tests/fixtures/keras-apps-2")
+KERAS_NAMES = Path("tests/fixtures/keras-names")
+KERAS_NAMES_2 = Path("tests/fixtures/keras-names-2")
 
 
 def label(found: HeldOutSet | None) -> str:
@@ -64,13 +71,19 @@ def main() -> None:
     if verbose:
         for row, why in wrong:
             print(f"          {row['consumer']} {row['model']}: {why}")
-    picked = apps2_rows()
-    wrong = [(r, why) for r in picked if (why := apps2_disagreement(r)) is not None]
-    print(f"{'apps-2':>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree (whole models)")
-    print(f"               {label(held_out_set(KERAS_APPS_2))}")
-    if verbose:
-        for row, why in wrong:
-            print(f"          {row['consumer']} {row['model']}: {why}")
+    sets = (
+        ("apps-2", apps2_rows, apps2_disagreement, KERAS_APPS_2, "whole models"),
+        ("names", names_rows, names_disagreement, KERAS_NAMES, "layer and model names"),
+        ("names-2", names2_rows, names2_disagreement, KERAS_NAMES_2, "layer and model names"),
+    )
+    for name, rows_of, why_of, fixture, what in sets:
+        picked = rows_of()
+        wrong = [(r, why) for r in picked if (why := why_of(r)) is not None]
+        print(f"{name:>13}: {len(picked) - len(wrong)}/{len(picked)} rows agree ({what})")
+        print(f"               {label(held_out_set(fixture))}")
+        if verbose:
+            for row, why in wrong:
+                print(f"          {row['consumer']} {row['model']}: {why}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ the held-out set of the per-layer-config rule (worker/compat/keras_layer_configs
     per-layer-config table was fixed: build/keras/applications-2 and
     tests/fixtures/keras-apps-2. `make --standalone --writer 2.3.1=PYTHON:SITE` writes
     with the keras package (2.0 to 2.3 on a TF 1.x backend) unpacked in SITE.
+    --round 3 and --round 4: Keras 2 layer and model names Keras 3 may refuse
+    (tools/keras/name_models.py): the names the name rule was written from
+    (tests/fixtures/keras-names) and its held-out round (tests/fixtures/keras-names-2).
 
 make: in a TensorFlow virtualenv (tf.keras is Keras 2), every model of APPLICATIONS
       (`tf.keras.applications.X(weights=None, input_shape=small, classes=10)`) and of
@@ -42,6 +45,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import name_models  # noqa: E402 (the models of rounds 3 and 4, beside this file)
+
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(REPO, "build", "keras", "applications")
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "keras-apps")
@@ -103,7 +109,12 @@ CONFIGS_2 = [
     "simple_rnn",  # SimpleRNN(return_sequences), Bidirectional(SimpleRNN), Dense
     "l1l2_conv",  # Conv2D with L1L2 regularizer, MaxNorm, MaxPooling2D, Flatten, Dense
 ]
-ROUND = {1: ("applications", "keras-apps"), 2: ("applications-2", "keras-apps-2")}
+ROUND = {
+    1: ("applications", "keras-apps"),
+    2: ("applications-2", "keras-apps-2"),
+    3: ("applications-3", "keras-names"),  # names Keras 3 may refuse (name_models.py)
+    4: ("applications-4", "keras-names-2"),  # their held-out round
+}
 
 
 def _layer_class(keras, name):
@@ -195,6 +206,10 @@ def _config_model_2(keras, name):
 def _config_model(keras, name):
     if name in CONFIGS_2:
         return _config_model_2(keras, name)
+    if name in name_models.CONFIGS_3:
+        return name_models.config_model_3(keras, name)
+    if name in name_models.CONFIGS_4:
+        return name_models.config_model_4(keras, name)
     L = keras.layers
     mp = keras.mixed_precision
 
@@ -336,7 +351,12 @@ def child_make(out_dir, round_=1, standalone=False):
         import keras
     os.makedirs(out_dir, exist_ok=True)
     made = []
-    apps, configs = (APPLICATIONS, CONFIGS) if round_ == 1 else (APPLICATIONS_2, CONFIGS_2)
+    apps, configs = {
+        1: (APPLICATIONS, CONFIGS),
+        2: (APPLICATIONS_2, CONFIGS_2),
+        3: ({}, name_models.CONFIGS_3),
+        4: (name_models.APPLICATIONS_4, name_models.CONFIGS_4),
+    }[round_]
     names = [(n, "application") for n in sorted(apps)] + [(n, "config") for n in configs]
     only = os.environ.get("ONLY_MODELS")  # a comma-separated subset (a quicker writer run)
     if only:

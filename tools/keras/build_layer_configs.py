@@ -10,6 +10,8 @@ make: in a TensorFlow virtualenv (its PYTHON; tf.keras is Keras 2 there), for ev
       and that one layer, saved as H5 (`model.save(path.h5)`, weights built):
       build/keras/layer-configs/tf<version>/<Class>@<variant>.h5, and cases.json (class,
       variant, the layer's config as written, or why Keras 2 could not build it).
+      ONLY_VARIANTS=label,... makes the defaults and those settings only (a setting
+      measured after the table was packed; then load and add that writer folder).
 load: in a Keras 3 runtime (PYTHON with the wheel unpacked by `pip install --no-deps
       --target SITE keras==3.X` on its path, KERAS_BACKEND=jax, the way
       tools/keras/build_objects.py measures Keras 3), each file once:
@@ -165,6 +167,7 @@ OBJECT_VARIANTS = [
     ("constraint=MinMaxNorm", "_constraint", ("constraints", "MinMaxNorm", {})),
     ("constraint=RadialConstraint", "_constraint", ("constraints", "RadialConstraint", {})),
     ("initializer=he_normal", "_initializer", "he_normal"),
+    ("initializer=he_uniform", "_initializer", "he_uniform"),
     ("initializer=lecun_uniform", "_initializer", "lecun_uniform"),
     ("initializer=glorot_normal", "_initializer", "glorot_normal"),
     ("initializer=zeros", "_initializer", "zeros"),
@@ -321,6 +324,9 @@ def child_make(out_dir, defaults_only=False, standalone=False):
             cases.append({"class": name, "variant": "default", "skipped": _said(e)})
             continue
         variants = [] if defaults_only else _variants(keras, name, default)
+        only = os.environ.get("ONLY_VARIANTS")  # a comma-separated subset (a later setting)
+        if only:
+            variants = [(label, extra) for label, extra in variants if label in only.split(",")]
         for label, extra in [("default", {})] + variants:
             keras.backend.clear_session()
             case = {"class": name, "variant": label}

@@ -64,6 +64,11 @@ tests/fixtures/keras/README.md):
   tf-keras reads Keras 2.13-2.15 archives: their `keras.src.engine` module (tf-keras
   imports `keras.*` as `tf_keras.*`) and their weights' paths (it forks Keras 2.15).
 
+From the second held-out whole-model round (DenseNet's 'conv1/conv'), Keras 3's
+`Operation.__init__` and files with such names loaded by every Keras 3 minor
+(tests/fixtures/keras-names): a '/' in any layer or model name, which Keras 2 takes and
+every Keras 3 refuses (`keras.layer-name`, `worker/compat/keras_names.py`).
+
 Written from Keras's code before any fixture tested it (`worker/compat/keras_inputs.py`):
 a Keras 2 Sequential whose first entry is a layer carrying `batch_input_shape` (TF 1.x and
 2.0-2.2 write no InputLayer) is rebuilt by Keras 3 on an input of one axis more; the
@@ -103,6 +108,7 @@ GATES: tuple[tuple[str, Gate], ...] = (
 # in the order Keras meets them: every check runs and adds what it finds.
 CHECKS: tuple[tuple[str, Check], ...] = (
     ("keras.argument-unknown", checks.argument_unknown),
+    ("keras.layer-name", checks.layer_names),
     ("keras.argument-removed", checks.argument_removed),
     ("keras.unknown-object", checks.unknown_objects),
     ("keras.layer-dtype", checks.layer_dtype),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from worker.compat.keras_inputs import input_findings
 from worker.compat.keras_layer_configs import layer_config_findings
+from worker.compat.keras_names import name_findings
 from worker.compat.keras_objects import (
     fails_only_in_compile,
     object_findings,
@@ -178,6 +179,15 @@ def argument_unknown(load: KerasLoad) -> None:
         # and `groups` on "Unknown activation function:<lambda>")
         load.meet_objects_through(at)
         load.findings.append(older[1])
+
+
+def layer_names(load: KerasLoad) -> None:
+    """A layer or model name Keras 3 refuses (keras.layer-name): met in `Operation.__init__`,
+    before the layer's arguments and objects are judged."""
+    if load.runs[0] < 3:
+        return
+    may_run = [v for t in load.tables if (v := keras_version_tuple(t.keras)) is not None]
+    load.findings.extend(name_findings(load.model, may_run or [load.runs]))
 
 
 def argument_removed(load: KerasLoad) -> None:

@@ -75,6 +75,17 @@ READDED_IN_KERAS3: dict[tuple[str, str], tuple[int, int]] = {
     # pops it; Keras 3.0-3.1 reject it ("Unrecognized keyword arguments passed to Embedding")
     ("Embedding", "input_length"): (3, 2),
 }
+# Characters Keras 3 refuses in any layer's or model's name, and the Keras 3 minors that
+# refuse it. The check is `Operation.__init__` (keras/src/ops/operation.py: "Argument `name`
+# must be a string and cannot contain character `/`"), which every layer and model runs
+# when Keras 3 rebuilds it, read unchanged in the newest patch of each minor 3.0-3.15.
+# Measured (tests/fixtures/keras-names): each of those 16 minors fails an H5 by Keras 2.6 and
+# 2.15 with '/' in a layer's, the input's, the model's or a nested model's (or its layer's)
+# name, and loads '>', a backslash, '.' and '-' (Keras 2 itself refuses ':', a space and
+# non-ASCII letters: "is not a valid scope name").
+REFUSED_IN_NAMES: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = (
+    ("/", (3, 0), (3, 15)),
+)
 FUNCTIONAL_FROM = (2, 4)  # Keras 2.4 (TF 2.4) names functional models "Functional"
 # Keras-internal modules a `.keras` may name, the Keras versions that import them, and how
 # a message names those. tf-keras (Keras 2 for TF 2.16+, versioned as TensorFlow's minors)

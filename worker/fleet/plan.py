@@ -66,6 +66,7 @@ MODEL_FIXES = frozenset(
         FixKind.REPLACE_LAMBDA,
         FixKind.RESAVE_WITH_PYTHON,
         FixKind.FLOAT_LAYER_DTYPE,
+        FixKind.RENAME_LAYERS,
         FixKind.CONVERT_WITH,
         FixKind.CONVERT_WITHOUT,
         FixKind.EXPORT_SERVE_TAG,

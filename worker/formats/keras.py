@@ -224,9 +224,15 @@ def keras_model(
         keras_version=version,
         model_class=config["class_name"],
         model_module=_text(config.get("module")),
+        model_name=_model_name(config.get("config")),
         layers=tuple(walker.layers),
         **extra,
     )
+
+
+def _model_name(config: Any) -> str:
+    """The top-level model's `name` (a TF 1.x Sequential config, a bare list, has none)."""
+    return _text(config.get("name")) if isinstance(config, dict) else ""
 
 
 def _member(member: Source) -> bytes:

@@ -104,6 +104,7 @@ class KerasModel:
     date_saved: str = ""
     layers: tuple[KerasLayer, ...] = ()
     model_module: str = ""  # the top-level entry's module ("keras", "keras.src.engine.functional")
+    model_name: str = ""  # the top-level model's own name ("densenet121"; "" unread)
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
@@ -273,4 +274,5 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         date_saved=data["date_saved"],
         layers=tuple(layers),
         model_module=data.get("model_module", ""),
+        model_name=data.get("model_name", ""),
     )

@@ -187,6 +187,15 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
             f"keeps the integer dtype, e.g. {example}), "
             f"load the weights with {quote('model.load_weights(path)')} and save it again"
         )
+    if kind == "rename_layers":
+        layer = str(fix.get("name") or "conv1/conv")
+        renamed = layer.replace("/", "_")
+        return (
+            f"Rebuild the model in {with_keras} with no '/' in any layer or model name "
+            f"({quote(layer)} as {quote(renamed)}), load the weights with "
+            f"{quote('model.load_weights(path)')} (an H5 file's load by layer order) and save "
+            f"it again; a {quote('.keras')} saved by Keras 2 keeps the names and fails the same"
+        )
     if kind == "resave_as_h5":
         save = quote('model.save("model.h5")')
         return f"Load it with {with_keras} and save it as {save}"
