@@ -86,3 +86,25 @@ def test_the_third_held_out_figures_are_the_recorded_ones() -> None:
     expected = _recorded(THIRD, "526454f")
     found = _figures(THIRD, reference="2.21.0")
     assert {k: found[k] for k in expected} == expected
+
+
+# the truth's notion of the same answer: 1e-6 (default) or ULPs of the output's dtype
+@pytest.mark.parametrize(
+    ("dtype", "mine", "theirs", "ulps", "same"),
+    [
+        ("float16", "1.02734375", "1.0263671875", None, False),  # one half ULP: > 1e-6
+        ("float16", "1.02734375", "1.0263671875", 4.0, True),  # within 4 ULPs of a half
+        ("float64", "0.010918852530445658", "0.010918852530445685", None, True),  # < 1e-6
+        ("float64", "0.010918852530445658", "0.010918852530445685", 4.0, False),  # 11 ULPs
+        ("int32", 3, 4, 4.0, False),  # an integer is never rounding
+    ],
+)
+def test_the_truth_counts_rounding_by_1e6_or_by_ulps_of_the_dtype(
+    dtype: str, mine: object, theirs: object, ulps: float | None, same: bool
+) -> None:
+    precision = _precision()
+
+    def output(value: object) -> list[dict[str, object]]:
+        return [{"dtype": dtype, "shape": [1], "values": [value]}]
+
+    assert precision._close(output(mine), output(theirs), ulps) is same
