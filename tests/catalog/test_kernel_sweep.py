@@ -199,3 +199,87 @@ def test_an_output_of_unwritten_memory_is_left_out_of_the_comparison() -> None:
         "DT_FLOAT ordinary same output 0",
     ]
     assert table["pairs_differ"] == 0
+
+
+# nondeterminism: a release whose own two runs disagree is not compared
+def test_a_release_whose_own_runs_disagree_is_nondeterministic_not_a_change() -> None:
+    unwritten = {**run(["3.1e-27"], cls="ordinary"), "nondeterministic": True}
+    table = sweep.build_table(
+        _answers(
+            # 1.0.0 kept the same garbage twice on one node and not on the other
+            v1_0_0=[unwritten, run(["-6656.0"], cls="halves")],
+            v1_1_0=[run(["0.0"], cls="ordinary"), run(["0.0"], cls="halves")],
+        ),
+        tolerance=4.0,
+    )
+    pair = table["ops"]["Op"]["dtypes"]["DT_FLOAT"]
+    assert pair == {"nondeterministic_in": ["1.0.0"]} and table["pairs_differ"] == 0
+
+
+def test_a_deterministic_release_is_still_compared() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["2.0"], cls="ordinary")],
+            v1_1_0=[run(["1.0"], cls="ordinary")],
+        ),
+        tolerance=4.0,
+    )
+    pair = table["ops"]["Op"]["dtypes"]["DT_FLOAT"]
+    assert "nondeterministic_in" not in pair and pair["changes"][0]["met_on"] == "ordinary"
+
+
+# a change of which non-finite value a pole gives: met on extremes, whatever the class
+@pytest.mark.parametrize(
+    ("newest", "other", "finite"),
+    [
+        (["nan", "1.5"], ["inf", "1.5"], False),  # a pole: NaN against an infinity
+        (["-inf"], ["inf"], False),  # both infinite
+        (["nan", "1.5"], ["inf", "2.5"], True),  # and a number changed beside it
+        (["nan"], ["1.0"], True),  # NaN against a number
+        (["1.0"], ["1.0000001192092896"], False),  # within the tolerance: no change at all
+    ],
+)
+def test_a_finite_change_has_a_number_on_one_side(
+    newest: list[str], other: list[str], finite: bool
+) -> None:
+    assert compare.finite_change(run(newest), run(other), 4.0) is finite
+
+
+def test_an_integer_or_a_shape_change_is_finite() -> None:
+    assert compare.finite_change(run([1], "int32"), run([2], "int32"), 4.0)
+    assert compare.finite_change(run(["1.0"]), run(["1.0", "2.0"]), 4.0)
+
+
+def test_nan_against_an_infinity_on_an_ordinary_class_is_met_on_extremes() -> None:
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["inf", "1.5"], cls="indices"), run(["1.0"], cls="ordinary")],
+            v1_1_0=[run(["nan", "1.5"], cls="indices"), run(["1.0"], cls="ordinary")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["met_on"], group["classes"]) == ("extremes", ["indices"])
+    assert group["poles"] == ["indices"]
+
+
+def test_ops_remeasured_by_name_keep_the_last_refresh_record() -> None:
+    old = sweep.build_table(_answers(v1_0_0=[run(["2.0"])], v1_1_0=[run(["1.0"])]), 4.0)
+    old["remeasured"] = {"ops": ["Other"]}
+    new = sweep.build_table(_answers(v1_0_0=[run(["1.0"])], v1_1_0=[run(["1.0"])]), 4.0)
+    merged = sweep.merge_refresh(old, new, ["Op"], named=True)
+    assert merged["remeasured"] == {"ops": ["Other"]}
+    assert merged["remeasured_named"][-1]["ops"] == ["Op"] and merged["pairs_differ"] == 0
+
+
+def test_nan_against_an_infinity_on_real_ordinary_values_stays_ordinary() -> None:
+    # Erfinv beyond 1: a region outside the domain that ordinary values reach
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["inf", "0.5"], cls="ordinary")],
+            v1_1_0=[run(["nan", "0.5"], cls="ordinary")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["met_on"] == "ordinary" and "poles" not in group

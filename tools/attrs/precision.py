@@ -8,13 +8,21 @@ DIR (default tests/fixtures/attrs-heldout) holds models made by tools/attrs/mode
 and the outcomes tools/attrs/outcomes.py recorded in every release. For each (model,
 release) the release imported and served, the truth is whether it answered what the
 producer release answered on every feed (numbers within 1e-6 relative count as the
-same answer, as tools/attrs/kernels.py counts rounding; `--exact` counts every bit);
+same answer, as tools/attrs/kernels.py counts rounding; `--exact` counts every bit;
+`--ulps N` counts float values within N ULPs of the output's dtype, the kernel
+table's own measure: 1e-6 is less than one ULP of a half and billions of a double);
 the prediction is `tfcompat check`'s status
 for that release with the graph-import loader. Over those cells:
 - precision: of the cells predicted `at-risk`, how many really answered otherwise;
 - recall: of the cells that really answered otherwise, how many were `at-risk`.
 Cells where the release refused the graph are counted apart (predicted
-`incompatible` or not), since at-risk is a claim about models that load.
+`incompatible` or not), since at-risk is a claim about models that load and answer:
+so are cells where it imported the graph and then raised on every feed (HSVToRGB
+half in 2.4 to 2.8: no kernel for the dtype, which `kernel.missing` says).
+"Any warning" scores at-risk and `kernel.results-extremes` together as the
+prediction that the release answers otherwise on some input; printed beside at-risk
+on every feed and, where every case has two feeds or more, at-risk on the first
+(ordinary) feed alone, which is what at-risk claims for the kernel held-out sets.
 `--reference RELEASE` takes that release's answers as the truth's reference instead
 of each case's producer's (cases made by several producers, scored against the
 newest release the kernel table compares with). `--feed N` judges the truth on the
@@ -37,6 +45,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+sys.path.insert(0, str(REPO / "tools" / "kernels"))
+
+import compare  # noqa: E402  (tools/kernels/compare.py: ULPs of a dtype)
+
 from worker.catalog.catalog import load_catalog  # noqa: E402
 from worker.compat.check import check_artifact  # noqa: E402
 from worker.formats.read import read_path  # noqa: E402
@@ -49,12 +61,29 @@ DEFAULT = REPO / "tests" / "fixtures" / "attrs-heldout"
 ROUNDING = 1e-6  # relative: what tools/attrs/kernels.py calls rounding, not a change
 
 
-def _close(a: Any, b: Any) -> bool:
-    """Equal, or numbers within ROUNDING of each other (NaN equals NaN), recursively."""
+def _within_ulps(a: dict[str, Any], b: dict[str, Any], ulps: float) -> bool:
+    """One output against another: the same dtype and shape, float values within `ulps`
+    ULPs of the output's dtype (tools/kernels/compare.py, the table's measure), others
+    equal."""
+    if a.get("dtype") != b.get("dtype") or a.get("shape") != b.get("shape"):
+        return False
+    x, y = a.get("values") or [], b.get("values") or []
+    if len(x) != len(y):
+        return False
+    if a["dtype"] not in compare.EPSILON:
+        return bool(x == y)
+    return all(u == v or compare.ulps(u, v, a["dtype"]) <= ulps for u, v in zip(x, y, strict=True))
+
+
+def _close(a: Any, b: Any, ulps: float | None = None) -> bool:
+    """Equal, or numbers within ROUNDING of each other (NaN equals NaN), recursively;
+    with `ulps`, an output's float values within that many ULPs of its dtype instead."""
+    if ulps is not None and isinstance(a, dict) and isinstance(b, dict) and "values" in a:
+        return _within_ulps(a, b, ulps)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_close(x, y, ulps) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_close(a[k], b[k], ulps) for k in a)
     if a == b:
         return True
     try:
@@ -69,13 +98,17 @@ def _close(a: Any, b: Any) -> bool:
 
 
 def _differs(
-    real: dict[str, Any], producer: dict[str, Any], rounding: bool, feed: int | None
+    real: dict[str, Any],
+    producer: dict[str, Any],
+    rounding: bool,
+    feed: int | None,
+    ulps: float | None = None,
 ) -> bool:
     """Whether the release answered otherwise than the producer (on `feed` alone if given)."""
     if feed is None:
         differs = not real["same"]
         if rounding and differs and real["loads"]:
-            differs = not _close(real.get("outputs"), producer.get("outputs"))
+            differs = not _close(real.get("outputs"), producer.get("outputs"), ulps)
         return bool(differs)
     mine, theirs = (real.get("outputs") or []), (producer.get("outputs") or [])
     if not real["loads"] or feed >= len(theirs):
@@ -83,12 +116,16 @@ def _differs(
     if feed >= len(mine):
         return True
     if rounding:
-        return not _close(mine[feed], theirs[feed])
+        return not _close(mine[feed], theirs[feed], ulps)
     return bool(mine[feed] != theirs[feed])
 
 
 def cells(
-    root: Path, rounding: bool, feed: int | None = None, reference: str | None = None
+    root: Path,
+    rounding: bool,
+    feed: int | None = None,
+    reference: str | None = None,
+    ulps: float | None = None,
 ) -> list[dict[str, Any]]:
     catalog = load_catalog()
     found = []
@@ -104,7 +141,11 @@ def cells(
                     "outputs"
                 )
         for release, real in sorted(doc["releases"].items()):
-            differs = _differs(real, producer, rounding, feed)
+            differs = _differs(real, producer, rounding, feed, ulps)
+            feeds = real.get("outputs") or []
+            answers = bool(real["loads"]) and (
+                not feeds or any(not isinstance(f, dict) or "error" not in f for f in feeds)
+            )
             consumer = catalog.consumer(release, Loader.GRAPH_IMPORT)
             verdict = check_artifact(artifact, consumer, catalog)
             found.append(
@@ -112,6 +153,8 @@ def cells(
                     "case": doc["case"],
                     "release": release,
                     "loads": bool(real["loads"]),
+                    "answers": answers,
+                    "feeds": len(feeds),
                     "differs": differs,
                     "status": str(verdict.status),
                     "warnings": sorted(
@@ -125,14 +168,31 @@ def cells(
     return found
 
 
+def _warned(cell: dict[str, Any]) -> bool:
+    return cell["status"] == Status.AT_RISK or bool(cell["extremes_info"])
+
+
 def score(found: list[dict[str, Any]]) -> dict[str, Any]:
-    served = [c for c in found if c["loads"]]
+    """At-risk against the truth over the cells the release served (imported and answered
+    on some feed), and "any warning" (at-risk or kernel.results-extremes) likewise."""
+    served = [c for c in found if c.get("answers", c["loads"])]
     tp = sum(c["status"] == Status.AT_RISK and c["differs"] for c in served)
     fp = sum(c["status"] == Status.AT_RISK and not c["differs"] for c in served)
     fn = sum(c["status"] != Status.AT_RISK and c["differs"] for c in served)
     tn = sum(c["status"] != Status.AT_RISK and not c["differs"] for c in served)
-    refused = [c for c in found if not c["loads"]]
+    wtp = sum(_warned(c) and c["differs"] for c in served)
+    wfp = sum(_warned(c) and not c["differs"] for c in served)
+    wfn = sum(not _warned(c) and c["differs"] for c in served)
+    refused = [c for c in found if not c.get("answers", c["loads"])]
     return {
+        "any_warning": {
+            "true_positive": wtp,
+            "false_positive": wfp,
+            "false_negative": wfn,
+            "precision": round(wtp / (wtp + wfp), 3) if wtp + wfp else None,
+            "recall": round(wtp / (wtp + wfn), 3) if wtp + wfn else None,
+        },
+        "refused_at_run": sum(c["loads"] for c in refused),
         "cells": len(found),
         "served": len(served),
         "true_positive": tp,
@@ -153,6 +213,14 @@ def score(found: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _figures(found: dict[str, Any]) -> str:
+    tp, fp, fn = found["true_positive"], found["false_positive"], found["false_negative"]
+    return (
+        f"precision {found['precision']} ({tp}/{tp + fp}), recall {found['recall']} "
+        f"({tp}/{tp + fn})"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("root", type=Path, nargs="?", default=DEFAULT)
@@ -161,6 +229,13 @@ def main() -> int:
         "--exact",
         action="store_true",
         help="count last-bit differences as differing (default: within 1e-6 relative is same)",
+    )
+    parser.add_argument(
+        "--ulps",
+        type=float,
+        default=None,
+        help="count float values within this many ULPs of the output's dtype as the same "
+        "answer instead of 1e-6 (4: the kernel table's tolerance)",
     )
     parser.add_argument(
         "--feed",
@@ -175,22 +250,29 @@ def main() -> int:
         "producer); the kernel table compares every release with the newest",
     )
     args = parser.parse_args()
-    found = score(
-        cells(args.root, rounding=not args.exact, feed=args.feed, reference=args.reference)
-    )
+    rounding, ulps = not args.exact, args.ulps
+    every = cells(args.root, rounding, feed=args.feed, reference=args.reference, ulps=ulps)
+    found = score(every)
+    ordinary = None
+    if args.feed is None and every and min(c["feeds"] for c in every if c["loads"]) >= 2:
+        ordinary = score(cells(args.root, rounding, feed=0, reference=args.reference, ulps=ulps))
+        found["ordinary_feed"] = {k: v for k, v in ordinary.items() if k != "misses"}
     if args.json:
         json.dump(found, sys.stdout, indent=1, sort_keys=True)
         sys.stdout.write("\n")
         return 0
     print(
         f"{found['cells']} cells ({found['served']} served, {found['refused']} refused: "
-        f"{found['refused_predicted_incompatible']} predicted incompatible)"
+        f"{found['refused_predicted_incompatible']} predicted incompatible; "
+        f"{found['refused_at_run']} of them imported the graph and raised on every feed)"
     )
+    on = "every feed" if args.feed is None else f"feed {args.feed}"
+    print(f"at-risk vs the truth on {on}: {_figures(found)}")
+    if ordinary is not None:
+        print(f"at-risk vs the truth on the ordinary feed (feed 0): {_figures(ordinary)}")
     print(
-        f"at-risk precision {found['precision']} "
-        f"({found['true_positive']}/{found['true_positive'] + found['false_positive']}), "
-        f"recall {found['recall']} "
-        f"({found['true_positive']}/{found['true_positive'] + found['false_negative']})"
+        f"any warning (at-risk or kernel.results-extremes) vs the truth on {on}: "
+        f"{_figures(found['any_warning'])}"
     )
     if found["extremes_info"]:
         print(

@@ -10,7 +10,15 @@ it. Two runs of the same node compare as:
 - "differs": anything else, i.e. another dtype or shape, an integer, bool or string
   value changed, NaN or an infinity on one side only, or an error on one side only.
 Runs that either release could not build (its shape function refused the inputs)
-or that are nondeterministic are not compared.
+or that are nondeterministic (two runs of the node in one release answered
+differently) are not compared.
+
+A change is `finite` (`finite_change`) when some value beyond the tolerance is a
+number on at least one side, or the shape, dtype, an integer or an error changed.
+One where every such value is NaN or an infinity on both sides (Digamma at a pole:
+inf in 1.13, NaN in 2.21) only renames "no finite answer": where the sweep meets it
+on integer inputs (its `indices` class: 0 and negative integers, a pole's isolated
+points), it counts with the extremes (tools/kernels/sweep.py POLE_CLASSES).
 """
 
 from __future__ import annotations
@@ -124,6 +132,40 @@ def outputs_beyond(
         if d > tolerance:
             found.append(n)
     return found
+
+
+def _finite(text: Any) -> bool:
+    x = _number(text)
+    if x is None:
+        return True  # an integer, bool or string: a value, not "no answer"
+    if isinstance(x, complex):
+        return math.isfinite(x.real) and math.isfinite(x.imag)
+    return math.isfinite(x)
+
+
+def finite_change(newest: dict[str, Any], other: dict[str, Any], tolerance: float) -> bool:
+    """Whether the node's difference beyond `tolerance` involves a number on some side:
+    False only when every value that differs beyond it is NaN or an infinity on both
+    sides (a pole or a point outside the function's domain, named differently)."""
+    if "outputs" not in newest or "outputs" not in other:
+        return True
+    a, b = newest["outputs"], other["outputs"]
+    if len(a) != len(b):
+        return True
+    for x, y in zip(a, b, strict=True):
+        if x["dtype"] != y["dtype"] or x["shape"] != y["shape"]:
+            return True
+        if x["sha"] == y["sha"]:
+            continue
+        if x["values"] == y["values"]:
+            return True  # the difference lies beyond the values kept: unknown
+        for u, v in zip(x["values"], y["values"], strict=True):
+            if u == v:
+                continue
+            d = ulps(u, v, x["dtype"]) if x["dtype"] in EPSILON else DIFFERS
+            if d > tolerance and (_finite(u) or _finite(v)):
+                return True
+    return False
 
 
 def differences(

@@ -1,12 +1,15 @@
 """Held-out models for `kernel.changed`: ops picked at random, made by a real release.
 
     python3 tools/kernels/heldout.py pick --table TABLE.json.gz --cache DIR --ops FILE
-                                          [--seed 37] [--differs 14] [--fixture 14]
-                                          [--exclude EARLIER_SET_DIR] > PICKS.json
+                                          [--seed 37] [--ordinary 0] [--differs 14]
+                                          [--fixture 14] [--exclude EARLIER_SET_DIR ...]
+                                          > PICKS.json
     <venv>/bin/python tools/kernels/heldout.py make --picks PICKS.json --out DIR
 
-`pick` (standard library) draws (op, dtype) pairs at random: some from the sweep's
-`differs` list, some from the ops the fixtures' real models use (FILE: a JSON list
+`pick` (standard library) draws (op, dtype) pairs at random: some from the pairs
+whose change the sweep met on ordinary inputs (`--ordinary`: what at-risk claims, so
+its recall on an ordinary feed can be measured), some from the sweep's other
+`differs` pairs, some from the ops the fixtures' real models use (FILE: a JSON list
 of op names, or tests/fixtures/kernel-sweep/fixture_ops.json) that the sweep compared, each with a layout the newest release built
 and ran (read from its cached probe lines). `make` (in a producer release's own
 Python) writes per pick `DIR/<case>/frozen_graph.pb` (placeholders of unknown shape
@@ -129,7 +132,7 @@ def pick(args):
                 return run["layout"]
         return None
 
-    differs, fixture = [], []
+    ordinary, differs, fixture = [], [], []
     for op, entry in sorted(table["ops"].items()):
         for dtype, pair in sorted(entry["dtypes"].items()):
             if dtype not in SWEEP_LOAD or layout(op, dtype) is None:
@@ -140,25 +143,32 @@ def pick(args):
                 "layout": layout(op, dtype),
                 "type_attr": entry["type_attr"],
             }
-            if any(g["verdict"] == "differs" for g in pair.get("changes", [])):
+            changes = [g for g in pair.get("changes", []) if g["verdict"] == "differs"]
+            if any(g.get("met_on", "ordinary") == "ordinary" for g in changes):
+                ordinary.append(item)
+            elif changes:
                 differs.append(item)
             if op in fixture_ops:
                 fixture.append(item)
-    if args.exclude:  # the (op, dtype) pairs of an earlier set: fresh picks only
-        done = set(
-            (json.load(open(os.path.join(args.exclude, c, "case.json")))["picked"]["op"],
-             json.load(open(os.path.join(args.exclude, c, "case.json")))["picked"]["dtype"])
-            for c in os.listdir(args.exclude)
-            if os.path.exists(os.path.join(args.exclude, c, "case.json"))
-        )
-        differs = [d for d in differs if (d["op"], d["dtype"]) not in done]
-        fixture = [f for f in fixture if (f["op"], f["dtype"]) not in done]
+    done = set()  # the (op, dtype) pairs of earlier sets: fresh picks only
+    for earlier in args.exclude:
+        for c in os.listdir(earlier):
+            path = os.path.join(earlier, c, "case.json")
+            if os.path.exists(path):
+                picked = json.load(open(path))["picked"]
+                done.add((picked["op"], picked["dtype"]))
+    ordinary = [d for d in ordinary if (d["op"], d["dtype"]) not in done]
+    differs = [d for d in differs if (d["op"], d["dtype"]) not in done]
+    fixture = [f for f in fixture if (f["op"], f["dtype"]) not in done]
     rng = random.Random(args.seed)
-    chosen = rng.sample(differs, min(args.differs, len(differs)))
+    chosen = rng.sample(ordinary, min(args.ordinary, len(ordinary)))
+    chosen += rng.sample(differs, min(args.differs, len(differs)))
     rest = [f for f in fixture if f not in chosen]
     chosen += rng.sample(rest, min(args.fixture, len(rest)))
     for item in chosen:
-        item["from"] = "differs" if item in differs else "fixture-ops"
+        item["from"] = (
+            "ordinary" if item in ordinary else "differs" if item in differs else "fixture-ops"
+        )
     json.dump({"seed": args.seed, "table_newest": newest, "picks": chosen}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0
@@ -248,9 +258,12 @@ def main():
     picked.add_argument("--cache", required=True)
     picked.add_argument("--ops", required=True)
     picked.add_argument("--seed", type=int, default=37)
+    picked.add_argument("--ordinary", type=int, default=0)
     picked.add_argument("--differs", type=int, default=14)
     picked.add_argument("--fixture", type=int, default=14)
-    picked.add_argument("--exclude", default="", help="a set's folder: leave its pairs out")
+    picked.add_argument(
+        "--exclude", action="append", default=[], help="a set's folder: leave its pairs out"
+    )
     made = sub.add_parser("make")
     made.add_argument("--picks", required=True)
     made.add_argument("--out", required=True)

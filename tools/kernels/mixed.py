@@ -99,7 +99,7 @@ def sweep_op(op_def):
                 runs.append(run)
         if nodes:
             with v1.Session(graph=graph, config=probe._config()) as sess:
-                probe._run_nodes(sess, nodes, 2 if op_def.is_stateful else 1)
+                probe._run_nodes(sess, nodes, 2)
     return {"op": op_def.name, "type_attr": primary, "runs": runs}
 
 

@@ -7,9 +7,11 @@ without a default is a type, or a count of a list input), and for each dtype the
 op takes among SWEEP_DTYPES, one graph holds one node per input class and layout;
 each node is fed by placeholders (so nothing is constant-folded) and run on the
 CPU with one thread and Grappler off, so what is measured is the kernel. The nodes
-of a graph run in one call, the group halved where some node raises. A stateful op's
-nodes run twice: one whose two runs differ is nondeterministic (a seedless random
-op, a clock) and is marked so rather than compared. Seed attrs are fixed.
+of a graph run in one call, the group halved where some node raises. Every node runs
+twice, the first answers kept alive so the second gets other buffers: one whose two
+runs differ is nondeterministic (a seedless random op, a clock, output memory the
+kernel never wrote: DynamicStitch in 2.12 to 2.15) and is marked so rather than
+compared. Seed attrs are fixed.
 
 Input classes (values in CLASS_VALUES, the same in every release): ordinary
 (seeded uniform values), halves (rounding ties), special (NaN, +-inf, -0.0,
@@ -410,7 +412,7 @@ def sweep_op(op_def):
         if not nodes:
             continue
         with v1.Session(graph=graph, config=_config()) as sess:
-            _run_nodes(sess, nodes, 2 if op_def.is_stateful else 1)
+            _run_nodes(sess, nodes, 2)
     return {"op": op_def.name, "type_attr": primary, "runs": runs}
 
 
@@ -432,8 +434,9 @@ def _answers(sess, nodes, times):
 
 
 def _run_nodes(sess, nodes, times):
-    """Run every node `times` times (twice for a stateful op: two answers that differ mark
-    it nondeterministic); together first, halving the group where some node raises."""
+    """Run every node `times` times (twice but for a seeded stateful op: two answers that
+    differ mark it nondeterministic); together first, halving the group where some node
+    raises."""
     together = _answers(sess, nodes, times)
     if together is None and len(nodes) > 1:
         half = len(nodes) // 2

@@ -2,7 +2,7 @@
 """Run every generically buildable op in every release on edge-case inputs; keep what changed.
 
     nice python3 tools/kernels/sweep.py [--envs $TFENVS] [--output FILE] [--cache DIR]
-                                        [--releases 2.4.4,2.21.0] [--ops Max,Min]
+                                        [--releases 2.4.4,2.21.0] [--ops Max,Min [--write]]
                                         [--tolerance-ulps N] [--no-run] [--refresh]
 
 tools/kernels/probe.py runs in every READY venv (its own Python): each op it can
@@ -27,6 +27,8 @@ only EXTREME_CLASSES do.
 with two or more inputs of one type attr (the catalogued registries say which), in
 every release given, and replaces their entries in the table (the others, and the
 tolerance's distribution, stay the whole sweep's; `remeasured` says which).
+`--ops A,B --write` re-measures those ops alone in the same way (cached apart,
+recorded under `remeasured_named`); without `--write` it prints how they compare.
 
 Writes `worker/catalog/data/kernel_changes.json.gz` (format
 `tfcompat-kernel-changes/2`): per op its key type attr, every (op, dtype) compared
@@ -55,7 +57,13 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 
-from compare import DIFFERS, comparable, differences, outputs_beyond  # noqa: E402
+from compare import (  # noqa: E402
+    DIFFERS,
+    comparable,
+    differences,
+    finite_change,
+    outputs_beyond,
+)
 from provenance import cpu_wheels, source_record  # noqa: E402
 from runs import (  # noqa: E402
     MIXED,
@@ -87,6 +95,10 @@ REMEASURE = "nice python3 tools/kernels/sweep.py --envs $TFENVS --ops {op}"
 # a hazard (at-risk). `indices` (-7 to 100) is out of range as an index but an ordinary
 # magnitude as a number, and the sweep cannot tell which an op reads it as: ordinary.
 ORDINARY_CLASSES = ("ordinary", "halves", "scalar", "indices")
+# Ordinary classes of integer values (0, negative integers): where a function's isolated
+# poles lie (Digamma, Polygamma, Rsqrt at 0). A node of one of them that differs only in
+# NaN against an infinity (compare.finite_change) is met at a pole: counted as extremes.
+POLE_CLASSES = ("indices",)
 # Classes only extreme or special inputs reach: overflowing magnitudes, NaN and
 # infinities, values near the smallest normal and denormals, zero-sized tensors, a
 # special value against an ordinary one, INT_MIN / -1 (tools/kernels/mixed.py).
@@ -146,7 +158,7 @@ def _verdict(newest: dict[str, Any], other: dict[str, Any], d: float, tolerance:
 
 
 def load_answers(
-    cache: Path, releases: list[str], only: str = ""
+    cache: Path, releases: list[str], only: str = "", mixed_only: str = ""
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """release -> op -> the probe's line (complete releases only), with the structured
     builders' and the mixed operands' runs joined to it."""
@@ -157,7 +169,7 @@ def load_answers(
             continue
         found[release] = {line["op"]: line for line in lines if "op" in line}
         classes = next((line["classes"] for line in lines if "classes" in line), None)
-        mixed = read_lines(cache_path(cache, release, MIXED))
+        mixed = read_lines(cache_path(cache, release, MIXED, only=mixed_only))
         for line in mixed:
             for dtype, values in line.get("classes", {}).items():
                 classes = dict(classes or {})
@@ -195,8 +207,8 @@ def _unstable_outputs(
     seen: dict[tuple[str, str, str, int], list[str]] = {}
     for release in releases:
         for run in (answers[release].get(op) or {}).get("runs", []):
-            if not comparable(run) or "outputs" not in run:
-                continue
+            if "build_error" in run or "outputs" not in run:
+                continue  # a nondeterministic run counts: its first answer is one more value
             for n, output in enumerate(run["outputs"]):
                 key = (run["dtype"], run["class"], run["layout"], n)
                 seen.setdefault(key, []).append(output["sha"])
@@ -270,6 +282,7 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 continue
             pair: dict[str, Any] = {}
             absent = []
+            unsteady: list[str] = []
             groups: dict[str, dict[str, Any]] = {}
             for release in releases[:-1]:
                 theirs = answers[release].get(op)
@@ -280,6 +293,9 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 ]
                 if not any(comparable(r) for r in runs):
                     absent.append(release)
+                    continue
+                if any(r.get("nondeterministic") for r in runs + mine):
+                    unsteady.append(release)  # its own two runs disagree: not a kernel's
                     continue
                 found = differences(mine, runs)
                 if not found:
@@ -294,7 +310,15 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 # where another node's worst is a refusal; the evidence is an ordinary
                 # class's where one differs (what a served model meets), the worst else.
                 beyond = [f for f in found if _verdict(f[0], f[1], f[2], tolerance) == "differs"]
-                ordinary = [f for f in beyond if f[0]["class"] not in EXTREME_CLASSES]
+                # NaN against an infinity on integer inputs is a pole's (Digamma at -7):
+                # met on extremes; on the other ordinary classes it is a region outside
+                # the domain (Erfinv beyond 1) that ordinary values reach: ordinary
+                ordinary = [
+                    f
+                    for f in beyond
+                    if f[0]["class"] not in EXTREME_CLASSES
+                    and (f[0]["class"] not in POLE_CLASSES or finite_change(f[0], f[1], tolerance))
+                ]
                 severity: dict[str, Any] = {}
                 if beyond:
                     worst = max(
@@ -306,6 +330,11 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                         "classes": sorted({f[0]["class"] for f in beyond}),
                         "met_on": "ordinary" if ordinary else "extremes",
                     }
+                    poles = {
+                        f[0]["class"] for f in beyond if f[0]["class"] not in EXTREME_CLASSES
+                    } - {f[0]["class"] for f in ordinary}
+                    if poles:  # ordinary classes that differ in NaN against an infinity only
+                        severity["poles"] = sorted(poles)
                     # which outputs differ, over every node of the severity's classes: a
                     # change only in outputs a model never reads is no hazard to it
                     spots = [outputs_beyond(f[0], f[1], tolerance) for f in ordinary or beyond]
@@ -327,6 +356,8 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 groups.setdefault(key, {**evidence, "releases": []})["releases"].append(release)
             if absent:
                 pair["absent_in"] = absent
+            if unsteady:
+                pair["nondeterministic_in"] = unsteady
             if groups:
                 pair["changes"] = sorted(
                     groups.values(), key=lambda g: version_key(g["releases"][0])
@@ -372,8 +403,18 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "ordinary": list(ORDINARY_CLASSES),
             "extremes": list(EXTREME_CLASSES),
             "how": "a release differs `met_on: ordinary` when a node fed an ordinary class "
-            "differs beyond the tolerance (its evidence shown), `met_on: extremes` when only "
-            "nodes fed extreme or special classes do; `classes` lists every class that differs",
+            "differs beyond the tolerance with a number on one side at least (its evidence "
+            "shown), `met_on: extremes` when only nodes fed extreme or special classes do, or "
+            "the nodes of an ordinary class of integer values differ only in NaN against an "
+            "infinity (a pole: `poles` lists those classes); `classes` lists every class "
+            "that differs",
+            "pole_classes": list(POLE_CLASSES),
+        },
+        "nondeterministic": {
+            "how": "every node runs twice in one session, the first answers kept alive; a "
+            "node whose two runs differ is nondeterministic (memory nothing wrote, a seedless "
+            "random op). A release where a node of the (op, dtype), its own or the newest's, "
+            "is so is not compared and listed under `nondeterministic_in`: not a change",
         },
         "tolerance": {
             "ulps": tolerance,
@@ -459,10 +500,14 @@ def _counts(ops: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def merge_refresh(old: dict[str, Any], new: dict[str, Any], asked: list[str]) -> dict[str, Any]:
+def merge_refresh(
+    old: dict[str, Any], new: dict[str, Any], asked: list[str], named: bool = False
+) -> dict[str, Any]:
     """The table with the re-measured ops' entries replaced (an op the re-run could not
     build keeps its former entry); the counts recomputed, the tolerance's distribution
-    kept from the whole sweep, and what was re-measured recorded under `remeasured`."""
+    kept from the whole sweep, and what was re-measured recorded under `remeasured`
+    (a `--refresh`), or appended to `remeasured_named` (ops named with `--ops --write`,
+    the last refresh's record kept)."""
     merged = {k: v for k, v in old.items() if k != "hand"}
     ops = dict(old["ops"])
     replaced = sorted(op for op in new["ops"] if op in asked)
@@ -478,10 +523,24 @@ def merge_refresh(old: dict[str, Any], new: dict[str, Any], asked: list[str]) ->
     merged.update(_counts(ops))
     merged["format"] = new["format"]
     merged["input_classes"] = new["input_classes"]
+    merged["nondeterministic"] = new["nondeterministic"]
     classes = {k: dict(v) for k, v in old["classes"].items()}
     for dtype, values in new["classes"].items():
         classes.setdefault(dtype, {}).update(values)
     merged["classes"] = classes
+    if named:
+        merged["remeasured_named"] = [
+            *old.get("remeasured_named", []),
+            {
+                "ops": replaced,
+                "kept": sorted(set(asked) & set(old["ops"]) - set(replaced)),
+                "releases": new["releases"],
+                "how": "tools/kernels/sweep.py --ops ... --write: these ops run again in every "
+                "release (the probe, the structured builders and the mixed operands), each "
+                "node twice; their entries replaced",
+            },
+        ]
+        return merged
     merged["remeasured"] = {
         "ops": replaced,
         "kept": sorted(set(asked) & set(old["ops"]) - set(replaced)),
@@ -518,6 +577,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--releases", default="")
     parser.add_argument("--ops", default="", help="re-measure only these ops (comma-separated)")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="with --ops: replace those ops' entries in the table (cached like --refresh) "
+        "instead of printing how they compare",
+    )
     parser.add_argument("--tolerance-ulps", type=float, default=DEFAULT_TOLERANCE_ULPS)
     parser.add_argument("--no-run", action="store_true", help="build the table from the cache")
     parser.add_argument(
@@ -530,9 +595,10 @@ def main(argv: list[str] | None = None) -> int:
     only = set(filter(None, args.releases.split(","))) or None
     args.cache.mkdir(parents=True, exist_ok=True)
     envs = ready_envs(args.envs, only)
-    if args.ops:
+    if args.ops and not args.write:
         return _remeasure(envs, args.ops)
-    only = _refresh_ops(args.output) if args.refresh else ""
+    only = args.ops or (_refresh_ops(args.output) if args.refresh else "")
+    mixed_only = args.ops  # a refresh runs every mixed operand (one cache for all)
     if not args.no_run:
         for release, python in sorted(envs, key=lambda e: version_key(e[0]), reverse=True):
             started = time.monotonic()
@@ -543,17 +609,24 @@ def main(argv: list[str] | None = None) -> int:
                 only=only,
                 script=STRUCTURED,
             )
-            lines += probe_release(python, cache_path(args.cache, release, MIXED), script=MIXED)
+            lines += probe_release(
+                python,
+                cache_path(args.cache, release, MIXED, only=mixed_only),
+                only=mixed_only,
+                script=MIXED,
+            )
             print(
                 f"{release}: {len(lines)} ops ({time.monotonic() - started:.0f}s)", file=sys.stderr
             )
-    answers = load_answers(args.cache, [r for r, _ in envs], only=only)
+    answers = load_answers(args.cache, [r for r, _ in envs], only=only, mixed_only=mixed_only)
     if not answers:
         print("no release measured", file=sys.stderr)
         return 1
     table = build_table(answers, args.tolerance_ulps)
     if only:
-        table = merge_refresh(_read_table(args.output), table, sorted(only.split(",")))
+        table = merge_refresh(
+            _read_table(args.output), table, sorted(only.split(",")), named=bool(args.ops)
+        )
     hand = hand_table(args.output)
     if hand is not None:
         table["hand"] = hand
