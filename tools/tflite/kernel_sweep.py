@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""Which TFLite runtimes answer a builtin differently, measured (issue 37).
+
+    python3 tools/tflite/runtimes.py install
+    python3 tools/tflite/kernel_sweep.py convert --tf-envs TFENVS [--producers 2.17.1,2.12.1]
+    python3 tools/tflite/kernel_sweep.py run --envs ENVS --tf-envs TFENVS [--only R1,R2]
+    python3 tools/tflite/kernel_sweep.py write [--distribution]
+
+`convert` runs kernel_models.py in each producer's TensorFlow venv: one single-op
+model per (builtin, type variant) (float32; int8 full-integer; int16x8 where the
+converter offers it; dynamic-range weights for the ops with weights), written once
+by each producer into .cache/tflite-kernels/models/tf<version>/. `run` feeds every
+file to every READY runtime (kernel_run.py in the runtime's own Python, one thread,
+the same six input classes everywhere) and caches the raw outputs under
+.cache/tflite-kernels/runs/<runtime>.jsonl (a runtime already cached is skipped;
+`--refresh` runs it again); a model that kills the process is recorded as a crash
+and the runtime restarted past it. `write` compares each runtime's outputs with the
+reference runtime's (`REFERENCE`, the newest LiteRT, else the newest TensorFlow
+that answered) and writes worker/catalog/data/tflite_kernel_changes.json.
+
+Comparison, per output element: bitwise equal; else, for float outputs, the distance
+in ULPs (how many float32 values lie between the two; NaN against NaN is equal, NaN
+or an infinity on one side only is not comparable); for int8/int16 outputs, the
+distance in quantised steps (the integer difference; both sides share the file's
+scale). A runtime differs on an input class when some element is further than the
+tolerance (`TOLERANCE`), chosen from the distribution `write --distribution` prints.
+Classes ordinary, halves and positive are what a served model meets (`met_on:
+ordinary`); special (NaN, infinities, -0.0, denormals), large (near float32's
+limits; saturating for an integer input) and tiny are extremes.
+
+Standard library only; Python 3.11.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import struct
+import subprocess
+import sys
+import zlib
+from array import array
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, python_of, ready, runtimes
+
+CACHE = REPO / ".cache" / "tflite-kernels"
+MODELS = CACHE / "models"
+RUNS = CACHE / "runs"
+TABLE = REPO / "worker" / "catalog" / "data" / "tflite_kernel_changes.json"
+HERE = Path(__file__).resolve().parent
+ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"}
+FORMAT = "tfcompat-tflite-kernel-changes/1"
+PRODUCERS = ("2.21.0", "2.12.1")
+ORDINARY = ("ordinary", "halves", "positive")
+EXTREMES = ("special", "large", "tiny")
+TOLERANCE = {"float_ulps": 4, "quantized_steps": 1}
+"""Within these a difference is rounding, not a change (see the distribution)."""
+REMEASURE = "python3 tools/tflite/kernel_sweep.py run --only {runtime} && write"
+TIMEOUT = 900
+
+
+def convert(args: argparse.Namespace) -> None:
+    for version in args.producers.split(","):
+        python = args.tf_envs / version / "bin" / "python"
+        out = MODELS / f"tf{version}"
+        if (out / "models.json").exists():
+            print(f"{version}: already converted", file=sys.stderr)
+            continue
+        subprocess.run(
+            [str(python), str(HERE / "kernel_models.py"), str(out)],
+            check=True,
+            env=ENV,
+        )
+
+
+def model_files() -> list[Path]:
+    return sorted(MODELS.glob("tf*/*.tflite"))
+
+
+def _run_runtime(python: Path, files: list[Path]) -> list[dict[str, Any]]:
+    """Every file through one runtime, restarting past a file that kills the process."""
+    rows: list[dict[str, Any]] = []
+    left = [str(f) for f in files]
+    while left:
+        try:
+            proc = subprocess.run(
+                ["nice", str(python), str(HERE / "kernel_run.py"), *left],
+                capture_output=True,
+                text=True,
+                env=ENV,
+                cwd=HERE,
+                timeout=TIMEOUT,
+            )
+            out, code = proc.stdout, proc.returncode
+        except subprocess.TimeoutExpired as e:
+            raw = e.stdout or b""
+            out, code = raw.decode() if isinstance(raw, bytes) else raw, -1
+        last = None
+        for line in out.splitlines():
+            if not line.startswith("{"):
+                continue
+            row = json.loads(line)
+            if "progress" in row:
+                last = row["model"]
+                continue
+            if "interpreter" not in row:
+                rows.append(row)
+        if code == 0 or last is None:
+            break
+        rows.append({"model": last, "error": f"crash: the process ended with {code}"})
+        left = left[left.index(last) + 1 :]
+    return rows
+
+
+def run(args: argparse.Namespace) -> None:
+    RUNS.mkdir(parents=True, exist_ok=True)
+    files = model_files()
+    only = set(args.only.split(",")) if args.only else None
+    for runtime in runtimes():
+        if only and runtime.name not in only:
+            continue
+        if not ready(runtime, args.envs, args.tf_envs):
+            continue
+        cached = RUNS / f"{runtime.name}.jsonl"
+        if cached.exists() and not args.refresh:
+            continue
+        rows = _run_runtime(python_of(runtime, args.envs, args.tf_envs), files)
+        for row in rows:
+            row["model"] = str(Path(row["model"]).resolve().relative_to(MODELS))
+        cached.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"{runtime.name}: {len(rows)} rows", file=sys.stderr)
+
+
+# --- comparison ---------------------------------------------------------------------------
+
+CODES = {"float32": "f", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B"}
+
+
+def values(out: dict[str, Any]) -> array[Any]:
+    data = zlib.decompress(base64.b64decode(out["data"]))
+    code = CODES.get(out["dtype"], "B")
+    a = array(code)
+    a.frombytes(data)
+    return a
+
+
+def _ordered(x: float) -> int:
+    (i,) = struct.unpack("<i", struct.pack("<f", x))
+    return i if i >= 0 else -(i & 0x7FFFFFFF)
+
+
+def distance(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, int]:
+    """The largest distance between two outputs (ULPs for float32, steps for integers;
+    inf: not comparable) and the element where it is (-1: shape or type)."""
+    if a["dtype"] != b["dtype"] or a["shape"] != b["shape"]:
+        return math.inf, -1
+    if a["data"] == b["data"]:
+        return 0.0, 0
+    x, y = values(a), values(b)
+    worst, where = 0.0, 0
+    for i, (p, q) in enumerate(zip(x, y, strict=True)):
+        if a["dtype"] == "float32":
+            if math.isnan(p) and math.isnan(q):
+                continue
+            if not (math.isfinite(p) and math.isfinite(q)):
+                d = 0.0 if p == q else math.inf
+            else:
+                d = float(abs(_ordered(p) - _ordered(q)))
+        else:
+            d = float(abs(int(p) - int(q)))
+        if d > worst:
+            worst, where = d, i
+    return worst, where
+
+
+def kind_of(dtype: str) -> str:
+    return "float_ulps" if dtype == "float32" else "quantized_steps"
+
+
+def load_runs() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """runtime -> (model, class) -> row; a model-level error under class ""."""
+    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for path in sorted(RUNS.glob("*.jsonl")):
+        rows = {}
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            rows[(row["model"], row.get("class", ""))] = row
+        found[path.stem] = rows
+    return found
+
+
+def reference_of(measured: list[str]) -> list[str]:
+    """Runtimes in the order a reference is chosen: newest LiteRT first, then TensorFlow."""
+    order = {r.name: i for i, r in enumerate(runtimes())}
+    litert = [n for n in measured if n.startswith("ai-edge-litert-")]
+    tf = [n for n in measured if n.startswith("tensorflow-")]
+    return sorted(litert, key=order.__getitem__, reverse=True) + sorted(
+        tf, key=order.__getitem__, reverse=True
+    )
+
+
+def _catalogue() -> dict[str, dict[str, Any]]:
+    """file (tfX/case.variant.tflite) -> how it was made; and the unbuildable."""
+    made: dict[str, dict[str, Any]] = {}
+    for path in sorted(MODELS.glob("tf*/models.json")):
+        doc = json.loads(path.read_text())
+        for name, row in doc["models"].items():
+            made[f"{path.parent.name}/{name}"] = dict(row, producer=doc["converter"])
+    return made
+
+
+def _fmt(out: dict[str, Any], where: int) -> str:
+    """The element that differs most, with its neighbours, as the runtime returned it."""
+    vals = values(out)
+    lo = max(0, where - 1)
+    shown = list(vals[lo : lo + 3])
+    text = ", ".join(f"{v:.9g}" if isinstance(v, float) else str(v) for v in shown)
+    scale = out.get("quantization", [0.0, 0])
+    if out["dtype"] != "float32" and scale and scale[0]:
+        real = ", ".join(f"{(int(v) - scale[1]) * scale[0]:.6g}" for v in shown)
+        text += f" (real {real})"
+    return f"[{text}] at {lo}"
+
+
+def compare(
+    runs: dict[str, dict[tuple[str, str], dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], Counter[tuple[str, str]]]:
+    """One row per (model, runtime, class) that answered on both sides and was not
+    bitwise equal to the reference; and the distribution of all distances."""
+    made = _catalogue()
+    order = reference_of(sorted(runs))
+    rows: list[dict[str, Any]] = []
+    histogram: Counter[tuple[str, str]] = Counter()
+    for model in sorted(made):
+        if "file" not in made[model]:
+            continue
+        key = model.rsplit("/", 1)[0] + "/" + made[model]["file"]
+        for cls in ORDINARY + EXTREMES:
+            ref = next(
+                (r for r in order if "outputs" in runs[r].get((key, cls), {})),
+                None,
+            )
+            if ref is None:
+                continue
+            expect = runs[ref][(key, cls)]["outputs"]
+            for runtime, table in runs.items():
+                got = table.get((key, cls))
+                if runtime == ref or got is None or "outputs" not in got:
+                    continue
+                worst, where, bucket_kind, at = 0.0, 0, "float_ulps", 0
+                for j, (a, b) in enumerate(zip(got["outputs"], expect, strict=False)):
+                    d, w = distance(a, b)
+                    if d > worst or (d == worst and j == 0):
+                        worst, where, bucket_kind, at = d, w, kind_of(b["dtype"]), j
+                histogram[(bucket_kind, _bucket(worst))] += 1
+                if worst == 0:
+                    continue
+                rows.append(
+                    {
+                        "model": key,
+                        "case": made[model]["case"],
+                        "op": made[model]["builtin"],
+                        "variant": made[model]["variant"],
+                        "producer": made[model]["producer"],
+                        "runtime": runtime,
+                        "reference": ref,
+                        "class": cls,
+                        "kind": bucket_kind,
+                        "distance": worst,
+                        "got": _fmt(got["outputs"][at], max(where, 0)),
+                        "expected": _fmt(expect[at], max(where, 0)),
+                    }
+                )
+    return rows, histogram
+
+
+BUCKETS = (0, 1, 2, 4, 8, 16, 64, 256, 4096, 2**24)
+
+
+def _bucket(d: float) -> str:
+    if d == 0:
+        return "0 (bitwise or NaN both)"
+    if math.isinf(d):
+        return "not comparable"
+    for b in BUCKETS[1:]:
+        if d <= b:
+            return f"<= {b}"
+    return f"> {BUCKETS[-1]}"
+
+
+def build_table(runs: dict[str, dict[tuple[str, str], dict[str, Any]]]) -> dict[str, Any]:
+    rows, histogram = compare(runs)
+    made = _catalogue()
+    changes: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        if row["distance"] <= TOLERANCE[row["kind"]]:
+            continue
+        key = (row["op"], row["variant"], row["runtime"])
+        entry = changes.setdefault(
+            key,
+            {
+                "op": row["op"],
+                "variant": row["variant"],
+                "runtime": row["runtime"],
+                "reference": row["reference"],
+                "classes": [],
+                "producers": [],
+                "evidence": None,
+            },
+        )
+        if row["class"] not in entry["classes"]:
+            entry["classes"].append(row["class"])
+        if row["producer"] not in entry["producers"]:
+            entry["producers"].append(row["producer"])
+        ordinary = row["class"] in ORDINARY
+        shown = entry["evidence"]
+        if shown is None or (ordinary and shown["class"] not in ORDINARY):
+            entry["evidence"] = {
+                k: row[k]
+                for k in ("class", "producer", "got", "expected", "distance", "kind", "reference")
+            }
+    for entry in changes.values():
+        entry["classes"].sort(key=(ORDINARY + EXTREMES).index)
+        entry["met_on"] = (
+            "ordinary" if any(c in ORDINARY for c in entry["classes"]) else "extremes"
+        )
+        entry["producers"].sort()
+        ev = entry["evidence"]
+        if math.isinf(ev["distance"]):
+            ev["distance"] = "not comparable"
+    measured: dict[str, dict[str, list[str]]] = {}
+    refused: dict[str, dict[str, list[str]]] = {}
+    for runtime, table in runs.items():
+        for model, row in made.items():
+            if "file" not in row:
+                continue
+            key = model.rsplit("/", 1)[0] + "/" + row["file"]
+            answered = any("outputs" in table.get((key, c), {}) for c in ORDINARY + EXTREMES)
+            into = measured if answered else refused
+            if answered or (key, "") in table:
+                runtimes_of = into.setdefault(row["builtin"], {}).setdefault(row["variant"], [])
+                if runtime not in runtimes_of:
+                    runtimes_of.append(runtime)
+    order = {r.name: i for i, r in enumerate(runtimes())}
+    for tree in (measured, refused):
+        for per in tree.values():
+            for names in per.values():
+                names.sort(key=order.__getitem__)
+    unbuildable = {
+        f"{row['builtin']} {row['variant']} ({row['producer']})": row["error"]
+        for row in made.values()
+        if "error" in row
+    }
+    dist = {
+        kind: {b: n for (k, b), n in sorted(histogram.items()) if k == kind}
+        for kind in ("float_ulps", "quantized_steps")
+    }
+    return {
+        "format": FORMAT,
+        "source": (
+            "tools/tflite/kernel_sweep.py: single-op models written by the TensorFlow "
+            f"{', '.join(sorted({r['producer'] for r in made.values()}))} converters, run in "
+            "every measured runtime on six input classes and compared with the reference"
+        ),
+        "remeasure": REMEASURE,
+        "tolerance": TOLERANCE,
+        "classes": {"ordinary": list(ORDINARY), "extremes": list(EXTREMES)},
+        "reference": reference_of(sorted(runs))[0] if runs else None,
+        "runtimes": sorted(runs, key=order.__getitem__),
+        "distribution": dist,
+        "measured": measured,
+        "refused": refused,
+        "unbuildable": unbuildable,
+        "changes": sorted(
+            changes.values(),
+            key=lambda c: (c["op"], c["variant"], order[c["runtime"]]),
+        ),
+    }
+
+
+def write(args: argparse.Namespace) -> None:
+    runs = load_runs()
+    table = build_table(runs)
+    if args.distribution:
+        print(json.dumps(table["distribution"], indent=1))
+        rows, _ = compare(runs)
+        by: Counter[tuple[str, str, str]] = Counter()
+        for row in rows:
+            by[(row["kind"], row["op"] + " " + row["variant"], _bucket(row["distance"]))] += 1
+        for (kind, what, bucket), n in sorted(by.items()):
+            print(f"{kind}\t{what}\t{bucket}\t{n}")
+        return
+    TABLE.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    print(
+        f"{len(table['changes'])} (op, variant, runtime) changes over "
+        f"{len(table['runtimes'])} runtimes",
+        file=sys.stderr,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("convert")
+    c.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
+    c.add_argument("--producers", default=",".join(PRODUCERS))
+    r = sub.add_parser("run")
+    r.add_argument("--envs", type=Path, default=DEFAULT_ENVS)
+    r.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
+    r.add_argument("--only", default="")
+    r.add_argument("--refresh", action="store_true")
+    w = sub.add_parser("write")
+    w.add_argument("--distribution", action="store_true")
+    args = parser.parse_args()
+    {"convert": convert, "run": run, "write": write}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
