@@ -16,8 +16,9 @@ the converter offers for it:
   outputs, where the converter has it;
 - `dynamic`: dynamic-range quantisation (`Optimize.DEFAULT`, no dataset) for the ops
   with constant weights of 1,024 elements or more (the converter leaves smaller ones
-  float).
-it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json: per file the case,
+  float);
+- `float16`: float16 weights (DEQUANTIZE to float32 before the op), for the same ops.
+it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json (cases already there are kept): per file the case,
 the builtin, the variant, the input shapes, or why it could not be written.
 """
 
@@ -149,8 +150,25 @@ CASES = {
     "strided_slice": ("STRIDED_SLICE", unary(lambda x: x[:, 1:3, ::2, :]), False),
     "cumsum": ("CUMSUM", unary(lambda x: tf.math.cumsum(x, axis=3)), False),
     "arg_max": ("ARG_MAX", unary(lambda x: tf.argmax(x, axis=3)), False),
+    # what the real models of tests/fixtures/tflite-real use that the cases above lack
+    "prelu": (
+        "PRELU",
+        unary(lambda x: tf.nn.relu(x) - tf.constant([0.25, 0.1, 0.5]) * tf.nn.relu(-x)),
+        False,
+    ),
+    "depth_to_space": (
+        "DEPTH_TO_SPACE",
+        (lambda x: tf.nn.depth_to_space(x, 2), [[1, 2, 2, 12]]),
+        False,
+    ),
+    "mirror_pad": (
+        "MIRROR_PAD",
+        unary(lambda x: tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")),
+        False,
+    ),
+    "reduce_min": ("REDUCE_MIN", unary(lambda x: tf.reduce_min(x, axis=[1, 2])), False),
 }
-VARIANTS = ("float32", "int8", "int16x8", "dynamic")
+VARIANTS = ("float32", "int8", "int16x8", "dynamic", "float16")
 
 
 def representative(shapes):
@@ -185,6 +203,9 @@ def convert(fn, shapes, variant):
         converter.inference_output_type = tf.int16
     elif variant == "dynamic":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    elif variant == "float16":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
     return converter.convert()
 
 
@@ -192,12 +213,16 @@ def main():
     out = sys.argv[1]
     only = sys.argv[3].split(",") if len(sys.argv) > 3 and sys.argv[2] == "--cases" else None
     os.makedirs(out, exist_ok=True)
+    index = os.path.join(out, "models.json")
     written = {}
+    if os.path.exists(index):  # a later run adds cases to the same directory
+        with open(index) as f:
+            written = json.load(f)["models"]
     for case, (builtin, (fn, shapes), weighted) in CASES.items():
         if only and case not in only:
             continue
         for variant in VARIANTS:
-            if variant == "dynamic" and not weighted:
+            if variant in ("dynamic", "float16") and not weighted:
                 continue
             name = f"{case}.{variant}"
             row = {"case": case, "builtin": builtin, "variant": variant, "shapes": shapes}
@@ -212,7 +237,7 @@ def main():
                 row["file"] = name + ".tflite"
             written[name] = row
             print(name, "error" if "error" in row else "ok", file=sys.stderr, flush=True)
-    with open(os.path.join(out, "models.json"), "w") as f:
+    with open(index, "w") as f:
         json.dump({"converter": tf.__version__, "models": written}, f, indent=1, sort_keys=True)
 
 

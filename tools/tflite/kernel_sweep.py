@@ -12,8 +12,8 @@ converter offers it; dynamic-range weights for the ops with weights), written on
 by each producer into .cache/tflite-kernels/models/tf<version>/. `run` feeds every
 file to every READY runtime (kernel_run.py in the runtime's own Python, one thread,
 the same six input classes everywhere) and caches the raw outputs under
-.cache/tflite-kernels/runs/<runtime>.jsonl (a runtime already cached is skipped;
-`--refresh` runs it again); a model that kills the process is recorded as a crash
+.cache/tflite-kernels/runs/<runtime>.jsonl (only files a runtime has not run yet are
+run; `--refresh` runs them all again); a model that kills the process is recorded as a crash
 and the runtime restarted past it. `write` compares each runtime's outputs with the
 reference runtime's (`REFERENCE`, the newest LiteRT, else the newest TensorFlow
 that answered) and writes worker/catalog/data/tflite_kernel_changes.json.
@@ -28,7 +28,8 @@ Classes ordinary, halves and positive are what a served model meets (`met_on:
 ordinary`); special (NaN, infinities, -0.0, denormals), large (near float32's
 limits; saturating for an integer input) and tiny are extremes.
 
-Standard library only; Python 3.11.
+Standard library and the package's own TFLite reader (`write` runs in the repository's
+venv: .venv/bin/python); Python 3.11.
 """
 
 from __future__ import annotations
@@ -128,13 +129,18 @@ def run(args: argparse.Namespace) -> None:
         if not ready(runtime, args.envs, args.tf_envs):
             continue
         cached = RUNS / f"{runtime.name}.jsonl"
-        if cached.exists() and not args.refresh:
+        kept = [] if args.refresh or not cached.exists() else cached.read_text().splitlines()
+        done = {json.loads(line)["model"] for line in kept}
+        pending = [f for f in files if str(f.relative_to(MODELS)) not in done]
+        if not pending:
             continue
-        rows = _run_runtime(python_of(runtime, args.envs, args.tf_envs), files)
+        rows = _run_runtime(python_of(runtime, args.envs, args.tf_envs), pending)
         for row in rows:
             row["model"] = str(Path(row["model"]).resolve().relative_to(MODELS))
-        cached.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        print(f"{runtime.name}: {len(rows)} rows", file=sys.stderr)
+        cached.write_text("".join(line + "\n" for line in kept) + "".join(
+            json.dumps(r) + "\n" for r in rows
+        ))
+        print(f"{runtime.name}: {len(rows)} new rows", file=sys.stderr)
 
 
 # --- comparison ---------------------------------------------------------------------------
@@ -206,12 +212,30 @@ def reference_of(measured: list[str]) -> list[str]:
 
 
 def _catalogue() -> dict[str, dict[str, Any]]:
-    """file (tfX/case.variant.tflite) -> how it was made; and the unbuildable."""
+    """file key (tfX/case.variant) -> how it was made, with the builtin's variant as the
+    file holds it (worker.model.tflite.variant_of, what the rule keys on): a converter
+    may keep an op float in a quantised file, or write no such builtin at all."""
+    sys.path.insert(0, str(REPO))
+    from worker.formats.source import FileSource
+    from worker.formats.tflite import read_tflite
+    from worker.model.tflite import variant_of
+
     made: dict[str, dict[str, Any]] = {}
     for path in sorted(MODELS.glob("tf*/models.json")):
         doc = json.loads(path.read_text())
         for name, row in doc["models"].items():
-            made[f"{path.parent.name}/{name}"] = dict(row, producer=doc["converter"])
+            entry = dict(row, producer=doc["converter"])
+            if "file" in row:
+                model = read_tflite(FileSource(path.parent / row["file"]))
+                names = [model.operator_codes[k.opcode_index].name for k in model.operator_kinds]
+                kinds = [k for k, n in zip(model.operator_kinds, names) if n == row["builtin"]]
+                if kinds:
+                    entry["variant"] = variant_of(kinds[0])
+                    entry["ops"] = sorted(set(names))
+                else:
+                    del entry["file"]
+                    entry["error"] = f"the converter wrote no {row['builtin']}: {sorted(set(names))}"
+            made[f"{path.parent.name}/{name}"] = entry
     return made
 
 
@@ -258,7 +282,8 @@ def compare(
                     d, w = distance(a, b)
                     if d > worst or (d == worst and j == 0):
                         worst, where, bucket_kind, at = d, w, kind_of(b["dtype"]), j
-                histogram[(bucket_kind, _bucket(worst))] += 1
+                group = "ordinary" if cls in ORDINARY else "extremes"
+                histogram[(f"{bucket_kind} {group}", _bucket(worst))] += 1
                 if worst == 0:
                     continue
                 rows.append(
@@ -285,7 +310,7 @@ BUCKETS = (0, 1, 2, 4, 8, 16, 64, 256, 4096, 2**24)
 
 def _bucket(d: float) -> str:
     if d == 0:
-        return "0 (bitwise or NaN both)"
+        return "0"
     if math.isinf(d):
         return "not comparable"
     for b in BUCKETS[1:]:
@@ -353,12 +378,16 @@ def build_table(runs: dict[str, dict[tuple[str, str], dict[str, Any]]]) -> dict[
             for names in per.values():
                 names.sort(key=order.__getitem__)
     unbuildable = {
-        f"{row['builtin']} {row['variant']} ({row['producer']})": row["error"]
+        f"{row['builtin']} {row['case']}.{row['variant']} ({row['producer']})": row["error"]
         for row in made.values()
         if "error" in row
     }
+    labels = [_bucket(b) for b in BUCKETS] + [f"> {BUCKETS[-1]}", "not comparable"]
     dist = {
-        kind: {b: n for (k, b), n in sorted(histogram.items()) if k == kind}
+        kind: {
+            group: {b: histogram[(f"{kind} {group}", b)] for b in labels}
+            for group in ("ordinary", "extremes")
+        }
         for kind in ("float_ulps", "quantized_steps")
     }
     return {
@@ -392,7 +421,9 @@ def write(args: argparse.Namespace) -> None:
         rows, _ = compare(runs)
         by: Counter[tuple[str, str, str]] = Counter()
         for row in rows:
-            by[(row["kind"], row["op"] + " " + row["variant"], _bucket(row["distance"]))] += 1
+            group = "ordinary" if row["class"] in ORDINARY else "extremes"
+            what = f"{row['op']} {row['variant']} {group}"
+            by[(row["kind"], what, _bucket(row["distance"]))] += 1
         for (kind, what, bucket), n in sorted(by.items()):
             print(f"{kind}\t{what}\t{bucket}\t{n}")
         return

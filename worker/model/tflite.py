@@ -164,6 +164,31 @@ class RequiredVersion:
 
 
 @dataclass(frozen=True)
+class ResultChange:
+    """A builtin of one type variant whose outputs in this runtime differ from the
+    reference runtime's beyond the stated tolerance, on the same file and inputs
+    (catalog `tflite_kernel_changes`, tools/tflite/kernel_sweep.py)."""
+
+    op: str  # builtin name
+    variant: str  # "float32" | "int8" | "int16x8" | "dynamic" (see variant_of)
+    reference: str  # the runtime compared with, by name ("ai-edge-litert-2.3.0")
+    classes: tuple[str, ...]  # the input classes that differ beyond the tolerance
+    met_on: str  # "ordinary": a class a served model meets differs; else "extremes"
+    evidence_class: str  # the input class the evidence shows (an ordinary one if any)
+    got: str  # this runtime's output there, as measured
+    expected: str  # the reference's
+    distance: str  # "37 ULPs", "3 quantised steps", "not comparable"
+    tolerance: str  # "4 ULPs" or "1 quantised step": within it is rounding
+    producer: str  # the converter release that wrote the file
+    runtimes: int  # how many runtimes ran it
+    remeasure: str
+
+    @property
+    def extremes_only(self) -> bool:
+        return self.met_on == "extremes"
+
+
+@dataclass(frozen=True)
 class TfliteRuntime:
     """One measured TFLite runtime (tools/tflite/probe_ops.py in its own environment)."""
 
@@ -189,6 +214,8 @@ class TfliteRuntime:
     # missing here was not measured for this runtime
     features: Mapping[str, str] = field(default_factory=dict)
     feature_errors: Mapping[str, str] = field(default_factory=dict)  # its own words, measured
+    # (builtin, variant) -> how its answers differ from the reference runtime's, measured
+    result_changes: Mapping[tuple[str, str], ResultChange] = field(default_factory=dict)
 
     @property
     def reads_builtin_code(self) -> bool:
@@ -198,6 +225,21 @@ class TfliteRuntime:
 
     def label(self) -> str:
         return runtime_label(self.family, self.version)
+
+
+def variant_of(kind: TfliteOperatorKind) -> str:
+    """The type variant of an operator as the kernel sweep keys it: what its data input
+    (input 0) holds, and for a float input whether some other input (the weights) is
+    int8, which is dynamic-range quantisation."""
+    first = kind.inputs[0] if kind.inputs else None
+    if first is None:
+        return "none"
+    if first.type == "INT16":
+        return "int16x8"
+    if first.type == "FLOAT32":
+        hybrid = any(t is not None and t.type == "INT8" for t in kind.inputs[1:])
+        return "dynamic" if hybrid else "float32"
+    return first.type.lower()
 
 
 def runtime_label(family: str, version: str) -> str:

@@ -1,0 +1,69 @@
+"""Builtins of a `.tflite` file whose kernel in the consumer's runtime answers otherwise
+than the newest runtime's, as measured (catalog `tflite_kernel_changes`).
+
+A TFLite file that loads and serves can still answer differently: a kernel that
+rounds another way, a quantised kernel with another requantisation. The kernel
+sweep (tools/tflite/kernel_sweep.py) wrote one single-op file per builtin and type
+variant (float32, int8, int16x8, dynamic-range and float16 weights), ran each in
+every measured runtime on the same inputs, and compared every output with the
+reference runtime's (the newest LiteRT). An operator of a (builtin, variant) whose
+runtime differs beyond the stated tolerance (4 ULPs for float32 outputs, 1 quantised
+step for int8/int16 ones) is a named hazard: `kernel.changed` (at-risk, an error
+under `same_answer: strict`) when an input class a served model meets differs,
+`kernel.results-extremes` (information) when only NaN, infinities, overflowing or
+tiny inputs do, as the graph rule does (worker.compat.kernel_changes).
+"""
+
+from __future__ import annotations
+
+from worker.model.findings import Code, Finding, info, warning
+from worker.model.tflite import ResultChange, TfliteModel, TfliteRuntime, variant_of
+
+
+def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
+    """One finding per (builtin, variant) of the model the runtime was measured to answer
+    otherwise, in the order the runtime prepares the operators."""
+    if not table.result_changes:
+        return []
+    findings: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for kind in model.operator_kinds:
+        opcode = model.operator_codes[kind.opcode_index]
+        if opcode.is_custom:
+            continue
+        key = (opcode.name, variant_of(kind))
+        change = table.result_changes.get(key)
+        if change is None or key in seen:
+            continue
+        seen.add(key)
+        findings.append(_finding(change, table, kind.subgraph, kind.position))
+    return findings
+
+
+def _finding(change: ResultChange, table: TfliteRuntime, subgraph: int, position: int) -> Finding:
+    where = f"subgraph {subgraph}, operator {position}"
+    evidence = (
+        f"on the {change.evidence_class} inputs {table.label()} returned {change.got} where "
+        f"{change.reference} returned {change.expected} ({change.distance}; the tolerance "
+        f"is {change.tolerance}: within it is rounding), in a single-op file written by "
+        f"the TensorFlow {change.producer} converter, run by {change.runtimes} runtimes. "
+        f"Re-measure: {change.remeasure}."
+    )
+    classes = ", ".join(change.classes)
+    if change.extremes_only:
+        return info(
+            Code.KERNEL_RESULTS_EXTREMES,
+            f"{change.op} ({change.variant}, {where}) computes other results in "
+            f"{table.label()} than in {change.reference} only on extreme or special inputs "
+            f"({classes}); on the ordinary inputs measured the two agree within "
+            f"{change.tolerance}, so this is no hazard for a model fed ordinary values. "
+            f"Measured: {evidence}",
+            op=change.op,
+        )
+    return warning(
+        Code.KERNEL_CHANGED,
+        f"{change.op} ({change.variant}, {where}) computes other results in {table.label()} "
+        f"than in {change.reference} on the same file and inputs, ordinary ones among them "
+        f"(input classes differing beyond {change.tolerance}: {classes}). Measured: {evidence}",
+        op=change.op,
+    )
