@@ -62,6 +62,12 @@ def test_the_variant_is_read_from_the_operators_tensors(
     assert variant_of(TfliteOperatorKind(0, inputs, (), 1, 0, 0)) == variant
 
 
+def test_a_transposed_convolutions_variant_is_its_third_inputs() -> None:
+    shape, weights = TensorSig("INT32", 1), TensorSig("INT8", 4, 1)
+    conv = TfliteOperatorKind(0, (shape, weights, FLOAT), (), 1, 0, 0)
+    assert variant_of(conv, "TRANSPOSE_CONV") == "dynamic"
+
+
 def test_a_change_met_on_ordinary_inputs_is_at_risk_with_its_evidence() -> None:
     found = check_artifact(fc_model(INT8, INT8), consumer(measured(CHANGE)))
     (finding,) = [f for f in found.findings if f.code == Code.KERNEL_CHANGED]

@@ -18,8 +18,9 @@ the converter offers for it:
   with constant weights of 1,024 elements or more (the converter leaves smaller ones
   float);
 - `float16`: float16 weights (DEQUANTIZE to float32 before the op), for the same ops.
-it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json (cases already there are kept): per file the case,
-the builtin, the variant, the input shapes, or why it could not be written.
+it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json (cases already there
+are kept): per file the case, the builtin, the variant, the input shapes, or why it
+could not be written.
 """
 
 import json
@@ -195,7 +196,7 @@ def convert(fn, shapes, variant):
         converter.inference_input_type = tf.int8
         converter.inference_output_type = tf.int8
     elif variant == "int16x8":
-        ops = getattr(tf.lite.OpsSet, "EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8")
+        ops = tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.representative_dataset = representative(shapes)
         converter.target_spec.supported_ops = [ops]

@@ -21,7 +21,6 @@ import sys
 import zlib
 
 import numpy as np
-
 from probe_ops import load_interpreter_class
 
 # input classes: the first three are values a served model meets; the rest are extremes
@@ -53,9 +52,9 @@ def class_values(name, index, n):
         vals = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1e-45, 1.0, -1.0]
         return cycle(vals[index:] + vals[:index], n)
     if name == "large":
-        return cycle([3.0e38, -3.0e38, 1.0e38, -1.0e38, 65504.0, -65504.0][index:] + [3.0e38], n)
+        return cycle([*[3.0e38, -3.0e38, 1.0e38, -1.0e38, 65504.0, -65504.0][index:], 3.0e38], n)
     if name == "tiny":
-        return cycle([1.2e-38, -1.2e-38, 2.4e-38, -2.4e-38, 0.0][index:] + [1.2e-38], n)
+        return cycle([*[1.2e-38, -1.2e-38, 2.4e-38, -2.4e-38, 0.0][index:], 1.2e-38], n)
     raise ValueError(name)
 
 
@@ -101,7 +100,7 @@ def run_model(cls, path):
         interpreter = build(cls, path)
         interpreter.allocate_tensors()
     except Exception as exc:  # the runtime's refusal is the fact we record
-        emit({"model": path, "error": "%s: %s" % (type(exc).__name__, str(exc)[:400])})
+        emit({"model": path, "error": f"{type(exc).__name__}: {str(exc)[:400]}"})
         return
     inputs = interpreter.get_input_details()
     outputs = interpreter.get_output_details()
@@ -117,7 +116,7 @@ def run_model(cls, path):
                 out["quantization"] = list(detail.get("quantization", (0.0, 0)))
                 row["outputs"].append(out)
         except Exception as exc:
-            row["error"] = "%s: %s" % (type(exc).__name__, str(exc)[:400])
+            row["error"] = f"{type(exc).__name__}: {str(exc)[:400]}"
         emit(row)
 
 

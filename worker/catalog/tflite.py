@@ -13,7 +13,7 @@ Three data files ship with the package:
 - `data/tflite_features.json`: per runtime, what it does with a file that uses a
   file feature (buffers after the flatbuffer, SignatureDefs, sparse tensors, each
   tensor type, ...), measured on real files (tools/tflite/build_features.py);
-- `data/tflite_kernel_changes.json`: per runtime, the (builtin, type variant) pairs
+- `data/tflite_kernel_changes.json.gz`: per runtime, the (builtin, type variant) pairs
   whose answers differ from the newest runtime's beyond the stated tolerance, on
   the same single-op files and inputs (tools/tflite/kernel_sweep.py).
 
@@ -25,6 +25,7 @@ yes. "2.14" names the newest measured 2.14.x; "2.14.0" that release exactly.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 from collections.abc import Mapping
@@ -51,7 +52,7 @@ DATA = Path(__file__).with_name("data")
 RUNTIMES_FILE = "tflite_runtimes.json"
 KERNELS_FILE = "tflite_kernels.json"
 FEATURES_FILE = "tflite_features.json"
-RESULTS_FILE = "tflite_kernel_changes.json"
+RESULTS_FILE = "tflite_kernel_changes.json.gz"
 
 FAMILIES = {"tflite": TFLITE_RUNTIME, "litert": LITERT}
 """How fleets and the command line name the standalone runtimes (`tflite: "2.14"`)."""
@@ -197,7 +198,9 @@ class TfliteCatalog:
 
 def _tolerance(tolerance: Mapping[str, Any], kind: str) -> str:
     if kind == "float_ulps":
-        return f"{tolerance.get('float_ulps')} ULPs"
+        return f"{tolerance.get('float_ulps')} ULPs of the output's largest magnitude"
+    if kind == "integers":
+        return "none (an integer output without a scale must be equal)"
     steps = tolerance.get("quantized_steps")
     return f"{steps} quantised step{'s' if steps != 1 else ''}"
 
@@ -205,7 +208,7 @@ def _tolerance(tolerance: Mapping[str, Any], kind: str) -> str:
 def _distance(value: object, kind: str) -> str:
     if not isinstance(value, int | float):
         return str(value)
-    unit = "ULPs" if kind == "float_ulps" else "quantised steps"
+    unit = {"float_ulps": "ULPs", "integers": "apart"}.get(kind, "quantised steps")
     return f"{value:g} {unit}"
 
 
@@ -247,6 +250,7 @@ def load_tflite_catalog() -> TfliteCatalog:
     first consumer built, or the first .tflite checked)."""
     runtimes, kernels = _read(RUNTIMES_FILE), _read(KERNELS_FILE)
     features, results = _read(FEATURES_FILE), _read(RESULTS_FILE)
+    results = gzip.decompress(results) if results.startswith(b"\x1f\x8b") else results
     digest = hashlib.sha256(
         runtimes + b"\0" + kernels + b"\0" + features + b"\0" + results
     ).hexdigest()

@@ -31,7 +31,7 @@ def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
         opcode = model.operator_codes[kind.opcode_index]
         if opcode.is_custom:
             continue
-        key = (opcode.name, variant_of(kind))
+        key = (opcode.name, variant_of(kind, opcode.name))
         change = table.result_changes.get(key)
         if change is None or key in seen:
             continue

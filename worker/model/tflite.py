@@ -227,19 +227,25 @@ class TfliteRuntime:
         return runtime_label(self.family, self.version)
 
 
-def variant_of(kind: TfliteOperatorKind) -> str:
-    """The type variant of an operator as the kernel sweep keys it: what its data input
-    (input 0) holds, and for a float input whether some other input (the weights) is
-    int8, which is dynamic-range quantisation."""
-    first = kind.inputs[0] if kind.inputs else None
-    if first is None:
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+"""Builtins whose data input is not input 0 (TRANSPOSE_CONV: output shape, weights, data)."""
+
+
+def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
+    """The type variant of an operator of builtin `op` as the kernel sweep keys it: what
+    its data input holds, and for a float input whether some other input (the weights)
+    is int8, which is dynamic-range quantisation."""
+    index = DATA_INPUT.get(op, 0)
+    data = kind.inputs[index] if index < len(kind.inputs) else None
+    if data is None:
         return "none"
-    if first.type == "INT16":
+    if data.type == "INT16":
         return "int16x8"
-    if first.type == "FLOAT32":
-        hybrid = any(t is not None and t.type == "INT8" for t in kind.inputs[1:])
+    if data.type == "FLOAT32":
+        rest = kind.inputs[:index] + kind.inputs[index + 1 :]
+        hybrid = any(t is not None and t.type == "INT8" for t in rest)
         return "dynamic" if hybrid else "float32"
-    return first.type.lower()
+    return data.type.lower()
 
 
 def runtime_label(family: str, version: str) -> str:
