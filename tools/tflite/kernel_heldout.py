@@ -15,7 +15,7 @@ consumer of that runtime (worker.compat.check): a cell (file, runtime) that answ
 on the ordinary classes `differs` when some ordinary class is beyond the tolerance
 (`--exact`: not bitwise equal), and is `at-risk` when the verdict has a
 `kernel.changed` warning. It prints precision and recall of at-risk, and the cells
-that disagree.
+that disagree; `--write` keeps every cell in tests/fixtures/tflite-kernels-heldout/.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import kernel_sweep as sweep
 from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, python_of, ready, runtimes
 
 HELD = sweep.CACHE / "heldout"
+CELLS = REPO / "tests" / "fixtures" / "tflite-kernels-heldout" / "cells.jsonl"
 SOURCES = (REPO / "tests" / "fixtures" / "tflite" / "models", REPO / ".cache" / "real-tflite")
 
 
@@ -96,8 +97,9 @@ def score(args: argparse.Namespace) -> None:
     paths = {key_of(p): p for p in files()}
     cells: Counter[tuple[bool, bool]] = Counter()
     misses: list[str] = []
+    written: list[dict[str, Any]] = []
     for key, path in sorted(paths.items()):
-        artifact = read_path(path)
+        (artifact,) = read_path(str(path))
         ref = next(
             (
                 r
@@ -125,6 +127,21 @@ def score(args: argparse.Namespace) -> None:
                 for f in verdict.findings
             )
             cells[(at_risk, differs)] += 1
+            written.append(
+                {
+                    "model": key,
+                    "runtime": name,
+                    "reference": ref,
+                    "differs": differs,
+                    "differs_exact": any(
+                        _differs(table[(key, c)], runs[ref][(key, c)], True) for c in sweep.ORDINARY
+                    ),
+                    "at_risk": at_risk,
+                    "changed_ops": sorted(
+                        {f.op or "" for f in verdict.findings if f.code == Code.KERNEL_CHANGED}
+                    ),
+                }
+            )
             if at_risk != differs:
                 misses.append(f"{'false at-risk' if at_risk else 'missed'}\t{key}\t{name}")
     tp, fp, fn = cells[(True, True)], cells[(True, False)], cells[(False, True)]
@@ -135,6 +152,9 @@ def score(args: argparse.Namespace) -> None:
     print(f"recall {tp}/{tp + fn}" + (f" = {tp / (tp + fn):.2f}" if tp + fn else ""))
     for line in misses[: args.misses]:
         print(line)
+    if args.write:
+        CELLS.parent.mkdir(parents=True, exist_ok=True)
+        CELLS.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in written))
 
 
 def main() -> None:
@@ -147,6 +167,7 @@ def main() -> None:
     s = sub.add_parser("score")
     s.add_argument("--exact", action="store_true")
     s.add_argument("--misses", type=int, default=40)
+    s.add_argument("--write", action="store_true", help=f"write the cells to {CELLS.parent.name}")
     args = parser.parse_args()
     {"run": run, "score": score}[args.command](args)
 
