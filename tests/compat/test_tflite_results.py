@@ -52,6 +52,8 @@ def measured(*changes: ResultChange) -> object:
         ((FLOAT, INT8_WEIGHTS), "dynamic"),
         ((INT8, INT8), "int8"),
         ((INT16, INT8), "int16x8"),
+        ((INT8, TensorSig("INT8", 2, 4)), "int8-per-channel"),
+        ((FLOAT, TensorSig("INT8", 2, 4)), "dynamic-per-channel"),
         ((FLOAT16,), "float16"),
         ((), "none"),
     ],
@@ -66,6 +68,12 @@ def test_a_transposed_convolutions_variant_is_its_third_inputs() -> None:
     shape, weights = TensorSig("INT32", 1), TensorSig("INT8", 4, 1)
     conv = TfliteOperatorKind(0, (shape, weights, FLOAT), (), 1, 0, 0)
     assert variant_of(conv, "TRANSPOSE_CONV") == "dynamic"
+
+
+def test_a_per_channel_change_says_nothing_of_per_tensor_weights() -> None:
+    per_channel = replace(CHANGE, variant="int8-per-channel")
+    found = check_artifact(fc_model(INT8, INT8), consumer(measured(per_channel)))
+    assert Code.KERNEL_CHANGED not in {f.code for f in found.findings}
 
 
 def test_a_change_met_on_ordinary_inputs_is_at_risk_with_its_evidence() -> None:

@@ -155,6 +155,18 @@ def score(args: argparse.Namespace) -> None:
     if args.write:
         CELLS.parent.mkdir(parents=True, exist_ok=True)
         CELLS.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in written))
+        sys.path.insert(0, str(REPO / "tools"))
+        from provenance import record_fixture_source
+
+        record_fixture_source(
+            CELLS,
+            "tools/tflite/kernel_heldout.py",
+            "kernel_run.py in each runtime's own Python over the converter fixtures and "
+            "the real files, compared with the reference runtime's outputs; at_risk from "
+            "the verdict of the committed rule",
+            ["tests/fixtures/tflite/models", "tests/fixtures/tflite-real (.cache/real-tflite)"]
+            + [r.name for r in runtimes() if r.name in runs],
+        )
 
 
 def main() -> None:

@@ -233,19 +233,23 @@ DATA_INPUT = {"TRANSPOSE_CONV": 2}
 
 def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
     """The type variant of an operator of builtin `op` as the kernel sweep keys it: what
-    its data input holds, and for a float input whether some other input (the weights)
-    is int8, which is dynamic-range quantisation."""
+    its data input holds, for a float input whether some other input (the weights) is
+    int8, which is dynamic-range quantisation, and `-per-channel` when the weights carry
+    one scale per output channel."""
     index = DATA_INPUT.get(op, 0)
     data = kind.inputs[index] if index < len(kind.inputs) else None
     if data is None:
         return "none"
+    rest = [t for t in kind.inputs[:index] + kind.inputs[index + 1 :] if t is not None]
+    # one scale per output channel is another kernel path (the per-channel FULLY_CONNECTED
+    # of old runtimes returns zeros where per-tensor weights answer), so it keys apart
+    channels = "-per-channel" if any(t.per_channel for t in rest) else ""
     if data.type == "INT16":
-        return "int16x8"
+        return "int16x8" + channels
     if data.type == "FLOAT32":
-        rest = kind.inputs[:index] + kind.inputs[index + 1 :]
-        hybrid = any(t is not None and t.type == "INT8" for t in rest)
-        return "dynamic" if hybrid else "float32"
-    return data.type.lower()
+        hybrid = any(t.type == "INT8" for t in rest)
+        return "dynamic" + channels if hybrid else "float32"
+    return data.type.lower() + channels
 
 
 def runtime_label(family: str, version: str) -> str:
