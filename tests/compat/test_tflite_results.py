@@ -131,3 +131,16 @@ def test_strict_leaves_an_extremes_only_change_information() -> None:
     )
     assert found.serves is True
     assert [f.severity for f in found.findings] == [Severity.INFO]
+
+
+def test_a_pair_the_sweep_never_ran_in_a_swept_runtime_is_not_verified() -> None:
+    table = replace(measured(CHANGE), results_measured=frozenset({("RESHAPE", "float32")}))
+    found = check_artifact(fc_model(FLOAT, FLOAT), consumer(table))
+    (finding,) = found.findings
+    assert (finding.code, finding.severity) == (Code.KERNEL_RESULTS_UNMEASURED, Severity.INFO)
+    assert "FULLY_CONNECTED (float32)" in finding.message and found.status == Status.COMPATIBLE
+
+
+def test_a_runtime_the_sweep_never_ran_gets_no_unmeasured_finding() -> None:
+    found = check_artifact(fc_model(FLOAT, FLOAT), consumer(measured(CHANGE)))
+    assert found.findings == ()

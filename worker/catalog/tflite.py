@@ -122,6 +122,7 @@ class TfliteCatalog:
             for r in kernels_doc.get("required_versions", [])
         )
         results = result_changes(results_doc or {})
+        swept = results_measured(results_doc or {})
         runtimes = []
         for row in runtimes_doc.get("runtimes", []):
             family, version = row["family"], row["version"]
@@ -146,6 +147,7 @@ class TfliteCatalog:
                     features=dict(measured_features.get(row["name"], {})),
                     feature_errors=dict(feature_errors.get(row["name"], {})),
                     result_changes=results.get(row["name"], {}),
+                    results_measured=swept.get(row["name"], frozenset()),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(
@@ -235,6 +237,16 @@ def result_changes(doc: Mapping[str, Any]) -> dict[str, dict[tuple[str, str], Re
             remeasure=doc.get("remeasure", "").format(runtime=row["runtime"]),
         )
     return found
+
+
+def results_measured(doc: Mapping[str, Any]) -> dict[str, frozenset[tuple[str, str]]]:
+    """runtime name -> the (builtin, variant) pairs the sweep ran in it and got answers."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for op, variants in doc.get("measured", {}).items():
+        for variant, names in variants.items():
+            for name in names:
+                found.setdefault(name, set()).add((op, variant))
+    return {name: frozenset(pairs) for name, pairs in found.items()}
 
 
 def _read(name: str) -> bytes:

@@ -11,7 +11,9 @@ runtime differs beyond the stated tolerance (4 ULPs for float32 outputs, 1 quant
 step for int8/int16 ones) is a named hazard: `kernel.changed` (at-risk, an error
 under `same_answer: strict`) when an input class a served model meets differs,
 `kernel.results-extremes` (information) when only NaN, infinities, overflowing or
-tiny inputs do, as the graph rule does (worker.compat.kernel_changes).
+tiny inputs do, as the graph rule does (worker.compat.kernel_changes). A pair
+the sweep never ran in a runtime it measured is listed, once per verdict, as not
+verified (`kernel.results-unmeasured`); a runtime the sweep never ran gets nothing.
 """
 
 from __future__ import annotations
@@ -22,22 +24,43 @@ from worker.model.tflite import ResultChange, TfliteModel, TfliteRuntime, varian
 
 def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
     """One finding per (builtin, variant) of the model the runtime was measured to answer
-    otherwise, in the order the runtime prepares the operators."""
-    if not table.result_changes:
-        return []
+    otherwise, in the order the runtime prepares the operators; then, where the sweep
+    ran in this runtime, one listing the pairs it never ran there (not verified)."""
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    unmeasured: list[tuple[str, str]] = []
     for kind in model.operator_kinds:
         opcode = model.operator_codes[kind.opcode_index]
         if opcode.is_custom:
             continue
         key = (opcode.name, variant_of(kind, opcode.name))
-        change = table.result_changes.get(key)
-        if change is None or key in seen:
+        if key in seen:
             continue
         seen.add(key)
-        findings.append(_finding(change, table, kind.subgraph, kind.position))
+        change = table.result_changes.get(key)
+        if change is not None:
+            findings.append(_finding(change, table, kind.subgraph, kind.position))
+        elif table.results_measured and key not in table.results_measured:
+            unmeasured.append(key)
+    if unmeasured:
+        findings.append(_unmeasured(unmeasured, table))
     return findings
+
+
+LISTED = 12  # pairs named in the unmeasured finding; the rest are counted
+
+
+def _unmeasured(pairs: list[tuple[str, str]], table: TfliteRuntime) -> Finding:
+    named = ", ".join(f"{op} ({variant})" for op, variant in pairs[:LISTED])
+    more = f" and {len(pairs) - LISTED} more" if len(pairs) > LISTED else ""
+    return info(
+        Code.KERNEL_RESULTS_UNMEASURED,
+        f"{len(pairs)} builtin(s) of the model, with their tensors' types, were never run "
+        f"in {table.label()} and compared with the newest runtime, so whether it gives "
+        f"the newest runtime's answers for them is not verified: {named}{more}. Measure "
+        "them with tools/tflite/kernel_sweep.py (a builtin it lacks needs a case in "
+        "tools/tflite/kernel_models.py).",
+    )
 
 
 def _finding(change: ResultChange, table: TfliteRuntime, subgraph: int, position: int) -> Finding:

@@ -216,6 +216,8 @@ class TfliteRuntime:
     feature_errors: Mapping[str, str] = field(default_factory=dict)  # its own words, measured
     # (builtin, variant) -> how its answers differ from the reference runtime's, measured
     result_changes: Mapping[tuple[str, str], ResultChange] = field(default_factory=dict)
+    # the (builtin, variant) pairs the kernel sweep ran in this runtime (empty: never swept)
+    results_measured: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def reads_builtin_code(self) -> bool:
