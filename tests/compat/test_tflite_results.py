@@ -9,7 +9,7 @@ import pytest
 
 from worker.compat.check import check_artifact
 from worker.compat.policy import Policy
-from worker.model.findings import Code, Severity, Stage
+from worker.model.findings import Code, FixKind, Severity, Stage
 from worker.model.tflite import ResultChange, TensorSig, TfliteOperatorKind, variant_of
 from worker.model.verdict import Status
 
@@ -144,3 +144,14 @@ def test_a_pair_the_sweep_never_ran_in_a_swept_runtime_is_not_verified() -> None
 def test_a_runtime_the_sweep_never_ran_gets_no_unmeasured_finding() -> None:
     found = check_artifact(fc_model(FLOAT, FLOAT), consumer(measured(CHANGE)))
     assert found.findings == ()
+
+
+def test_the_fix_is_the_oldest_newer_runtime_that_answers_as_the_newest() -> None:
+    key = ("FULLY_CONNECTED", "int8")
+    older = runtime("2.10.0", result_changes={key: CHANGE}, results_measured=frozenset({key}))
+    still = runtime("2.11.0", result_changes={key: CHANGE}, results_measured=frozenset({key}))
+    fixed = runtime("2.12.0", results_measured=frozenset({key}))
+    found = check_artifact(fc_model(INT8, INT8), consumer(older, upgrades=(still, fixed)))
+    (finding,) = [f for f in found.findings if f.code == Code.KERNEL_CHANGED]
+    assert finding.fix is not None
+    assert (finding.fix.kind, finding.fix.release) == (FixKind.UPGRADE_RUNTIME, "2.12.0")

@@ -547,7 +547,8 @@ def check_tflite(artifact: Artifact, consumer: Consumer, policy: Policy | None =
     if interp is not None:
         findings = _with_fixes(findings, model, interp)
     if table is not None and run.loads is not False:
-        findings += result_findings(model, table)  # what it answers, once it loads
+        upgrades = interp.upgrades if interp is not None else ()
+        findings += result_findings(model, table, upgrades)  # what it answers, once it loads
     if policy is not None and not (interp is not None and interp.standalone):
         findings += policy_findings(consumer, None, policy)
     findings = apply_same_answer(findings, consumer, policy or Policy())

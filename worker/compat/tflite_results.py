@@ -18,14 +18,20 @@ verified (`kernel.results-unmeasured`); a runtime the sweep never ran gets nothi
 
 from __future__ import annotations
 
-from worker.model.findings import Code, Finding, info, warning
-from worker.model.tflite import ResultChange, TfliteModel, TfliteRuntime, variant_of
+from collections.abc import Sequence
+
+from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
+from worker.model.tflite import TENSORFLOW, ResultChange, TfliteModel, TfliteRuntime, variant_of
 
 
-def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
+def result_findings(
+    model: TfliteModel, table: TfliteRuntime, upgrades: Sequence[TfliteRuntime] = ()
+) -> list[Finding]:
     """One finding per (builtin, variant) of the model the runtime was measured to answer
     otherwise, in the order the runtime prepares the operators; then, where the sweep
-    ran in this runtime, one listing the pairs it never ran there (not verified)."""
+    ran in this runtime, one listing the pairs it never ran there (not verified).
+    `upgrades`, the family's newer measured runtimes, oldest first, name the fix: the
+    first that ran the pair and answers as the newest."""
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     unmeasured: list[tuple[str, str]] = []
@@ -39,7 +45,8 @@ def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
         seen.add(key)
         change = table.result_changes.get(key)
         if change is not None:
-            findings.append(_finding(change, table, kind.subgraph, kind.position))
+            fix = _upgrade(key, table, upgrades)
+            findings.append(_finding(change, table, kind.subgraph, kind.position, fix))
         elif table.results_measured and key not in table.results_measured:
             unmeasured.append(key)
     if unmeasured:
@@ -48,6 +55,20 @@ def result_findings(model: TfliteModel, table: TfliteRuntime) -> list[Finding]:
 
 
 LISTED = 12  # pairs named in the unmeasured finding; the rest are counted
+
+
+def _upgrade(
+    key: tuple[str, str], table: TfliteRuntime, upgrades: Sequence[TfliteRuntime]
+) -> Fix | None:
+    same = next(
+        (r for r in upgrades if key in r.results_measured and key not in r.result_changes),
+        None,
+    )
+    if same is None:
+        return None
+    if table.family == TENSORFLOW:
+        return Fix(FixKind.UPGRADE_TO, release=same.version)
+    return Fix(FixKind.UPGRADE_RUNTIME, release=same.version, runtime=same.family)
 
 
 def _unmeasured(pairs: list[tuple[str, str]], table: TfliteRuntime) -> Finding:
@@ -63,7 +84,9 @@ def _unmeasured(pairs: list[tuple[str, str]], table: TfliteRuntime) -> Finding:
     )
 
 
-def _finding(change: ResultChange, table: TfliteRuntime, subgraph: int, position: int) -> Finding:
+def _finding(
+    change: ResultChange, table: TfliteRuntime, subgraph: int, position: int, fix: Fix | None
+) -> Finding:
     where = f"subgraph {subgraph}, operator {position}"
     evidence = (
         f"on the {change.evidence_class} inputs {table.label()} returned {change.got} where "
@@ -89,4 +112,5 @@ def _finding(change: ResultChange, table: TfliteRuntime, subgraph: int, position
         f"than in {change.reference} on the same file and inputs, ordinary ones among them "
         f"(input classes differing beyond {change.tolerance}: {classes}). Measured: {evidence}",
         op=change.op,
+        fix=fix,
     )
