@@ -154,7 +154,8 @@ CASES = {
     # what the real models of tests/fixtures/tflite-real use that the cases above lack
     "prelu": (
         "PRELU",
-        unary(lambda x: tf.nn.relu(x) - tf.constant([0.25, 0.1, 0.5]) * tf.nn.relu(-x)),
+        # relu(x) + (-alpha) * relu(-x) is the pattern the converter fuses into PRELU
+        unary(lambda x: tf.nn.relu(x) + tf.constant([[[-0.25, -0.1, -0.5]]]) * tf.nn.relu(-x)),
         False,
     ),
     "depth_to_space": (

@@ -12,11 +12,12 @@ converter offers it; dynamic-range weights for the ops with weights), written on
 by each producer into .cache/tflite-kernels/models/tf<version>/. `run` feeds every
 file to every READY runtime (kernel_run.py in the runtime's own Python, one thread,
 the same six input classes everywhere) and caches the raw outputs under
-.cache/tflite-kernels/runs/<runtime>.jsonl (only files a runtime has not run yet are
-run; `--refresh` runs them all again); a model that kills the process is recorded as a crash
-and the runtime restarted past it. `write` compares each runtime's outputs with the
-reference runtime's (`REFERENCE`, the newest LiteRT, else the newest TensorFlow
-that answered) and writes worker/catalog/data/tflite_kernel_changes.json.gz.
+.cache/tflite-kernels/runs/<runtime>.jsonl (only files a runtime has not run yet, or
+whose SHA-256 changed, are run; `--refresh` runs them all again); a model that kills
+the process is recorded as a crash and the runtime restarted past it. `write`
+compares each runtime's outputs with the reference runtime's (the newest LiteRT,
+else the newest TensorFlow that answered) and writes
+worker/catalog/data/tflite_kernel_changes.json.gz.
 
 Comparison, per output element: bitwise equal; else, for float outputs, the distance
 in ULPs of the output's scale (|a - b| over the float32 spacing at the reference
@@ -45,6 +46,7 @@ import argparse
 import base64
 import datetime
 import gzip
+import hashlib
 import json
 import math
 import subprocess
@@ -130,9 +132,15 @@ def _run_runtime(python: Path, files: list[Path]) -> list[dict[str, Any]]:
     return rows
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def run(args: argparse.Namespace) -> None:
+    """Every file a runtime has not run yet, or whose bytes changed since (rows carry the
+    file's SHA-256: a case converted again under the same name is run again)."""
     RUNS.mkdir(parents=True, exist_ok=True)
-    files = model_files()
+    digests = {str(f.relative_to(MODELS)): _digest(f) for f in model_files()}
     only = set(args.only.split(",")) if args.only else None
     for runtime in runtimes():
         if only and runtime.name not in only:
@@ -140,14 +148,20 @@ def run(args: argparse.Namespace) -> None:
         if not ready(runtime, args.envs, args.tf_envs):
             continue
         cached = RUNS / f"{runtime.name}.jsonl"
-        kept = [] if args.refresh or not cached.exists() else cached.read_text().splitlines()
+        lines = [] if args.refresh or not cached.exists() else cached.read_text().splitlines()
+        kept = [
+            line
+            for line in lines
+            if (row := json.loads(line)).get("sha256") == digests.get(row["model"])
+        ]
         done = {json.loads(line)["model"] for line in kept}
-        pending = [f for f in files if str(f.relative_to(MODELS)) not in done]
-        if not pending:
+        pending = [MODELS / name for name in sorted(digests) if name not in done]
+        if not pending and len(kept) == len(lines):
             continue
         rows = _run_runtime(python_of(runtime, args.envs, args.tf_envs), pending)
         for row in rows:
             row["model"] = str(Path(row["model"]).resolve().relative_to(MODELS))
+            row["sha256"] = digests[row["model"]]
         cached.write_text(
             "".join(line + "\n" for line in kept) + "".join(json.dumps(r) + "\n" for r in rows)
         )
