@@ -7,9 +7,11 @@ sweep (tools/tflite/kernel_sweep.py) wrote one single-op file per builtin and ty
 variant (float32, int8, int16x8, dynamic-range and float16 weights), ran each in
 every measured runtime on the same inputs, and compared every output with the
 reference runtime's (the newest LiteRT). An operator of a (builtin, variant) whose
-runtime differs beyond the stated tolerance (4 ULPs for float32 outputs, 1 quantised
-step for int8/int16 ones) is a named hazard: `kernel.changed` (at-risk, an error
-under `same_answer: strict`) when an input class a served model meets differs,
+runtime differs beyond the stated tolerance (16 ULPs of the output's largest magnitude
+for float32 outputs, 1 quantised step for int8/int16 ones, none for unscaled integers;
+chosen from the measured distribution, docs/verdicts/same-answer.md) is a named
+hazard: `kernel.changed` (at-risk, an error under `same_answer: strict`) when an
+input class a served model meets differs,
 `kernel.results-extremes` (information) when only NaN, infinities, overflowing or
 tiny inputs do, as the graph rule does (worker.compat.kernel_changes). A pair
 the sweep never ran in a runtime it measured is listed, once per verdict, as not
