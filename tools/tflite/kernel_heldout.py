@@ -4,8 +4,9 @@
     python3 tools/tflite/kernel_heldout.py run --tf-envs TFENVS [--envs ENVS] [--only R]
     .venv/bin/python tools/tflite/kernel_heldout.py score [--exact]
 
-`run` feeds the committed converter fixtures (tests/fixtures/tflite/models: dense,
-int8 and int16x8 dense, cumsum, gelu, sign, a 6-D transpose, by seven converters)
+`--set files` (the first round, the default): `run` feeds the committed converter
+fixtures (tests/fixtures/tflite/models: dense, int8 and int16x8 dense, cumsum, gelu,
+sign, a 6-D transpose, by seven converters)
 and the real files PyPI packages ship (tests/fixtures/tflite-real, fetched into
 .cache/real-tflite) to every READY runtime, with kernel_run.py and its six input
 classes, caching raw outputs under .cache/tflite-kernels/heldout/. `score` compares
@@ -16,6 +17,9 @@ on the ordinary classes `differs` when some ordinary class is beyond the toleran
 (`--exact`: not bitwise equal), and is `at-risk` when the verdict has a
 `kernel.changed` warning. It prints precision and recall of at-risk, and the cells
 that disagree; `--write` keeps every cell in tests/fixtures/tflite-kernels-heldout/.
+`--set mixes` (the second round): the multi-op files of kernel_mixes.py (other shapes
+and seeds, the 2.20.0 and 2.14.1 converters) in tests/fixtures/tflite-kernels-heldout/
+mixes, written after the per-channel tuning (cells-mixes.jsonl).
 """
 
 from __future__ import annotations
@@ -31,9 +35,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kernel_sweep as sweep
 from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, python_of, ready, runtimes
 
-HELD = sweep.CACHE / "heldout"
-CELLS = REPO / "tests" / "fixtures" / "tflite-kernels-heldout" / "cells.jsonl"
-SOURCES = (REPO / "tests" / "fixtures" / "tflite" / "models", REPO / ".cache" / "real-tflite")
+FIXTURE = REPO / "tests" / "fixtures" / "tflite-kernels-heldout"
+# held-out rounds: the files each reads, where its runs are cached, where its cells go
+ROUNDS = {
+    "files": (
+        (REPO / "tests" / "fixtures" / "tflite" / "models", REPO / ".cache" / "real-tflite"),
+        sweep.CACHE / "heldout",
+        FIXTURE / "cells.jsonl",
+    ),
+    "mixes": ((FIXTURE / "mixes",), sweep.CACHE / "heldout-mixes", FIXTURE / "cells-mixes.jsonl"),
+}
+SOURCES, HELD, CELLS = ROUNDS["files"]
+
+
+def choose(name: str) -> None:
+    global SOURCES, HELD, CELLS
+    SOURCES, HELD, CELLS = ROUNDS[name]
 
 
 def files() -> list[Path]:
@@ -164,7 +181,7 @@ def score(args: argparse.Namespace) -> None:
             "kernel_run.py in each runtime's own Python over the converter fixtures and "
             "the real files, compared with the reference runtime's outputs; at_risk from "
             "the verdict of the committed rule",
-            ["tests/fixtures/tflite/models", "tests/fixtures/tflite-real (.cache/real-tflite)"]
+            [str(root.relative_to(REPO)) for root in SOURCES]
             + [r.name for r in runtimes() if r.name in runs],
         )
 
@@ -180,7 +197,10 @@ def main() -> None:
     s.add_argument("--exact", action="store_true")
     s.add_argument("--misses", type=int, default=40)
     s.add_argument("--write", action="store_true", help=f"write the cells to {CELLS.parent.name}")
+    for sub_parser in (r, s):
+        sub_parser.add_argument("--set", choices=sorted(ROUNDS), default="files")
     args = parser.parse_args()
+    choose(args.set)
     {"run": run, "score": score}[args.command](args)
 
 
