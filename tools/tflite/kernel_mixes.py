@@ -70,9 +70,7 @@ MIXES = {
     "dense_log_softmax": (lambda x: tf.nn.log_softmax(tf.matmul(x, L1)), [1, 64]),
     "two_convs_concat_maxpool": (
         lambda x: tf.nn.max_pool2d(
-            tf.concat(
-                [tf.nn.conv2d(x, C1, 1, "SAME"), tf.nn.conv2d(x, C2, 1, "SAME")], axis=3
-            ),
+            tf.concat([tf.nn.conv2d(x, C1, 1, "SAME"), tf.nn.conv2d(x, C2, 1, "SAME")], axis=3),
             2,
             2,
             "VALID",
