@@ -69,16 +69,36 @@ lint-infra: venv $(SCAN_STAMP)
 	$(CHECKOV_RUN) --framework dockerfile -f Dockerfile
 
 # The broker tests' RabbitMQ virtual host (`make services` adds it) is deleted after the
-# suite, whatever its result. The suite runs in two parts: the tests of the pure packages
-# (rules, readers, catalog, fleet logic: no Redis, broker, S3 or worker process) one
-# pytest process per core, a file staying in one process; then the rest, which share
-# Redis databases and ports, in one process.
+# suite, whatever its result. The suite runs as two streams at once, each on its own
+# Redis, since a test file empties the Redis databases it uses:
+# - the live tests (LIVE_TESTS: real Celery workers, brokers restarted, MLflow down, and the
+#   services script's, which adds and deletes the RabbitMQ virtual host the broker tests
+#   use) in one process on TFCOMPAT_TEST_REDIS_PORT (6379), their output shown as they run;
+#   they mostly wait on processes, so they leave the cores to the other stream;
+# - beside them, the tests of the pure packages (PURE_TESTS: rules, readers, catalog, fleet
+#   logic: no Redis, broker, S3 or worker process) one pytest process per core, a file
+#   staying in one process, then the rest (the page, the sinks, the CLI, the demo) in one
+#   process, on a Redis of their own on SECOND_REDIS_PORT (started when nothing answers);
+#   their output follows the live tests'.
 PURE_TESTS := tests/catalog tests/compat tests/fix tests/fleet tests/formats tests/model \
 	tests/proto tests/registries tests/standins
+LIVE_TESTS := tests/pipeline tests/test_services_script.py
+SECOND_REDIS_PORT ?= 16379
 test: venv services lint lint-infra typecheck docs
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile $(PURE_TESTS); pure=$$?; \
-	$(BIN)/python -m pytest -q $(addprefix --ignore=,$(PURE_TESTS)); rest=$$?; \
-	tools/services.sh rabbitmq-remove; test $$pure -eq 0 && test $$rest -eq 0
+	@TFCOMPAT_TEST_REDIS_PORT=$(SECOND_REDIS_PORT) tools/services.sh redis
+	@mkdir -p .cache && rm -f .cache/test-pure.* .cache/test-rest.*
+	@echo "test: the live tests run here; the pure tests and then the rest run beside them" \
+	  "(Redis on port $(SECOND_REDIS_PORT)), their output shown when the live tests end"
+	@(export TFCOMPAT_TEST_REDIS_PORT=$(SECOND_REDIS_PORT); \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile $(PURE_TESTS) \
+	    >.cache/test-pure.log 2>&1; echo $$? >.cache/test-pure.rc; \
+	  $(BIN)/python -m pytest -q $(addprefix --ignore=,$(PURE_TESTS) $(LIVE_TESTS)) \
+	    >.cache/test-rest.log 2>&1; echo $$? >.cache/test-rest.rc) & \
+	$(BIN)/python -m pytest -q $(LIVE_TESTS); live=$$?; wait; \
+	echo "== the pure packages' tests (.cache/test-pure.log)"; cat .cache/test-pure.log; \
+	echo "== the other tests (.cache/test-rest.log)"; cat .cache/test-rest.log; \
+	tools/services.sh rabbitmq-remove; test $$live -eq 0 \
+	  && test "$$(cat .cache/test-pure.rc)" = 0 && test "$$(cat .cache/test-rest.rc)" = 0
 
 # The manual, built offline with --strict (mkdocs.yml): a link to a missing page or
 # anchor, or a page left out of the nav, fails it. The site goes to .cache/site.
