@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from worker.compat.memo import Identity, ObjectTable, identity, per_object
+from worker.compat.memo import Identity, ObjectTable, identity, per_object, remembered
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import History, Subject
@@ -176,23 +176,46 @@ def _plan(s: Subject) -> _Plan:
     return found
 
 
+# Per history, per kind (`NodeKind.key`: op and attrs): its keys, and whether one was
+# measured (no key: whether there is a table). Models share most kinds.
+_MEASURED_KEYS: dict[Identity, dict[tuple[str, str, int, bool], tuple[list[str], bool]]] = (
+    remembered({})
+)
+_MEASURED_KEYS_LIMIT = 100_000
+
+
 def _planned(kinds: Iterable[NodeKind], history: History) -> _Plan:
     changed = history.kernel_changed_ops()
     changeable: list[tuple[NodeKind, list[str], bool]] = []
     unmeasured: dict[str, frozenset[str]] = {}
     first_keys: dict[str, frozenset[str]] = {}
+    measured_keys = _MEASURED_KEYS.get(identity(history))
+    if measured_keys is None:
+        if len(_MEASURED_KEYS) >= 64:
+            _MEASURED_KEYS.clear()
+        measured_keys = _MEASURED_KEYS[identity(history)] = {}
+    elif len(measured_keys) >= _MEASURED_KEYS_LIMIT:
+        measured_keys.clear()
     for kind in kinds:
         op = kind.op
-        keys = history.kernel_dtypes(op, kind.attrs)
         if op in COMPUTES_NO_VALUES:
             continue  # Merge "changes" only which of two live inputs it forwards
+        found = measured_keys.get(kind.key)
+        if found is None:
+            keys = history.kernel_dtypes(op, kind.attrs)
+            found = measured_keys[kind.key] = (
+                keys,
+                any(history.kernel_measured(op, k) for k in keys)
+                if keys
+                else history.kernel_measured(op, "") is not None,
+            )
+        keys, measured = found
         if op not in first_keys:
             first_keys[op] = frozenset(keys[-1:])
         if not keys:
-            if history.kernel_measured(op, "") is not None:
+            if measured:  # some table: the op is listed, without a type
                 unmeasured.setdefault(op, frozenset())
             continue
-        measured = any(history.kernel_measured(op, k) for k in keys)
         if op in changed:
             changeable.append((kind, keys, measured))
         elif not measured:
