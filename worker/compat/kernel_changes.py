@@ -99,12 +99,10 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
     for kind, keys, measured in plan.changeable:
         if any((kind.op, k) in seen for k in keys):
             continue
-        read = _read(s, kind)
-        changes = [
-            c
-            for k in keys
-            if (c := history.kernel_change(kind.op, k, release)) and _reaches(c, read)
-        ]
+        changes = [c for k in keys if (c := history.kernel_change(kind.op, k, release))]
+        if changes:  # what the graph reads of the kind, only where a change was measured
+            read = _read(s, kind)
+            changes = [c for c in changes if _reaches(c, read)]
         # a change met on ordinary inputs under any key outweighs one met on extremes only
         change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
         if change is None:
@@ -276,9 +274,24 @@ def _extremes(kind: NodeKind, change: KernelChange, remeasure: str) -> Finding:
     )
 
 
+# `_named`, per history and what it names: models of one exporter name the same ops.
+_NAMED: dict[tuple[Identity, frozenset[tuple[str, AbstractSet[str]]]], str] = remembered({})
+_NAMED_LIMIT = 10_000
+
+
 def _named(history: History, ops: Mapping[str, AbstractSet[str]]) -> str:
     """The ops `_unmeasured` names, with their types and why the sweep could not build
     them, and how many more."""
+    key = (identity(history), frozenset((op, frozenset(d)) for op, d in ops.items()))
+    found = _NAMED.get(key)
+    if found is None:
+        if len(_NAMED) >= _NAMED_LIMIT:
+            _NAMED.clear()
+        found = _NAMED[key] = _named_now(history, ops)
+    return found
+
+
+def _named_now(history: History, ops: Mapping[str, AbstractSet[str]]) -> str:
     named = []
     for op in sorted(ops)[:LISTED]:
         dtypes = ", ".join(sorted(_short(d) for d in ops[op]))
