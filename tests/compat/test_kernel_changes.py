@@ -6,11 +6,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from tests.truth import FIXTURE_SETS
+from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
-from worker.compat.kernel_changes import dtype_of
+from worker.compat.kernel_changes import dtype_of, kernel_change_findings
+from worker.compat.memo import forget_all
 from worker.compat.policy import Policy
-from worker.compat.subject import NO_HISTORY
+from worker.compat.subject import NO_HISTORY, subject_for
 from worker.compat.verdict_class import verdict_class
+from worker.formats.read import read_path
 from worker.model.artifact import (
     ArgDef,
     Artifact,
@@ -21,7 +25,7 @@ from worker.model.artifact import (
     OpDef,
     VersionDef,
 )
-from worker.model.consumer import Consumer, Registry
+from worker.model.consumer import Consumer, Loader, Registry
 from worker.model.effects import KernelChange
 from worker.model.findings import Code, Severity
 from worker.model.verdict import Status
@@ -311,3 +315,33 @@ def test_releases_whose_change_differs_in_severity_or_outputs_are_classed_apart(
         for r in ("1.13.2", "1.14.0", "1.15.5")
     }
     assert len(set(classes.values())) == 3, classes
+
+
+# real fixtures: what is kept across releases, loaders and models (each request path's
+# release-free part, each kind's keys, the ops a finding names) changes no finding
+def test_kept_facts_give_each_consumer_the_findings_of_a_cold_check() -> None:
+    catalog = load_catalog()
+    paths = sorted(
+        p.parent if p.name == "saved_model.pb" else p
+        for s in FIXTURE_SETS
+        for p in (s / "artifacts").glob("*/*/*.pb")
+        if p.name not in ("fingerprint.pb", "keras_metadata.pb")
+    )[::4]
+    artifacts = [a for p in paths for a in read_path(str(p))]
+    releases = [r.version for r in catalog.releases][::4]
+    consumers = [catalog.consumer(r, loader) for r in releases for loader in Loader]
+    forget_all()
+    warm = [
+        [kernel_change_findings(subject_for(a, c, catalog)) for c in consumers] for a in artifacts
+    ]
+    cold = []
+    for artifact in artifacts:
+        row = []
+        for c in consumers:
+            forget_all()
+            row.append(kernel_change_findings(subject_for(artifact, c, catalog)))
+        cold.append(row)
+    assert warm == cold
+    codes = {f.code for row in warm for findings in row for f in findings}
+    assert {Code.KERNEL_CHANGED, Code.KERNEL_RESULTS_UNMEASURED} <= codes
+    assert any(catalog.kernel_release_measured(r) is False for r in releases)

@@ -19,12 +19,14 @@ of a dtype nobody ran is neither: it is listed, once per verdict, as not verifie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 
-from worker.compat.memo import per_object
+from worker.compat.memo import Identity, ObjectTable, identity, per_object, remembered
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
-from worker.compat.subject import Subject
+from worker.compat.subject import History, Subject
 from worker.model.artifact import Graph, NodeKind
 from worker.model.effects import KernelChange
 from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
@@ -86,36 +88,28 @@ def _short(dtype: str) -> str:
 
 def kernel_change_findings(s: Subject) -> Iterable[Finding]:
     release = s.consumer.tensorflow
-    if release is None:
+    if release is None or s.graph is None or s.scope is None:
         return []
+    plan = _plan(s)
+    history = s.history
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
-    unmeasured: dict[str, set[str]] = {}
-    history = s.history
-    for kind in request_kinds(s):
-        keys = history.kernel_dtypes(kind.op, kind.attrs)
-        if not keys:
-            if (
-                history.kernel_measured(kind.op, "") is not None
-                and kind.op not in COMPUTES_NO_VALUES
-            ):
-                unmeasured.setdefault(kind.op, set())
+    unmeasured: dict[str, frozenset[str]] = plan.unmeasured  # copied before a change
+    added = False
+    for kind, keys, measured in plan.changeable:
+        if any((kind.op, k) in seen for k in keys):
             continue
-        if any((kind.op, k) in seen for k in keys) or kind.op in COMPUTES_NO_VALUES:
-            continue  # Merge "changes" only which of two live inputs it forwards
-        read = _read(s, kind)
-        changes = [
-            c
-            for k in keys
-            if (c := history.kernel_change(kind.op, k, release)) and _reaches(c, read)
-        ]
+        changes = [c for k in keys if (c := history.kernel_change(kind.op, k, release))]
+        if changes:  # what the graph reads of the kind, only where a change was measured
+            read = _read(s, kind)
+            changes = [c for c in changes if _reaches(c, read)]
         # a change met on ordinary inputs under any key outweighs one met on extremes only
         change = next((c for c in changes if not c.extremes_only), changes[0] if changes else None)
         if change is None:
-            if kind.op not in COMPUTES_NO_VALUES and not any(
-                history.kernel_measured(kind.op, k) for k in keys
-            ):
-                unmeasured.setdefault(kind.op, set()).add(keys[-1])
+            if not measured:
+                if not added:
+                    unmeasured, added = dict(unmeasured), True
+                unmeasured[kind.op] = unmeasured.get(kind.op, frozenset()) | {keys[-1]}
             continue
         seen.add((kind.op, change.dtype))
         remeasure = f" Re-measure: {change.remeasure}." if change.remeasure else ""
@@ -135,13 +129,96 @@ def kernel_change_findings(s: Subject) -> Iterable[Finding]:
         )
     if history.kernel_release_measured(release) is False:
         # the sweep never ran in this minor: every op it compared is unmeasured here too
-        for kind in request_kinds(s):
-            if kind.op not in COMPUTES_NO_VALUES and kind.op not in unmeasured:
-                keys = history.kernel_dtypes(kind.op, kind.attrs)
-                unmeasured[kind.op] = {keys[-1]} if keys else set()
+        unmeasured = {**plan.first_keys, **unmeasured}
+        added = True
     if unmeasured:
-        findings.append(_unmeasured(s, unmeasured))
+        named = None if added else plan.named
+        if named is None:
+            named = _named(history, unmeasured)
+            if not added:
+                plan.named = named
+        findings.append(_unmeasured(s, len(unmeasured), named))
     return findings
+
+
+@dataclass
+class _Plan:
+    """What `kernel_change_findings` reads of a graph's request path whatever the release:
+    a fleet change checks a model against a few releases, and most kinds on the path are
+    of ops no release changed, whose only finding is whether they were measured."""
+
+    # kinds of ops with a measured change in some release, in path order, with their
+    # keys and whether one of the keys was measured
+    changeable: tuple[tuple[NodeKind, list[str], bool], ...]
+    # op -> keys no release comparison covers, from the kinds of the other ops
+    unmeasured: dict[str, frozenset[str]]
+    # op -> the first kind's last key (none: no key), for a release the sweep never ran in
+    first_keys: dict[str, frozenset[str]]
+    named: str | None = None  # `_named` of `unmeasured`, once asked
+
+
+_PLANS: ObjectTable[tuple[frozenset[str], bool, Identity], _Plan] = ObjectTable(
+    "kernel_change_plans"
+)
+
+
+def _plan(s: Subject) -> _Plan:
+    """The graph's `_Plan` for the request path the subject runs, once per graph, path
+    and history."""
+    assert s.graph is not None and s.scope is not None
+    memo = _PLANS.of(s.graph)
+    key = (s.scope.request, s.tf2_load, identity(s.history))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _planned(request_kinds(s), s.history)
+    return found
+
+
+# Per history, per kind (`NodeKind.key`: op and attrs): its keys, and whether one was
+# measured (no key: whether there is a table). Models share most kinds.
+_MEASURED_KEYS: dict[Identity, dict[tuple[str, str, int, bool], tuple[list[str], bool]]] = (
+    remembered({})
+)
+_MEASURED_KEYS_LIMIT = 100_000
+
+
+def _planned(kinds: Iterable[NodeKind], history: History) -> _Plan:
+    changed = history.kernel_changed_ops()
+    changeable: list[tuple[NodeKind, list[str], bool]] = []
+    unmeasured: dict[str, frozenset[str]] = {}
+    first_keys: dict[str, frozenset[str]] = {}
+    measured_keys = _MEASURED_KEYS.get(identity(history))
+    if measured_keys is None:
+        if len(_MEASURED_KEYS) >= 64:
+            _MEASURED_KEYS.clear()
+        measured_keys = _MEASURED_KEYS[identity(history)] = {}
+    elif len(measured_keys) >= _MEASURED_KEYS_LIMIT:
+        measured_keys.clear()
+    for kind in kinds:
+        op = kind.op
+        if op in COMPUTES_NO_VALUES:
+            continue  # Merge "changes" only which of two live inputs it forwards
+        found = measured_keys.get(kind.key)
+        if found is None:
+            keys = history.kernel_dtypes(op, kind.attrs)
+            found = measured_keys[kind.key] = (
+                keys,
+                any(history.kernel_measured(op, k) for k in keys)
+                if keys
+                else history.kernel_measured(op, "") is not None,
+            )
+        keys, measured = found
+        if op not in first_keys:
+            first_keys[op] = frozenset(keys[-1:])
+        if not keys:
+            if measured:  # some table: the op is listed, without a type
+                unmeasured.setdefault(op, frozenset())
+            continue
+        if op in changed:
+            changeable.append((kind, keys, measured))
+        elif not measured:
+            unmeasured[op] = unmeasured.get(op, frozenset()) | {keys[-1]}
+    return _Plan(tuple(changeable), unmeasured, first_keys)
 
 
 def _reaches(change: KernelChange, read: frozenset[int] | None) -> bool:
@@ -197,15 +274,37 @@ def _extremes(kind: NodeKind, change: KernelChange, remeasure: str) -> Finding:
     )
 
 
-def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:
-    """One finding for every op of the request path no release comparison covers."""
+# `_named`, per history and what it names: models of one exporter name the same ops.
+_NAMED: dict[tuple[Identity, frozenset[tuple[str, AbstractSet[str]]]], str] = remembered({})
+_NAMED_LIMIT = 10_000
+
+
+def _named(history: History, ops: Mapping[str, AbstractSet[str]]) -> str:
+    """The ops `_unmeasured` names, with their types and why the sweep could not build
+    them, and how many more."""
+    key = (identity(history), frozenset((op, frozenset(d)) for op, d in ops.items()))
+    found = _NAMED.get(key)
+    if found is None:
+        if len(_NAMED) >= _NAMED_LIMIT:
+            _NAMED.clear()
+        found = _NAMED[key] = _named_now(history, ops)
+    return found
+
+
+def _named_now(history: History, ops: Mapping[str, AbstractSet[str]]) -> str:
     named = []
     for op in sorted(ops)[:LISTED]:
         dtypes = ", ".join(sorted(_short(d) for d in ops[op]))
-        why = s.history.kernel_unbuildable(op)
+        why = history.kernel_unbuildable(op)
         parts = [p for p in (dtypes, f"not built by the sweep: {why}" if why else "") if p]
         named.append(f"{op} ({'; '.join(parts)})" if parts else op)
     more = f" and {len(ops) - LISTED} more" if len(ops) > LISTED else ""
+    return f"{', '.join(named)}{more}"
+
+
+def _unmeasured(s: Subject, count: int, named: str) -> Finding:
+    """One finding for every op of the request path no release comparison covers
+    (`named`: `_named` of them)."""
     release = s.consumer.tensorflow or ""
     absent = (
         f" (the sweep did not run in TensorFlow {release}'s minor)"
@@ -214,9 +313,9 @@ def _unmeasured(s: Subject, ops: dict[str, set[str]]) -> Finding:
     )
     return info(
         Code.KERNEL_RESULTS_UNMEASURED,
-        f"{len(ops)} op(s) on the request path were never run and compared across releases "
+        f"{count} op(s) on the request path were never run and compared across releases "
         f"for the types this model uses{absent}, so whether TensorFlow {release} gives "
-        f"the newest release's results for them is not verified: {', '.join(named)}{more}. "
+        f"the newest release's results for them is not verified: {named}. "
         "Measure them with tools/kernels/sweep.py (an op it cannot build needs a builder in "
         "tools/kernels/structured.py).",
     )

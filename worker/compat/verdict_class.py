@@ -344,7 +344,7 @@ def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
     other kernel, so models that differ in their constants share the number)."""
     distinct: dict[tuple[str, Hashable], NodeKind] = {}
     for kind in graph.kinds:
-        distinct.setdefault((kind.op, _typed(kind.attrs)), kind)
+        distinct.setdefault((kind.op, _typed_kind(kind)), kind)
     names = frozenset(distinct)
     number = _KIND_SET_NUMBERS.get(names)
     if number is None:
@@ -352,6 +352,22 @@ def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
             _KIND_SET_NUMBERS.clear()
         number = _KIND_SET_NUMBERS[names] = next(_KIND_SET_COUNTER)  # never reused
     return number, tuple(distinct.values())
+
+
+def _typed_kind(kind: NodeKind) -> Hashable:
+    """`_typed` of the kind's attrs, per their canonical text (`NodeKind.key`): models
+    share most kinds' attrs, and a fleet change reads every model's kinds anew."""
+    text = kind.key[1]
+    found = _TYPED.get(text)
+    if found is None:
+        if len(_TYPED) >= _TYPED_LIMIT:
+            _TYPED.clear()
+        found = _TYPED[text] = _typed(kind.attrs)
+    return found
+
+
+_TYPED: dict[str, Hashable] = remembered({})
+_TYPED_LIMIT = 100_000
 
 
 def _typed(attrs: Mapping[str, AttrJSON]) -> Hashable:
