@@ -234,6 +234,41 @@ def _without(run: dict[str, Any], unstable: set[tuple[str, str, str, int]]) -> d
     return {**run, "outputs": outputs}
 
 
+def _nondeterministic(
+    op: str, dtype: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The releases (the newest among them) whose own two runs of a node of (op, dtype)
+    differ, grouped by evidence: every input class with such a node (`classes`),
+    `met_on` (`ordinary` when one of them is among ORDINARY_CLASSES: a served model's
+    request meets it), and one node's two answers (an ordinary class's where one
+    differs). Unlike `nondeterministic_in` (releases not compared, the newest's
+    unsteadiness counted too) this is the release's own: what its consumers meet."""
+    groups: dict[str, dict[str, Any]] = {}
+    for release in releases:
+        runs = [
+            r
+            for r in (answers[release].get(op) or {}).get("runs", [])
+            if r["dtype"] == dtype and r.get("nondeterministic")
+        ]
+        if not runs:
+            continue
+        classes = sorted({r["class"] for r in runs})
+        ordinary = [r for r in runs if r["class"] in ORDINARY_CLASSES]
+        shown = min(ordinary or runs, key=lambda r: (r["class"] != "ordinary", r["class"]))
+        evidence = {
+            "classes": classes,
+            "met_on": "ordinary" if ordinary else "extremes",
+            "class": shown["class"],
+            "layout": shown["layout"],
+            "first": _short(shown),
+            "second": _short(shown["second"]) if "second" in shown else None,
+            "nodes": len(runs),
+        }
+        key = json.dumps(evidence, sort_keys=True)
+        groups.setdefault(key, {**evidence, "releases": []})["releases"].append(release)
+    return sorted(groups.values(), key=lambda g: version_key(g["releases"][0]))
+
+
 def _not_built(line: dict[str, Any] | None) -> str | None:
     if line is None:
         return "not registered"
@@ -358,6 +393,9 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 pair["absent_in"] = absent
             if unsteady:
                 pair["nondeterministic_in"] = unsteady
+            unsteady_own = _nondeterministic(op, dtype, releases, answers)
+            if unsteady_own:
+                pair["nondeterministic"] = unsteady_own
             if groups:
                 pair["changes"] = sorted(
                     groups.values(), key=lambda g: version_key(g["releases"][0])
@@ -414,7 +452,10 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "how": "every node runs twice in one session, the first answers kept alive; a "
             "node whose two runs differ is nondeterministic (memory nothing wrote, a seedless "
             "random op). A release where a node of the (op, dtype), its own or the newest's, "
-            "is so is not compared and listed under `nondeterministic_in`: not a change",
+            "is so is not compared and listed under `nondeterministic_in`: not a change. "
+            "`nondeterministic` lists the releases whose own nodes are so (the newest "
+            "among them), with the input classes (`classes`, `met_on`) and one node's two "
+            "answers (`first`, `second`; `second` null where the probe did not keep it)",
         },
         "tolerance": {
             "ulps": tolerance,
