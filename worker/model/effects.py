@@ -85,4 +85,3 @@ class KernelNondeterminism:
     @property
     def extremes_only(self) -> bool:
         return self.met_on == "extremes"
-

@@ -1,0 +1,125 @@
+"""A kernel whose own two runs disagree in the consumer's release is named: a model with it
+on its request path may answer otherwise from request to request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.catalog.catalog import load_catalog
+from worker.compat.check import check_artifact
+from worker.compat.policy import Policy
+from worker.compat.subject import NO_HISTORY
+from worker.compat.verdict_class import verdict_class
+from worker.formats.read import read_path
+from worker.model.artifact import Artifact
+from worker.model.consumer import Registry
+from worker.model.effects import KernelNondeterminism
+from worker.model.findings import Code, Severity
+from worker.model.verdict import Status
+from worker.proto import tensorflow_subset_pb2 as pb
+
+DT_FLOAT, DT_INT32 = 1, 3
+# measured by tools/kernels/sweep.py (worker/catalog/data/kernel_changes.json.gz)
+LISTED = "2.12"  # DynamicStitch int32: the two runs of an ordinary node disagree
+UNLISTED = "2.11"  # its runs agree there
+
+
+def stitch_graph(path: Path, dtype: int = DT_INT32, op: str = "DynamicStitch") -> Artifact:
+    """A frozen GraphDef feeding DynamicStitch indices and data through placeholders."""
+    g = pb.GraphDef()
+    g.versions.producer = 1205
+    indices = g.node.add(name="indices", op="Placeholder")
+    indices.attr["dtype"].type = DT_INT32
+    data = g.node.add(name="data", op="Placeholder")
+    data.attr["dtype"].type = dtype
+    stitch = g.node.add(name="stitch", op=op, input=["indices", "data"])
+    stitch.attr["N"].i = 1
+    stitch.attr["T"].type = dtype
+    path.write_bytes(g.SerializeToString())
+    (artifact,) = read_path(str(path))
+    return artifact
+
+
+@pytest.fixture
+def stitch(tmp_path: Path) -> Artifact:
+    return stitch_graph(tmp_path / "stitch.pb")
+
+
+def _found(artifact: Artifact, release: str, policy: Policy | None = None) -> list[Any]:
+    catalog = load_catalog()
+    verdict = check_artifact(artifact, catalog.consumer(release), catalog, policy)
+    return [verdict, [f for f in verdict.findings if f.code == Code.KERNEL_NONDETERMINISTIC]]
+
+
+# the shipped table, on a GraphDef holding DynamicStitch int32
+def test_a_listed_release_is_at_risk_with_the_class_and_both_runs(stitch: Artifact) -> None:
+    verdict, (found,) = _found(stitch, LISTED)
+    assert (found.severity, found.op) == (Severity.WARNING, "DynamicStitch")
+    assert verdict.status == Status.AT_RISK
+    assert "DynamicStitch (int32, node stitch)" in found.message
+    assert "on the ordinary inputs" in found.message and "on its second" in found.message
+    assert "--ops DynamicStitch" in found.message
+
+
+def test_an_unlisted_release_gets_no_finding(stitch: Artifact) -> None:
+    verdict, found = _found(stitch, UNLISTED)
+    assert found == [] and verdict.status == Status.COMPATIBLE
+
+
+def test_strict_makes_it_an_error_for_a_listed_release_only(stitch: Artifact) -> None:
+    strict = Policy(same_answer_strict=True)
+    verdict, (found,) = _found(stitch, LISTED, strict)
+    assert found.severity == Severity.ERROR and "same_answer: strict" in found.message
+    assert verdict.status == Status.INCOMPATIBLE and verdict.serves is False
+    assert _found(stitch, UNLISTED, strict)[0].status == Status.COMPATIBLE
+
+
+def test_the_verdict_class_tells_a_listed_release_from_an_unlisted_one(
+    stitch: Artifact,
+) -> None:
+    catalog = load_catalog()
+    base = catalog.consumer(LISTED)
+    ops = dict(base.registry.ops) if base.registry else {}
+
+    def of(release: str) -> object:  # each release its own registry, as the catalog's are
+        registry = Registry(dict(ops), f"test {release}")
+        return verdict_class(stitch, replace(base, tensorflow=release, registry=registry), catalog)
+
+    assert of("2.12.1") != of("2.11.0")
+    assert of("2.11.0") == of("2.10.1")  # neither listed: one class
+
+
+# severity per input class, on a history that says which classes disagreed
+class UnsteadyOnSpecials:
+    """DynamicStitch float's runs disagree in 2.12 on NaN and infinities only."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(NO_HISTORY, name)
+
+    def kernel_dtypes(self, op: str, attrs: Mapping[str, Any]) -> list[str]:
+        found = attrs.get("T", {}).get("type")
+        return [found] if found else []
+
+    def kernel_nondeterminism(
+        self, op: str, dtype: str, release: str
+    ) -> KernelNondeterminism | None:
+        if (op, dtype) != ("DynamicStitch", "DT_FLOAT") or not release.startswith("2.12."):
+            return None
+        return KernelNondeterminism(
+            op, dtype, "2.12.1", "first nan, then 0.0", met_on="extremes", classes=("special",)
+        )
+
+
+def test_one_met_only_on_extremes_is_information_under_strict_too(tmp_path: Path) -> None:
+    artifact = stitch_graph(tmp_path / "f.pb", DT_FLOAT)
+    catalog = load_catalog()
+    strict = replace(catalog.consumer(LISTED), same_answer_strict=True)
+    verdict = check_artifact(artifact, strict, UnsteadyOnSpecials())  # type: ignore[arg-type]
+    (found,) = [f for f in verdict.findings if f.code == Code.KERNEL_NONDETERMINISTIC]
+    assert found.severity == Severity.INFO and "only on extreme or special" in found.message
+    assert verdict.status != Status.INCOMPATIBLE
