@@ -199,11 +199,12 @@ def _unstable_outputs(
     op: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
 ) -> set[tuple[str, str, str, int]]:
     """(dtype, class, layout, output) of a node whose output takes UNSTABLE_DISTINCT or
-    more values over the releases, and UNSTABLE_SHARE of those that ran it: not a kernel that changed a few times but memory
-    nothing wrote (DynamicStitch positions no index covers, FusedBatchNormV3's reserve
-    space, an FFT of an empty tensor). Where two nodes of an (op, dtype)'s output are
-    so, that output is unstable in every node (unwritten memory is zeros now and then).
-    Left out of the comparison and listed under `unstable_outputs`."""
+    more values over the releases, and UNSTABLE_SHARE of those that ran it: not a kernel
+    that changed a few times but memory nothing wrote (DynamicStitch positions no index
+    covers, FusedBatchNormV3's reserve space, an FFT of an empty tensor). Where two
+    nodes of an (op, dtype)'s output are so, that output is unstable in every node
+    (unwritten memory is zeros now and then). Left out of the comparison and listed
+    under `unstable_outputs`."""
     seen: dict[tuple[str, str, str, int], list[str]] = {}
     for release in releases:
         for run in (answers[release].get(op) or {}).get("runs", []):
@@ -264,9 +265,25 @@ def _nondeterministic(
             "second": _short(shown["second"]) if "second" in shown else None,
             "nodes": len(runs),
         }
+        # which outputs the two runs disagree in, over every such node of the severity's
+        # classes: a model that reads none of them (a batch norm's reserve space in
+        # inference) gets the same answer every time
+        spots = [_unsteady_outputs(r) for r in ordinary or runs]
+        if spots and all(o is not None for o in spots):
+            evidence["outputs"] = sorted({n for o in spots if o for n in o})
         key = json.dumps(evidence, sort_keys=True)
         groups.setdefault(key, {**evidence, "releases": []})["releases"].append(release)
     return sorted(groups.values(), key=lambda g: version_key(g["releases"][0]))
+
+
+def _unsteady_outputs(run: dict[str, Any]) -> list[int] | None:
+    """The output positions whose bytes differ between a node's two runs (None: the
+    second run was not kept, or one of them raised)."""
+    second = run.get("second")
+    if not second or "outputs" not in second or "outputs" not in run:
+        return None
+    pairs = zip(run["outputs"], second["outputs"], strict=False)
+    return [n for n, (a, b) in enumerate(pairs) if a.get("sha") != b.get("sha")]
 
 
 def _not_built(line: dict[str, Any] | None) -> str | None:
@@ -454,8 +471,10 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "random op). A release where a node of the (op, dtype), its own or the newest's, "
             "is so is not compared and listed under `nondeterministic_in`: not a change. "
             "`nondeterministic` lists the releases whose own nodes are so (the newest "
-            "among them), with the input classes (`classes`, `met_on`) and one node's two "
-            "answers (`first`, `second`; `second` null where the probe did not keep it)",
+            "among them), with the input classes (`classes`, `met_on`), the outputs whose two "
+            "runs differ (`outputs`, over the nodes of an ordinary class where one is so) and "
+            "one node's two answers (`first`, `second`; `second` null where the probe did not "
+            "keep it)",
         },
         "tolerance": {
             "ulps": tolerance,

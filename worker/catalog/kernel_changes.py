@@ -283,6 +283,7 @@ def _add_nondeterminism(
                         met_on=group.get("met_on", "ordinary"),
                         classes=tuple(group.get("classes", ())),
                         steady_from=_same_from(measured, release, unsteady),
+                        outputs=differing_outputs(group),
                     ),
                 )
         return
@@ -306,15 +307,23 @@ def _add_nondeterminism(
 
 
 def _unsteady_evidence(group: Mapping[str, Any], classes: dict[str, Any]) -> str:
-    """The input class and values, and one node's two answers."""
+    """The input class and values, and one node's two answers (in the outputs that differ,
+    where recorded)."""
     value = classes.get(group["class"])
     shown = "a [2, 0] tensor" if value == "EMPTY" else json.dumps(value, separators=(",", ":"))
-    second = group.get("second")
+    first, second = group["first"], group.get("second")
+    outputs = differing_outputs(group)
+    where = ""
+    if outputs is not None and second and "outputs" in first and "outputs" in second:
+        first = {"outputs": [o for n, o in enumerate(first["outputs"]) if n in outputs]}
+        second = {"outputs": [o for n, o in enumerate(second["outputs"]) if n in outputs]}
+        where = f" in output {', '.join(str(n) for n in outputs)}"
     other = _values(second) if second else "other values (not kept by the probe)"
     return (
-        f"on the {group['class']} inputs ({shown}, layout {group['layout']}), one node of "
-        f"{group['releases'][0]} gave {_values(group['first'])} on its first run and "
-        f"{other} on its second, in one session; input classes with such a node: "
+        f"on the {group['class']} inputs ({shown} for "
+        f"{LAYOUTS.get(group['layout'], group['layout'])}), one node of "
+        f"{group['releases'][0]} gave {_values(first)} on its first run and "
+        f"{other} on its second{where}, in one session; input classes with such a node: "
         f"{', '.join(group.get('classes', [group['class']]))}"
     )
 
@@ -332,6 +341,14 @@ def _union(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, .
     return None if a is None or b is None else tuple(sorted(set(a) | set(b)))
 
 
+# what each of the sweep's layouts feeds the class's values to
+LAYOUTS = {
+    "same": "every input",
+    "aux": "the swept inputs; the others 1",
+    "vector": "the swept inputs; the others [1]",
+    "m:same": "the first input, then the others",
+    "m:aux": "the first swept input, then the other swept ones; the rest 1",
+}
 HUGE = 1e18  # a hand case's input this large in magnitude is an extreme one
 ROUNDING_ULPS = 4.0  # the sweep's stated tolerance, applied to a hand case's outputs
 EPSILON = {"float32": 2.0**-23, "float64": 2.0**-52, "float16": 2.0**-10, "bfloat16": 2.0**-7}
@@ -419,13 +436,7 @@ def _sweep_evidence(
     """Input class and values, both outputs, the releases measured and the tolerance."""
     value = classes.get(group["class"])
     shown = "a [2, 0] tensor" if value == "EMPTY" else json.dumps(value, separators=(",", ":"))
-    layout = {
-        "same": "every input",
-        "aux": "the swept inputs; the others 1",
-        "vector": "the swept inputs; the others [1]",
-        "m:same": "the first input, then the others",
-        "m:aux": "the first swept input, then the other swept ones; the rest 1",
-    }.get(group["layout"], group["layout"])
+    layout = LAYOUTS.get(group["layout"], group["layout"])
     near = (
         f"{group['ulps']:g} ULPs apart" if group.get("ulps") is not None else "not within rounding"
     )

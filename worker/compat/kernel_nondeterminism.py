@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from worker.compat.kernel_changes import COMPUTES_NO_VALUES
+from worker.compat.kernel_changes import COMPUTES_NO_VALUES, outputs_read
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
+from worker.model.artifact import NodeKind
 from worker.model.effects import KernelNondeterminism
 from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
 
@@ -44,11 +45,23 @@ def nondeterminism_findings(s: Subject) -> Iterable[Finding]:
             if (kind.op, key) in seen:
                 continue
             found = s.history.kernel_nondeterminism(kind.op, key, release)
-            if found is None:
+            if found is None or not _reads(s, kind, found):
                 continue
             seen.add((kind.op, key))
             findings.append(_finding(found, where_of(kind)))
     return findings
+
+
+def _reads(s: Subject, kind: NodeKind, found: KernelNondeterminism) -> bool:
+    """Whether the model reads an output whose two runs differ: a top-level node whose
+    edges read none of them (a batch norm's reserve spaces in inference) answers alike
+    every time. A node nothing consumes, a node of a function body and a record without
+    `outputs` count as read (a signature may fetch any output; a body's returns are no
+    edges)."""
+    if found.outputs is None or s.graph is None or kind.function:
+        return True
+    read = outputs_read(s.graph).get(id(kind))
+    return read is None or bool(read & set(found.outputs))
 
 
 def _finding(found: KernelNondeterminism, where: str) -> Finding:

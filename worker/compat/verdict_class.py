@@ -218,7 +218,7 @@ def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: H
         for p in pairs
         if (c := history.kernel_change(p[0], p[1], release)) is not None
     ) + tuple(
-        ("nondeterministic", p, n.met_on, n.release, n.steady_from)
+        ("nondeterministic", p, n.met_on, n.release, n.steady_from, n.outputs)
         for p in pairs
         if (n := history.kernel_nondeterminism(p[0], p[1], release)) is not None
     )

@@ -81,6 +81,8 @@ class KernelNondeterminism:
     met_on: str = "ordinary"
     classes: tuple[str, ...] = ()  # the input classes with such a node; () not recorded
     steady_from: str | None = None  # the oldest newer release measured whose runs agreed
+    # the output positions whose two runs differ; None: any (not recorded)
+    outputs: tuple[int, ...] | None = None
 
     @property
     def extremes_only(self) -> bool:
