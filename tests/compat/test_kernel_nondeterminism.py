@@ -12,11 +12,12 @@ import pytest
 
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
+from worker.compat.kernel_nondeterminism import _body_reads
 from worker.compat.policy import Policy
 from worker.compat.subject import NO_HISTORY
 from worker.compat.verdict_class import verdict_class
 from worker.formats.read import read_path
-from worker.model.artifact import Artifact
+from worker.model.artifact import ArgDef, Artifact, Edge, Graph, NodeKind, OpDef
 from worker.model.consumer import Registry
 from worker.model.effects import KernelNondeterminism
 from worker.model.findings import Code, Severity
@@ -143,3 +144,34 @@ def test_a_node_whose_read_outputs_never_disagree_gets_no_finding(tmp_path: Path
         stitch_graph(tmp_path / "s.pb"), load_catalog().consumer(LISTED), history
     )  # type: ignore[arg-type]
     assert Code.KERNEL_NONDETERMINISTIC in {f.code for f in alone.findings}
+
+
+# which outputs a function body's node has read: by the OpDef arg its edges name
+BN = OpDef(
+    "FusedBatchNormV3",
+    outputs=tuple(
+        ArgDef(n, type_attr="T")
+        for n in ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2")
+    ),
+)
+
+
+def _body(*edges: Edge, function: str = "f") -> tuple[Graph, NodeKind]:
+    bn = NodeKind("FusedBatchNormV3", {"T": {"type": "DT_FLOAT"}}, 5, 1, "bn", function)
+    relu = NodeKind("Relu", {"T": {"type": "DT_FLOAT"}}, 1, 1, "relu", function)
+    return Graph(None, 2, (bn, relu), edges), bn
+
+
+def test_a_body_node_read_at_its_y_output_reads_position_0_only() -> None:
+    graph, bn = _body(Edge(0, 0, 1, 0, output_arg="y"))
+    assert _body_reads(graph, bn, BN) == frozenset({0})
+    graph, bn = _body(Edge(0, 0, 1, 0, output_arg="y"), Edge(0, 0, 1, 0, "reserve_space_2"))
+    assert _body_reads(graph, bn, BN) == frozenset({0, 4})
+
+
+def test_a_body_node_read_by_no_edge_or_with_a_list_output_counts_every_output() -> None:
+    graph, bn = _body()
+    assert _body_reads(graph, bn, BN) is None  # a body may return any output
+    listed = OpDef("Unpack", outputs=(ArgDef("output", type_attr="T", number_attr="num"),))
+    graph, bn = _body(Edge(0, 0, 1, 0, output_arg="output"))
+    assert _body_reads(graph, bn, listed) is None

@@ -22,10 +22,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from worker.compat.kernel_changes import COMPUTES_NO_VALUES, outputs_read
+from worker.compat.memo import per_object
 from worker.compat.nodes import where_of
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
-from worker.model.artifact import NodeKind
+from worker.model.artifact import Graph, NodeKind, OpDef
 from worker.model.effects import KernelNondeterminism
 from worker.model.findings import Code, Finding, Fix, FixKind, info, warning
 
@@ -53,15 +54,44 @@ def nondeterminism_findings(s: Subject) -> Iterable[Finding]:
 
 
 def _reads(s: Subject, kind: NodeKind, found: KernelNondeterminism) -> bool:
-    """Whether the model reads an output whose two runs differ: a top-level node whose
-    edges read none of them (a batch norm's reserve spaces in inference) answers alike
-    every time. A node nothing consumes, a node of a function body and a record without
-    `outputs` count as read (a signature may fetch any output; a body's returns are no
-    edges)."""
-    if found.outputs is None or s.graph is None or kind.function:
+    """Whether the model reads an output whose two runs differ: a node whose edges read
+    none of them (a batch norm's reserve spaces in inference, at the top level or in a
+    function body) answers alike every time. A node nothing consumes and a record without
+    `outputs` count as read (a signature may fetch any output, a body return any), and so
+    does a body node whose OpDef has a list output (its flat positions are not known)."""
+    if found.outputs is None or s.graph is None:
         return True
-    read = outputs_read(s.graph).get(id(kind))
+    if kind.function:
+        registry = s.consumer.registry
+        op_def = registry.ops.get(kind.op) if registry is not None else None
+        read = _body_reads(s.graph, kind, op_def)
+    else:
+        read = outputs_read(s.graph).get(id(kind))
     return read is None or bool(read & set(found.outputs))
+
+
+def _body_reads(graph: Graph, kind: NodeKind, op_def: OpDef | None) -> frozenset[int] | None:
+    """The flat output positions a function-body kind's edges read ("bn:y:0" is output
+    arg `y`), where every output arg of its OpDef is one tensor; None: unknown (no OpDef,
+    a list output, or no edge reads it)."""
+    if op_def is None or any(a.number_attr or a.type_list_attr for a in op_def.outputs):
+        return None
+    position = {a.name: n for n, a in enumerate(op_def.outputs)}
+    args = _body_output_args(graph).get(id(kind))
+    if not args or any(a not in position for a in args):
+        return None
+    return frozenset(position[a] for a in args)
+
+
+@per_object
+def _body_output_args(graph: Graph) -> dict[int, frozenset[str]]:
+    """Per function-body kind (by identity), the output arg names some body edge reads."""
+    found: dict[int, set[str]] = {}
+    for edge in graph.edges:
+        kind = graph.kinds[edge.src]
+        if kind.function and edge.output_arg:
+            found.setdefault(id(kind), set()).add(edge.output_arg)
+    return {k: frozenset(v) for k, v in found.items()}
 
 
 def _finding(found: KernelNondeterminism, where: str) -> Finding:
