@@ -21,6 +21,12 @@ ordinary one, INT_MIN / -1). A change recorded without `met_on` counts as ordina
 every output value that differs beyond 4 ULPs has NaN or an infinity on one side
 (`hand_met_on`).
 
+Nondeterminism: the releases whose own two runs of a node of an (op, dtype) in one
+session disagree (`nondeterministic`, with the input classes, `met_on`, the outputs that
+differ and both answers), read as `KernelNondeterminism` for `kernel.nondeterministic`;
+a file without it is read from `nondeterministic_in` (met on ordinary inputs, whose runs
+not said).
+
 The file is read at start-up but parsed on first use: most checks never ask. A
 release is matched by its minor: the patch releases of a minor run the measured
 one's kernels as far as the catalog knows (the registries say the same).
