@@ -35,9 +35,10 @@ Writes `worker/catalog/data/kernel_changes.json.gz` (format
 and the releases where it was not measured, per changed (op, dtype) the releases
 that differ or differ within rounding with evidence (input class and values, both
 outputs, where), the releases whose own two runs of a node disagree
-(`nondeterministic`: the input classes, the outputs that differ, both answers), the ops that could not be built and why, the distribution of
-differences, and the hand cases of tools/attrs/kernels.py (`hand`, format 1)
-merged in unchanged (re-measured with tools/attrs/kernels.py). Standard library only.
+(`nondeterministic`: the input classes, the outputs that differ, both answers), the
+ops that could not be built and why, the distribution of differences, and the hand
+cases of tools/attrs/kernels.py (`hand`, format 1) merged in unchanged (re-measured
+with tools/attrs/kernels.py). Standard library only.
 """
 
 from __future__ import annotations
