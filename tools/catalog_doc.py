@@ -41,6 +41,7 @@ DESCRIBED = {
     "releases": ("Versions, ops, attrs, functions", "graphs.md"),
     "revived_types": ("Versions, ops, attrs, functions", "graphs.md"),
     "tflite_features": ("TFLite files", "tflite.md"),
+    "tflite_kernel_changes": ("TFLite files", "tflite.md"),
     "tflite_kernels": ("TFLite files", "tflite.md"),
     "tflite_runtimes": ("TFLite files", "tflite.md"),
     "xla_call_module": ("jax models", "xla.md"),

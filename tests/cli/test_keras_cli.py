@@ -134,3 +134,24 @@ def test_a_change_met_only_on_nan_is_information_even_under_strict(tmp_path: Pat
     (extremes,) = [f for f in strict["findings"] if f["code"] == "kernel.results-extremes"]
     assert extremes["severity"] == "info" and "nan" in extremes["message"]
     assert strict["serves"] is True
+
+
+def test_same_answer_strict_blocks_a_tflite_kernel_change_too(tmp_path: Path) -> None:
+    # SUM on int8, written by the 2.21.0 converter: tflite-runtime 2.12 wraps a sum the
+    # newest LiteRT saturates (measured by tools/tflite/kernel_sweep.py)
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "consumers:\n  - {name: strict, tflite: '2.12', same_answer: strict}\n"
+        "  - {name: warned, tflite: '2.12'}\n  - {name: newest, litert: '2.3'}\n"
+    )
+    model = FIXTURES / "tflite-kernel-sweep/sum.int8.tflite"
+    result = run("check", str(model), "--fleet", str(fleet), "--json")
+    assert result.returncode == 1, result.stderr
+    (report,) = json.loads(result.stdout)["artifacts"]
+    strict, warned, newest = report["consumers"]
+    (blocking,) = [f for f in strict["findings"] if f["code"] == "kernel.changed"]
+    assert blocking["severity"] == "error" and "1 quantised step" in blocking["message"]
+    assert (strict["loads"], strict["serves"]) == (True, False)
+    (warning,) = [f for f in warned["findings"] if f["code"] == "kernel.changed"]
+    assert warning["severity"] == "warning" and warned["serves"] is True
+    assert newest["findings"] == [] and newest["serves"] is True

@@ -21,6 +21,7 @@ from worker.model.tflite import (
     TFLITE_RUNTIME,
     KernelChange,
     RequiredVersion,
+    ResultChange,
     TensorSig,
     TfliteInterpreter,
     TfliteModel,
@@ -89,6 +90,8 @@ def runtime(
     kernels: tuple[tuple[KernelChange, bool | None], ...] = ((PER_CHANNEL, True), (INT16_FC, True)),
     custom_ops: frozenset[str] | None = frozenset(),
     unused_custom_fails_build: bool = False,
+    result_changes: dict[tuple[str, str], ResultChange] | None = None,
+    results_measured: frozenset[tuple[str, str]] = frozenset(),
 ) -> TfliteRuntime:
     table = ops if ops is not None else {9: (1, 9), 22: (1, 1), 39: (1, 6), 128: (1, 1)}
     return TfliteRuntime(
@@ -103,6 +106,8 @@ def runtime(
         required_versions=RANK_VERSIONS,
         custom_ops=custom_ops,
         unused_custom_fails_build=unused_custom_fails_build,
+        result_changes=result_changes or {},
+        results_measured=results_measured,
     )
 
 

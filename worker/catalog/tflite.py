@@ -12,9 +12,12 @@ Three data files ship with the package:
   TFLite's own versioning gives some tensor signatures;
 - `data/tflite_features.json`: per runtime, what it does with a file that uses a
   file feature (buffers after the flatbuffer, SignatureDefs, sparse tensors, each
-  tensor type, ...), measured on real files (tools/tflite/build_features.py).
+  tensor type, ...), measured on real files (tools/tflite/build_features.py);
+- `data/tflite_kernel_changes.json.gz`: per runtime, the (builtin, type variant) pairs
+  whose answers differ from the newest runtime's beyond the stated tolerance, on
+  the same single-op files and inputs (tools/tflite/kernel_sweep.py).
 
-Both are read on first use. A family and version without a measured table gets
+All are read on first use. A family and version without a measured table gets
 a `TfliteInterpreter` without one: its verdicts are unknown, never a guessed
 yes. "2.14" names the newest measured 2.14.x; "2.14.0" that release exactly.
 """
@@ -22,6 +25,7 @@ yes. "2.14" names the newest measured 2.14.x; "2.14.0" that release exactly.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import json
 from collections.abc import Mapping
@@ -39,6 +43,7 @@ from worker.model.tflite import (
     TFLITE_RUNTIME,
     KernelChange,
     RequiredVersion,
+    ResultChange,
     TfliteInterpreter,
     TfliteRuntime,
 )
@@ -47,6 +52,7 @@ DATA = Path(__file__).with_name("data")
 RUNTIMES_FILE = "tflite_runtimes.json"
 KERNELS_FILE = "tflite_kernels.json"
 FEATURES_FILE = "tflite_features.json"
+RESULTS_FILE = "tflite_kernel_changes.json.gz"
 
 FAMILIES = {"tflite": TFLITE_RUNTIME, "litert": LITERT}
 """How fleets and the command line name the standalone runtimes (`tflite: "2.14"`)."""
@@ -82,13 +88,16 @@ class TfliteCatalog:
         kernels_doc: Mapping[str, Any],
         digest: str = "",
         features_doc: Mapping[str, Any] | None = None,
+        results_doc: Mapping[str, Any] | None = None,
     ) -> None:
         """`digest` names the data's contents (default: computed from the documents)."""
         features_doc = features_doc or {}
         measured_features = features_doc.get("runtimes", {})
         feature_errors = features_doc.get("errors", {})
         if not digest:
-            text = json.dumps([runtimes_doc, kernels_doc, features_doc], sort_keys=True)
+            text = json.dumps(
+                [runtimes_doc, kernels_doc, features_doc, results_doc or {}], sort_keys=True
+            )
             digest = hashlib.sha256(text.encode()).hexdigest()
         changes = [
             (
@@ -112,6 +121,8 @@ class TfliteCatalog:
             )
             for r in kernels_doc.get("required_versions", [])
         )
+        results = result_changes(results_doc or {})
+        swept = results_measured(results_doc or {})
         runtimes = []
         for row in runtimes_doc.get("runtimes", []):
             family, version = row["family"], row["version"]
@@ -135,6 +146,8 @@ class TfliteCatalog:
                     delegate_custom_ops=frozenset(row.get("delegate_custom_ops", ())),
                     features=dict(measured_features.get(row["name"], {})),
                     feature_errors=dict(feature_errors.get(row["name"], {})),
+                    result_changes=results.get(row["name"], {}),
+                    results_measured=swept.get(row["name"], frozenset()),
                 )
             )
         self.runtimes: tuple[TfliteRuntime, ...] = tuple(
@@ -185,6 +198,57 @@ class TfliteCatalog:
         return [r.version for r in self.family(family)]
 
 
+def _tolerance(tolerance: Mapping[str, Any], kind: str) -> str:
+    if kind == "float_ulps":
+        return f"{tolerance.get('float_ulps')} ULPs of the output's largest magnitude"
+    if kind == "integers":
+        return "none (an integer output without a scale must be equal)"
+    steps = tolerance.get("quantized_steps")
+    return f"{steps} quantised step{'s' if steps != 1 else ''}"
+
+
+def _distance(value: object, kind: str) -> str:
+    if not isinstance(value, int | float):
+        return str(value)
+    unit = {"float_ulps": "ULPs", "integers": "apart"}.get(kind, "quantised steps")
+    return f"{value:g} {unit}"
+
+
+def result_changes(doc: Mapping[str, Any]) -> dict[str, dict[tuple[str, str], ResultChange]]:
+    """runtime name -> (builtin, variant) -> its measured change, from the sweep's table."""
+    tolerance = doc.get("tolerance", {})
+    measured = doc.get("measured", {})
+    found: dict[str, dict[tuple[str, str], ResultChange]] = {}
+    for row in doc.get("changes", []):
+        ev = row["evidence"]
+        found.setdefault(row["runtime"], {})[(row["op"], row["variant"])] = ResultChange(
+            op=row["op"],
+            variant=row["variant"],
+            reference=row["reference"],
+            classes=tuple(row["classes"]),
+            met_on=row["met_on"],
+            evidence_class=ev["class"],
+            got=ev["got"],
+            expected=ev["expected"],
+            distance=_distance(ev["distance"], ev["kind"]),
+            tolerance=_tolerance(tolerance, ev["kind"]),
+            producer=ev["producer"],
+            runtimes=len(measured.get(row["op"], {}).get(row["variant"], ())),
+            remeasure=doc.get("remeasure", "").format(runtime=row["runtime"]),
+        )
+    return found
+
+
+def results_measured(doc: Mapping[str, Any]) -> dict[str, frozenset[tuple[str, str]]]:
+    """runtime name -> the (builtin, variant) pairs the sweep ran in it and got answers."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for op, variants in doc.get("measured", {}).items():
+        for variant, names in variants.items():
+            for name in names:
+                found.setdefault(name, set()).add((op, variant))
+    return {name: frozenset(pairs) for name, pairs in found.items()}
+
+
 def _read(name: str) -> bytes:
     try:
         return (DATA / name).read_bytes()
@@ -197,6 +261,11 @@ def load_tflite_catalog() -> TfliteCatalog:
     """The measured runtimes shipped with the package, read once per process (on the
     first consumer built, or the first .tflite checked)."""
     runtimes, kernels = _read(RUNTIMES_FILE), _read(KERNELS_FILE)
-    features = _read(FEATURES_FILE)
-    digest = hashlib.sha256(runtimes + b"\0" + kernels + b"\0" + features).hexdigest()
-    return TfliteCatalog(json.loads(runtimes), json.loads(kernels), digest, json.loads(features))
+    features, results = _read(FEATURES_FILE), _read(RESULTS_FILE)
+    results = gzip.decompress(results) if results.startswith(b"\x1f\x8b") else results
+    digest = hashlib.sha256(
+        runtimes + b"\0" + kernels + b"\0" + features + b"\0" + results
+    ).hexdigest()
+    return TfliteCatalog(
+        json.loads(runtimes), json.loads(kernels), digest, json.loads(features), json.loads(results)
+    )

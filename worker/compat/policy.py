@@ -8,9 +8,10 @@ those versions in its own bad_consumers is at risk. `unsafe_ops: error` makes
 models that read or write files or run Python (`worker.compat.unsafe`)
 unservable for every consumer instead of at risk. `same_answer: strict` (for the
 fleet, or one consumer's entry) makes a measured change of results an error for
-the consumers it covers, so a registry can block on it: `kernel.changed`, an
-`attr.ignored` measured to change results and a `kernel.nondeterministic` met on
-ordinary inputs (another answer from request to request), warnings otherwise.
+the consumers it covers, so a registry can block on it: `kernel.changed` (a graph's
+kernel or a .tflite builtin), an `attr.ignored` measured to change results and a
+`kernel.nondeterministic` met on ordinary inputs (another answer from request to
+request), warnings otherwise.
 """
 
 from __future__ import annotations

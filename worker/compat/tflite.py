@@ -28,7 +28,10 @@ model's problems in this order, and the findings keep it:
 3. invoking: a kernel that predates a change the file relies on without a new
    op version (per-channel FULLY_CONNECTED weights before 2.10) runs and
    returns wrong values (all zeros, measured). That model loads but does not
-   serve: an error at the request stage, never "serves".
+   serve: an error at the request stage, never "serves". A kernel measured to
+   answer otherwise than the newest runtime's on the same inputs
+   (worker.compat.tflite_results) serves, at risk: `kernel.changed`, an error
+   under `same_answer: strict`.
 
 `loads` means the interpreter is built and its tensors allocated; `serves`
 that it also answers right. A runtime without a measured table gets unknown
@@ -42,11 +45,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from worker.compat.policy import Policy, policy_findings
+from worker.compat.policy import Policy, apply_same_answer, policy_findings
 from worker.compat.tflite_features import judge_features
+from worker.compat.tflite_results import result_findings
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
-from worker.model.findings import Code, Finding, Fix, FixKind, Stage, error, info
+from worker.model.findings import Code, Finding, Fix, FixKind, Severity, Stage, error, info
 from worker.model.tflite import (
     TENSORFLOW,
     KernelChange,
@@ -542,6 +546,13 @@ def check_tflite(artifact: Artifact, consumer: Consumer, policy: Policy | None =
     findings = run.errors()
     if interp is not None:
         findings = _with_fixes(findings, model, interp)
+    if table is not None and run.loads is not False:
+        upgrades = interp.upgrades if interp is not None else ()
+        findings += result_findings(model, table, upgrades)  # what it answers, once it loads
     if policy is not None and not (interp is not None and interp.standalone):
         findings += policy_findings(consumer, None, policy)
-    return Verdict(consumer, run.loads, run.serves, (*findings, *run.notes), LOADER)
+    findings = apply_same_answer(findings, consumer, policy or Policy())
+    serves = run.serves
+    if any(f.severity == Severity.ERROR and f.stage == Stage.POLICY for f in findings):
+        serves = False  # it answers, otherwise than the fleet accepts (same_answer: strict)
+    return Verdict(consumer, run.loads, serves, (*findings, *run.notes), LOADER)

@@ -164,6 +164,31 @@ class RequiredVersion:
 
 
 @dataclass(frozen=True)
+class ResultChange:
+    """A builtin of one type variant whose outputs in this runtime differ from the
+    reference runtime's beyond the stated tolerance, on the same file and inputs
+    (catalog `tflite_kernel_changes`, tools/tflite/kernel_sweep.py)."""
+
+    op: str  # builtin name
+    variant: str  # "float32" | "int8" | "int16x8" | "dynamic" (see variant_of)
+    reference: str  # the runtime compared with, by name ("ai-edge-litert-2.3.0")
+    classes: tuple[str, ...]  # the input classes that differ beyond the tolerance
+    met_on: str  # "ordinary": a class a served model meets differs; else "extremes"
+    evidence_class: str  # the input class the evidence shows (an ordinary one if any)
+    got: str  # this runtime's output there, as measured
+    expected: str  # the reference's
+    distance: str  # "37 ULPs", "3 quantised steps", "not comparable"
+    tolerance: str  # "4 ULPs" or "1 quantised step": within it is rounding
+    producer: str  # the converter release that wrote the file
+    runtimes: int  # how many runtimes ran it
+    remeasure: str
+
+    @property
+    def extremes_only(self) -> bool:
+        return self.met_on == "extremes"
+
+
+@dataclass(frozen=True)
 class TfliteRuntime:
     """One measured TFLite runtime (tools/tflite/probe_ops.py in its own environment)."""
 
@@ -189,6 +214,10 @@ class TfliteRuntime:
     # missing here was not measured for this runtime
     features: Mapping[str, str] = field(default_factory=dict)
     feature_errors: Mapping[str, str] = field(default_factory=dict)  # its own words, measured
+    # (builtin, variant) -> how its answers differ from the reference runtime's, measured
+    result_changes: Mapping[tuple[str, str], ResultChange] = field(default_factory=dict)
+    # the (builtin, variant) pairs the kernel sweep ran in this runtime (empty: never swept)
+    results_measured: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def reads_builtin_code(self) -> bool:
@@ -198,6 +227,31 @@ class TfliteRuntime:
 
     def label(self) -> str:
         return runtime_label(self.family, self.version)
+
+
+DATA_INPUT = {"TRANSPOSE_CONV": 2}
+"""Builtins whose data input is not input 0 (TRANSPOSE_CONV: output shape, weights, data)."""
+
+
+def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
+    """The type variant of an operator of builtin `op` as the kernel sweep keys it: what
+    its data input holds, for a float input whether some other input (the weights) is
+    int8, which is dynamic-range quantisation, and `-per-channel` when the weights carry
+    one scale per output channel."""
+    index = DATA_INPUT.get(op, 0)
+    data = kind.inputs[index] if index < len(kind.inputs) else None
+    if data is None:
+        return "none"
+    rest = [t for t in kind.inputs[:index] + kind.inputs[index + 1 :] if t is not None]
+    # one scale per output channel is another kernel path (the per-channel FULLY_CONNECTED
+    # of old runtimes returns zeros where per-tensor weights answer), so it keys apart
+    channels = "-per-channel" if any(t.per_channel for t in rest) else ""
+    if data.type == "INT16":
+        return "int16x8" + channels
+    if data.type == "FLOAT32":
+        hybrid = any(t.type == "INT8" for t in rest)
+        return "dynamic" + channels if hybrid else "float32"
+    return data.type.lower() + channels
 
 
 def runtime_label(family: str, version: str) -> str:

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""The TFLite kernel-change rule against files it was not written from (issue 37).
+
+    python3 tools/tflite/kernel_heldout.py run --tf-envs TFENVS [--envs ENVS] [--only R]
+    .venv/bin/python tools/tflite/kernel_heldout.py score [--exact]
+
+`--set files` (the first round, the default): `run` feeds the committed converter
+fixtures (tests/fixtures/tflite/models: dense, int8 and int16x8 dense, cumsum, gelu,
+sign, a 6-D transpose, by seven converters)
+and the real files PyPI packages ship (tests/fixtures/tflite-real, fetched into
+.cache/real-tflite) to every READY runtime, with kernel_run.py and its six input
+classes, caching raw outputs under .cache/tflite-kernels/heldout/. `score` compares
+each runtime's outputs with the reference runtime's on the same file, as the sweep
+does (kernel_sweep.distance and its tolerance), and the rule's verdict for a
+consumer of that runtime (worker.compat.check): a cell (file, runtime) that answered
+on the ordinary classes `differs` when some ordinary class is beyond the tolerance
+(`--exact`: not bitwise equal), and is `at-risk` when the verdict has a
+`kernel.changed` warning. It prints precision and recall of at-risk, and the cells
+that disagree; `--write` keeps every cell in tests/fixtures/tflite-kernels-heldout/.
+`--set mixes` (the second round): the multi-op files of kernel_mixes.py (other shapes
+and seeds, the 2.20.0 and 2.14.1 converters) in tests/fixtures/tflite-kernels-heldout/
+mixes, written after the per-channel tuning (cells-mixes.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kernel_sweep as sweep
+from runtimes import DEFAULT_ENVS, DEFAULT_TF_ENVS, REPO, python_of, ready, runtimes
+
+FIXTURE = REPO / "tests" / "fixtures" / "tflite-kernels-heldout"
+# held-out rounds: the files each reads, where its runs are cached, where its cells go
+ROUNDS = {
+    "files": (
+        (REPO / "tests" / "fixtures" / "tflite" / "models", REPO / ".cache" / "real-tflite"),
+        sweep.CACHE / "heldout",
+        FIXTURE / "cells.jsonl",
+    ),
+    "mixes": ((FIXTURE / "mixes",), sweep.CACHE / "heldout-mixes", FIXTURE / "cells-mixes.jsonl"),
+}
+SOURCES, HELD, CELLS = ROUNDS["files"]
+
+
+def choose(name: str) -> None:
+    global SOURCES, HELD, CELLS
+    SOURCES, HELD, CELLS = ROUNDS[name]
+
+
+def files() -> list[Path]:
+    return sorted(p for root in SOURCES for p in root.rglob("*.tflite"))
+
+
+def key_of(path: Path) -> str:
+    for root in SOURCES:
+        if path.is_relative_to(root):
+            return f"{root.parent.name}/{path.relative_to(root)}"
+    return str(path)
+
+
+def run(args: argparse.Namespace) -> None:
+    HELD.mkdir(parents=True, exist_ok=True)
+    todo = files()
+    for runtime in runtimes():
+        if args.only and runtime.name not in args.only.split(","):
+            continue
+        cached = HELD / f"{runtime.name}.jsonl"
+        if cached.exists() or not ready(runtime, args.envs, args.tf_envs):
+            continue
+        rows = sweep._run_runtime(python_of(runtime, args.envs, args.tf_envs), todo)
+        for row in rows:
+            row["model"] = key_of(Path(row["model"]).resolve())
+        cached.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"{runtime.name}: {len(rows)} rows", file=sys.stderr)
+
+
+def _load() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    for path in sorted(HELD.glob("*.jsonl")):
+        table = {}
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            table[(row["model"], row.get("class", ""))] = row
+        found[path.stem] = table
+    return found
+
+
+def _differs(got: dict[str, Any], expected: dict[str, Any], exact: bool) -> bool:
+    for a, b in zip(got["outputs"], expected["outputs"], strict=False):
+        d, _ = sweep.distance(a, b)
+        if d > (0 if exact else sweep.TOLERANCE[sweep.kind_of(b)]):
+            return True
+    return len(got["outputs"]) != len(expected["outputs"])
+
+
+def score(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(REPO))
+    from worker.catalog.tflite import load_tflite_catalog
+    from worker.compat.check import check_artifact
+    from worker.formats.read import read_path
+    from worker.model.consumer import Consumer
+    from worker.model.findings import Code, Severity
+
+    runs = _load()
+    order = sweep.reference_of(sorted(runs))
+    catalog = load_tflite_catalog()
+    tables = {r.name: r for r in catalog.runtimes}
+    paths = {key_of(p): p for p in files()}
+    cells: Counter[tuple[bool, bool]] = Counter()
+    misses: list[str] = []
+    written: list[dict[str, Any]] = []
+    for key, path in sorted(paths.items()):
+        (artifact,) = read_path(str(path))
+        ref = next(
+            (
+                r
+                for r in order
+                if all("outputs" in runs[r].get((key, c), {}) for c in sweep.ORDINARY)
+            ),
+            None,
+        )
+        if ref is None:
+            continue
+        for name, table in runs.items():
+            if name == ref or not all("outputs" in table.get((key, c), {}) for c in sweep.ORDINARY):
+                continue
+            differs = any(
+                _differs(table[(key, c)], runs[ref][(key, c)], args.exact) for c in sweep.ORDINARY
+            )
+            measured = tables.get(name)
+            if measured is None:
+                continue
+            interp = catalog.interpreter(measured.family, measured.version)
+            consumer = Consumer(name, None, 0, tflite=interp)
+            verdict = check_artifact(artifact, consumer)
+            at_risk = any(
+                f.code == Code.KERNEL_CHANGED and f.severity == Severity.WARNING
+                for f in verdict.findings
+            )
+            cells[(at_risk, differs)] += 1
+            written.append(
+                {
+                    "model": key,
+                    "runtime": name,
+                    "reference": ref,
+                    "differs": differs,
+                    "differs_exact": any(
+                        _differs(table[(key, c)], runs[ref][(key, c)], True) for c in sweep.ORDINARY
+                    ),
+                    "at_risk": at_risk,
+                    "changed_ops": sorted(
+                        {f.op or "" for f in verdict.findings if f.code == Code.KERNEL_CHANGED}
+                    ),
+                }
+            )
+            if at_risk != differs:
+                misses.append(f"{'false at-risk' if at_risk else 'missed'}\t{key}\t{name}")
+    tp, fp, fn = cells[(True, True)], cells[(True, False)], cells[(False, True)]
+    total = sum(cells.values())
+    print(f"cells answered on the ordinary classes: {total} (reference {order[0]})")
+    print(f"differs: {tp + fn}; at-risk: {tp + fp}")
+    print(f"precision {tp}/{tp + fp}" + (f" = {tp / (tp + fp):.2f}" if tp + fp else ""))
+    print(f"recall {tp}/{tp + fn}" + (f" = {tp / (tp + fn):.2f}" if tp + fn else ""))
+    for line in misses[: args.misses]:
+        print(line)
+    if args.write:
+        CELLS.parent.mkdir(parents=True, exist_ok=True)
+        CELLS.write_text("".join(json.dumps(c, sort_keys=True) + "\n" for c in written))
+        sys.path.insert(0, str(REPO / "tools"))
+        from provenance import record_fixture_source
+
+        record_fixture_source(
+            CELLS,
+            "tools/tflite/kernel_heldout.py",
+            "kernel_run.py in each runtime's own Python over the converter fixtures and "
+            "the real files, compared with the reference runtime's outputs; at_risk from "
+            "the verdict of the committed rule",
+            [str(root.relative_to(REPO)) for root in SOURCES]
+            + [r.name for r in runtimes() if r.name in runs],
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--envs", type=Path, default=DEFAULT_ENVS)
+    r.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
+    r.add_argument("--only", default="")
+    s = sub.add_parser("score")
+    s.add_argument("--exact", action="store_true")
+    s.add_argument("--misses", type=int, default=40)
+    s.add_argument("--write", action="store_true", help=f"write the cells to {CELLS.parent.name}")
+    for sub_parser in (r, s):
+        sub_parser.add_argument("--set", choices=sorted(ROUNDS), default="files")
+    args = parser.parse_args()
+    choose(args.set)
+    {"run": run, "score": score}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
