@@ -171,3 +171,60 @@ def test_every_sweep_change_records_its_classes_and_whether_ordinary_inputs_meet
 def test_binary_ops_met_mixed_operands_and_int_min_by_minus_one() -> None:
     assert DOC["classes"]["DT_INT32"]["int_min_by_minus_one"][1][0] == [-1, 1, -1]
     assert "mixed" in DOC["classes"]["DT_FLOAT"] and "FloorDiv" in DOC["remeasured"]["ops"]
+
+
+# nondeterministic kernels: a release whose own two runs of a node disagree
+def _unsteady(pair: dict[str, Any]) -> ShippedKernelChanges:
+    doc = {
+        "format": "tfcompat-kernel-changes/2",
+        "newest": "2.21.0",
+        "releases": ["2.11.0", "2.12.1", "2.13.1", "2.21.0"],
+        "classes": {"DT_INT32": {"ordinary": [[1, 2]], "special": [[0]]}},
+        "ops": {"DynamicStitch": {"type_attr": "T", "dtypes": {"DT_INT32": pair}}},
+    }
+    return ShippedKernelChanges(json.dumps(doc).encode())
+
+
+def test_a_release_whose_runs_disagree_is_read_with_its_classes_and_both_answers() -> None:
+    answer = {"outputs": [{"dtype": "int32", "shape": [2], "values": [7, -3]}]}
+    group = {
+        "releases": ["2.12.1"],
+        "classes": ["ordinary", "special"],
+        "met_on": "ordinary",
+        "class": "ordinary",
+        "layout": "same",
+        "first": answer,
+        "second": {"outputs": [{"dtype": "int32", "shape": [2], "values": [0, -3]}]},
+        "nodes": 2,
+    }
+    table = _unsteady({"nondeterministic_in": ["2.12.1"], "nondeterministic": [group]})
+    found = table.nondeterminism("DynamicStitch", "DT_INT32", "2.12.0")  # by its minor
+    assert found is not None and not found.extremes_only
+    assert found.classes == ("ordinary", "special") and found.steady_from == "2.13.1"
+    assert "int32[2] [7, -3] on its first run and int32[2] [0, -3]" in found.evidence
+    assert "--ops DynamicStitch" in found.remeasure
+    assert table.nondeterminism("DynamicStitch", "DT_INT32", "2.11.0") is None
+    assert "DynamicStitch" in table.ops  # its findings differ by release
+
+
+def test_a_table_with_only_nondeterministic_in_counts_it_as_met_on_ordinary_inputs() -> None:
+    found = _unsteady({"nondeterministic_in": ["2.12.1"]}).nondeterminism(
+        "DynamicStitch", "DT_INT32", "2.12.1"
+    )
+    assert found is not None and found.met_on == "ordinary" and found.classes == ()
+    assert "neither which nor the input class" in found.evidence
+
+
+def test_every_shipped_nondeterministic_pair_records_its_classes_and_both_answers() -> None:
+    ordinary = set(DOC["input_classes"]["ordinary"])
+    groups = [
+        (op, dtype, g)
+        for op, entry in DOC["ops"].items()
+        for dtype, pair in entry["dtypes"].items()
+        for g in pair.get("nondeterministic", [])
+    ]
+    assert groups, "the re-measured ops record their own runs' disagreements"
+    for op, dtype, g in groups:
+        assert g["class"] in g["classes"], (op, dtype)
+        assert g["met_on"] == ("ordinary" if set(g["classes"]) & ordinary else "extremes")
+        assert g["first"] != g["second"], (op, dtype)

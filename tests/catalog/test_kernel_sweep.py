@@ -213,7 +213,36 @@ def test_a_release_whose_own_runs_disagree_is_nondeterministic_not_a_change() ->
         tolerance=4.0,
     )
     pair = table["ops"]["Op"]["dtypes"]["DT_FLOAT"]
-    assert pair == {"nondeterministic_in": ["1.0.0"]} and table["pairs_differ"] == 0
+    assert pair["nondeterministic_in"] == ["1.0.0"] and "changes" not in pair
+    assert table["pairs_differ"] == 0
+
+
+def test_a_release_whose_own_runs_disagree_keeps_the_class_and_both_answers() -> None:
+    second = {"outputs": [{"dtype": "float32", "shape": [1], "values": ["0.0"], "n": 1}]}
+    unwritten = {**run(["3.1e-27"], cls="ordinary"), "nondeterministic": True, "second": second}
+    special = {**run(["nan"], cls="special"), "nondeterministic": True}
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[unwritten, special, run(["-6656.0"], cls="halves")],
+            v1_1_0=[run(["0.0"], cls="ordinary"), run(["nan"]), run(["0.0"], cls="halves")],
+        ),
+        tolerance=4.0,
+    )
+    (group,) = table["ops"]["Op"]["dtypes"]["DT_FLOAT"]["nondeterministic"]
+    assert group["releases"] == ["1.0.0"] and group["classes"] == ["ordinary", "special"]
+    assert (group["met_on"], group["class"], group["nodes"]) == ("ordinary", "ordinary", 2)
+    assert group["first"]["outputs"][0]["values"] == ["3.1e-27"]
+    assert group["second"]["outputs"][0]["values"] == ["0.0"]
+
+
+def test_a_release_unsteady_on_special_inputs_alone_is_met_on_extremes() -> None:
+    special = {**run(["nan"], cls="special"), "nondeterministic": True}
+    table = sweep.build_table(
+        _answers(v1_0_0=[special, run(["1.0"], cls="ordinary")], v1_1_0=[run(["nan"])]),
+        tolerance=4.0,
+    )
+    (group,) = table["ops"]["Op"]["dtypes"]["DT_FLOAT"]["nondeterministic"]
+    assert (group["met_on"], group["classes"], group["second"]) == ("extremes", ["special"], None)
 
 
 def test_a_deterministic_release_is_still_compared() -> None:

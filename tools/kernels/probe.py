@@ -28,7 +28,8 @@ that crashes or hangs the process: {"release", "classes": {dtype: {class: value}
 it is built, then {"op", "type_attr", "runs": [...]} or {"op", "unbuildable":
 reason}; a run is {"dtype", "class", "layout"} plus {"outputs": [{"dtype",
 "shape", "values", "n", "sha"}]} | {"error": class} | {"build_error": class} and
-"nondeterministic": true where the two runs differed. Values: floats as repr
+"nondeterministic": true where the two runs differed, with the differing run under
+"second" ({"outputs": [...]} or {"error": class}). Values: floats as repr
 strings, integers and bools as numbers, strings as base64; at most MAX_VALUES of
 them, "sha" covering all bytes.
 
@@ -458,8 +459,13 @@ def _run_nodes(sess, nodes, times):
             run.update(answers[0])
         else:
             run["outputs"] = answers[0]
-        if any(a != answers[0] for a in answers[1:]):
+        other = next((a for a in answers[1:] if a != answers[0]), None)
+        if other is not None:
             run["nondeterministic"] = True
+            if isinstance(other, dict):
+                run["second"] = other
+            else:
+                run["second"] = {"outputs": other}
 
 
 def emit(line):

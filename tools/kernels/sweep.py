@@ -34,9 +34,11 @@ Writes `worker/catalog/data/kernel_changes.json.gz` (format
 `tfcompat-kernel-changes/2`): per op its key type attr, every (op, dtype) compared
 and the releases where it was not measured, per changed (op, dtype) the releases
 that differ or differ within rounding with evidence (input class and values, both
-outputs, where), the ops that could not be built and why, the distribution of
-differences, and the hand cases of tools/attrs/kernels.py (`hand`, format 1)
-merged in unchanged (re-measured with tools/attrs/kernels.py). Standard library only.
+outputs, where), the releases whose own two runs of a node disagree
+(`nondeterministic`: the input classes, the outputs that differ, both answers), the
+ops that could not be built and why, the distribution of differences, and the hand
+cases of tools/attrs/kernels.py (`hand`, format 1) merged in unchanged (re-measured
+with tools/attrs/kernels.py). Standard library only.
 """
 
 from __future__ import annotations
@@ -199,11 +201,12 @@ def _unstable_outputs(
     op: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
 ) -> set[tuple[str, str, str, int]]:
     """(dtype, class, layout, output) of a node whose output takes UNSTABLE_DISTINCT or
-    more values over the releases, and UNSTABLE_SHARE of those that ran it: not a kernel that changed a few times but memory
-    nothing wrote (DynamicStitch positions no index covers, FusedBatchNormV3's reserve
-    space, an FFT of an empty tensor). Where two nodes of an (op, dtype)'s output are
-    so, that output is unstable in every node (unwritten memory is zeros now and then).
-    Left out of the comparison and listed under `unstable_outputs`."""
+    more values over the releases, and UNSTABLE_SHARE of those that ran it: not a kernel
+    that changed a few times but memory nothing wrote (DynamicStitch positions no index
+    covers, FusedBatchNormV3's reserve space, an FFT of an empty tensor). Where two
+    nodes of an (op, dtype)'s output are so, that output is unstable in every node
+    (unwritten memory is zeros now and then). Left out of the comparison and listed
+    under `unstable_outputs`."""
     seen: dict[tuple[str, str, str, int], list[str]] = {}
     for release in releases:
         for run in (answers[release].get(op) or {}).get("runs", []):
@@ -232,6 +235,57 @@ def _without(run: dict[str, Any], unstable: set[tuple[str, str, str, int]]) -> d
         for n, o in enumerate(run["outputs"])
     ]
     return {**run, "outputs": outputs}
+
+
+def _nondeterministic(
+    op: str, dtype: str, releases: list[str], answers: dict[str, dict[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The releases (the newest among them) whose own two runs of a node of (op, dtype)
+    differ, grouped by evidence: every input class with such a node (`classes`),
+    `met_on` (`ordinary` when one of them is among ORDINARY_CLASSES: a served model's
+    request meets it), and one node's two answers (an ordinary class's where one
+    differs). Unlike `nondeterministic_in` (releases not compared, the newest's
+    unsteadiness counted too) this is the release's own: what its consumers meet."""
+    groups: dict[str, dict[str, Any]] = {}
+    for release in releases:
+        runs = [
+            r
+            for r in (answers[release].get(op) or {}).get("runs", [])
+            if r["dtype"] == dtype and r.get("nondeterministic")
+        ]
+        if not runs:
+            continue
+        classes = sorted({r["class"] for r in runs})
+        ordinary = [r for r in runs if r["class"] in ORDINARY_CLASSES]
+        shown = min(ordinary or runs, key=lambda r: (r["class"] != "ordinary", r["class"]))
+        evidence = {
+            "classes": classes,
+            "met_on": "ordinary" if ordinary else "extremes",
+            "class": shown["class"],
+            "layout": shown["layout"],
+            "first": _short(shown),
+            "second": _short(shown["second"]) if "second" in shown else None,
+            "nodes": len(runs),
+        }
+        # which outputs the two runs disagree in, over every such node of the severity's
+        # classes: a model that reads none of them (a batch norm's reserve space in
+        # inference) gets the same answer every time
+        spots = [_unsteady_outputs(r) for r in ordinary or runs]
+        if spots and all(o is not None for o in spots):
+            evidence["outputs"] = sorted({n for o in spots if o for n in o})
+        key = json.dumps(evidence, sort_keys=True)
+        groups.setdefault(key, {**evidence, "releases": []})["releases"].append(release)
+    return sorted(groups.values(), key=lambda g: version_key(g["releases"][0]))
+
+
+def _unsteady_outputs(run: dict[str, Any]) -> list[int] | None:
+    """The output positions whose bytes differ between a node's two runs (None: the
+    second run was not kept, or one of them raised)."""
+    second = run.get("second")
+    if not second or "outputs" not in second or "outputs" not in run:
+        return None
+    pairs = zip(run["outputs"], second["outputs"], strict=False)
+    return [n for n, (a, b) in enumerate(pairs) if a.get("sha") != b.get("sha")]
 
 
 def _not_built(line: dict[str, Any] | None) -> str | None:
@@ -358,6 +412,9 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 pair["absent_in"] = absent
             if unsteady:
                 pair["nondeterministic_in"] = unsteady
+            unsteady_own = _nondeterministic(op, dtype, releases, answers)
+            if unsteady_own:
+                pair["nondeterministic"] = unsteady_own
             if groups:
                 pair["changes"] = sorted(
                     groups.values(), key=lambda g: version_key(g["releases"][0])
@@ -414,7 +471,12 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "how": "every node runs twice in one session, the first answers kept alive; a "
             "node whose two runs differ is nondeterministic (memory nothing wrote, a seedless "
             "random op). A release where a node of the (op, dtype), its own or the newest's, "
-            "is so is not compared and listed under `nondeterministic_in`: not a change",
+            "is so is not compared and listed under `nondeterministic_in`: not a change. "
+            "`nondeterministic` lists the releases whose own nodes are so (the newest "
+            "among them), with the input classes (`classes`, `met_on`), the outputs whose two "
+            "runs differ (`outputs`, over the nodes of an ordinary class where one is so) and "
+            "one node's two answers (`first`, `second`; `second` null where the probe did not "
+            "keep it)",
         },
         "tolerance": {
             "ulps": tolerance,

@@ -60,7 +60,7 @@ from worker.catalog.xla import ShippedXlaCallModule
 from worker.errors import UnknownRelease
 from worker.model.artifact import AttrJSON, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
-from worker.model.effects import AttrEffect, KernelChange
+from worker.model.effects import AttrEffect, KernelChange, KernelNondeterminism
 from worker.model.keras import KerasObjects, LayerConfigTable
 from worker.model.shapes import ShapeCase
 from worker.model.tflite import TENSORFLOW
@@ -246,8 +246,18 @@ class Catalog:
         as measured; None: no difference measured (or the op was not compared)."""
         return self.kernel_changes.change(op, dtype, release) if self.kernel_changes else None
 
+    def kernel_nondeterminism(
+        self, op: str, dtype: str, release: str
+    ) -> KernelNondeterminism | None:
+        """Whether two runs of (op, dtype) in one session of `release` answered otherwise,
+        as measured; None: not seen (or no table)."""
+        if not self.kernel_changes:
+            return None
+        return self.kernel_changes.nondeterminism(op, dtype, release)
+
     def kernel_changed_ops(self) -> frozenset[str]:
-        """Every op with a measured kernel change, in some release and dtype."""
+        """Every op with a measured kernel change or measured nondeterministic, in some
+        release and dtype."""
         return self.kernel_changes.ops if self.kernel_changes else frozenset()
 
     def kernel_dtypes(self, op: str, attrs: Mapping[str, AttrJSON]) -> list[str]:

@@ -21,6 +21,12 @@ ordinary one, INT_MIN / -1). A change recorded without `met_on` counts as ordina
 every output value that differs beyond 4 ULPs has NaN or an infinity on one side
 (`hand_met_on`).
 
+Nondeterminism: the releases whose own two runs of a node of an (op, dtype) in one
+session disagree (`nondeterministic`, with the input classes, `met_on`, the outputs that
+differ and both answers), read as `KernelNondeterminism` for `kernel.nondeterministic`;
+a file without it is read from `nondeterministic_in` (met on ordinary inputs, whose runs
+not said).
+
 The file is read at start-up but parsed on first use: most checks never ask. A
 release is matched by its minor: the patch releases of a minor run the measured
 one's kernels as far as the catalog knows (the registries say the same).
@@ -36,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from worker.model.effects import KernelChange
+from worker.model.effects import KernelChange, KernelNondeterminism
 
 KERNEL_CHANGES_FORMAT = "tfcompat-kernel-changes/1"
 SWEEP_FORMAT = "tfcompat-kernel-changes/2"
@@ -77,6 +83,7 @@ class _Tables:
     unbuildable: dict[str, str] = field(default_factory=dict)
     tolerance_ulps: float | None = None
     sweep_releases: set[str] = field(default_factory=set)  # the minors the sweep ran in
+    unsteady: dict[tuple[str, str, str], KernelNondeterminism] = field(default_factory=dict)
 
 
 class ShippedKernelChanges:
@@ -110,8 +117,10 @@ class ShippedKernelChanges:
 
     @functools.cached_property
     def ops(self) -> frozenset[str]:
-        """Every op with a measured change, in some release and dtype."""
-        return frozenset(k[0] for k in self._tables.by_key)
+        """Every op with a measured change or measured nondeterministic, in some release
+        and dtype: the ops whose findings may differ by release."""
+        tables = self._tables
+        return frozenset(k[0] for k in (*tables.by_key, *tables.unsteady))
 
     @property
     def tolerance_ulps(self) -> float | None:
@@ -136,6 +145,11 @@ class ShippedKernelChanges:
 
     def change(self, op: str, dtype: str, release: str) -> KernelChange | None:
         return self._tables.by_key.get((op, dtype, _minor(release)))
+
+    def nondeterminism(self, op: str, dtype: str, release: str) -> KernelNondeterminism | None:
+        """Whether two runs of a node of (op, dtype) in one session of `release`'s minor
+        answered otherwise, as measured; None: not seen (or not run twice)."""
+        return self._tables.unsteady.get((op, dtype, _minor(release)))
 
     def measured(self, op: str, dtype: str) -> bool:
         """Whether (op, dtype) was run and compared in the releases (changed or not)."""
@@ -206,6 +220,9 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                 if g["verdict"] == "differs"
                 for r in g["releases"]
             }
+            _add_nondeterminism(
+                tables, (op, dtype), pair, classes.get(dtype, {}), measured, remeasure
+            )
             for group in pair.get("changes", []):
                 if group["verdict"] != "differs":
                     continue
@@ -239,6 +256,84 @@ def _add_sweep(tables: _Tables, doc: dict[str, Any]) -> None:
                     )
 
 
+def _add_nondeterminism(
+    tables: _Tables,
+    pair_key: tuple[str, str],
+    pair: Mapping[str, Any],
+    classes: dict[str, Any],
+    measured: list[str],
+    remeasure: str,
+) -> None:
+    """The releases whose own two runs of a node disagree (`nondeterministic`, with the
+    input classes and both answers). A table written before the sweep kept those lists
+    only `nondeterministic_in`: the releases not compared because a node's runs, the
+    release's own or the newest's, disagreed, with no class; read as met on ordinary
+    inputs (nothing is demoted without a measurement per class)."""
+    op, dtype = pair_key
+    groups = pair.get("nondeterministic")
+    unsteady = {r for g in groups or () for r in g["releases"]}
+    unsteady |= set(pair.get("nondeterministic_in", [])) if not groups else set()
+    if groups:
+        for group in groups:
+            evidence = _unsteady_evidence(group, classes)
+            for release in group["releases"]:
+                tables.unsteady.setdefault(
+                    (op, dtype, _minor(release)),
+                    KernelNondeterminism(
+                        op=op,
+                        dtype=dtype,
+                        release=release,
+                        evidence=evidence,
+                        measured_by=SWEEP_TOOL,
+                        remeasure=remeasure.format(op=op),
+                        met_on=group.get("met_on", "ordinary"),
+                        classes=tuple(group.get("classes", ())),
+                        steady_from=_same_from(measured, release, unsteady),
+                        outputs=differing_outputs(group),
+                    ),
+                )
+        return
+    for release in pair.get("nondeterministic_in", []):
+        tables.unsteady.setdefault(
+            (op, dtype, _minor(release)),
+            KernelNondeterminism(
+                op=op,
+                dtype=dtype,
+                release=release,
+                evidence=(
+                    f"two runs of one node in one session disagreed in {release} or in the "
+                    f"newest release, {tables.newest} (the table records neither which nor "
+                    "the input class)"
+                ),
+                measured_by=SWEEP_TOOL,
+                remeasure=remeasure.format(op=op),
+                steady_from=_same_from(measured, release, unsteady),
+            ),
+        )
+
+
+def _unsteady_evidence(group: Mapping[str, Any], classes: dict[str, Any]) -> str:
+    """The input class and values, and one node's two answers (in the outputs that differ,
+    where recorded)."""
+    value = classes.get(group["class"])
+    shown = "a [2, 0] tensor" if value == "EMPTY" else json.dumps(value, separators=(",", ":"))
+    first, second = group["first"], group.get("second")
+    outputs = differing_outputs(group)
+    where = ""
+    if outputs is not None and second and "outputs" in first and "outputs" in second:
+        first = {"outputs": [o for n, o in enumerate(first["outputs"]) if n in outputs]}
+        second = {"outputs": [o for n, o in enumerate(second["outputs"]) if n in outputs]}
+        where = f" in output {', '.join(str(n) for n in outputs)}"
+    other = _values(second) if second else "other values (not kept by the probe)"
+    return (
+        f"on the {group['class']} inputs ({shown} for "
+        f"{LAYOUTS.get(group['layout'], group['layout'])}), one node of "
+        f"{group['releases'][0]} gave {_values(first)} on its first run and "
+        f"{other} on its second{where}, in one session; input classes with such a node: "
+        f"{', '.join(group.get('classes', [group['class']]))}"
+    )
+
+
 def differing_outputs(group: Mapping[str, Any]) -> tuple[int, ...] | None:
     """The output positions that differ beyond the tolerance on the change's classes, as
     the sweep recorded them (`outputs`); None (any output) where it did not."""
@@ -252,6 +347,14 @@ def _union(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> tuple[int, .
     return None if a is None or b is None else tuple(sorted(set(a) | set(b)))
 
 
+# what each of the sweep's layouts feeds the class's values to
+LAYOUTS = {
+    "same": "every input",
+    "aux": "the swept inputs; the others 1",
+    "vector": "the swept inputs; the others [1]",
+    "m:same": "the first input, then the others",
+    "m:aux": "the first swept input, then the other swept ones; the rest 1",
+}
 HUGE = 1e18  # a hand case's input this large in magnitude is an extreme one
 ROUNDING_ULPS = 4.0  # the sweep's stated tolerance, applied to a hand case's outputs
 EPSILON = {"float32": 2.0**-23, "float64": 2.0**-52, "float16": 2.0**-10, "bfloat16": 2.0**-7}
@@ -339,13 +442,7 @@ def _sweep_evidence(
     """Input class and values, both outputs, the releases measured and the tolerance."""
     value = classes.get(group["class"])
     shown = "a [2, 0] tensor" if value == "EMPTY" else json.dumps(value, separators=(",", ":"))
-    layout = {
-        "same": "every input",
-        "aux": "the swept inputs; the others 1",
-        "vector": "the swept inputs; the others [1]",
-        "m:same": "the first input, then the others",
-        "m:aux": "the first swept input, then the other swept ones; the rest 1",
-    }.get(group["layout"], group["layout"])
+    layout = LAYOUTS.get(group["layout"], group["layout"])
     near = (
         f"{group['ulps']:g} ULPs apart" if group.get("ulps") is not None else "not within rounding"
     )

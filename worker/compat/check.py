@@ -31,6 +31,7 @@ from worker.compat.devices import device_findings
 from worker.compat.edges import changed_ops, edge_findings, retyped
 from worker.compat.keras import keras_findings
 from worker.compat.kernel_changes import kernel_change_findings
+from worker.compat.kernel_nondeterminism import nondeterminism_findings
 from worker.compat.kernels import unmeasured_kernel_findings
 from worker.compat.memo import (
     Identity,
@@ -423,6 +424,7 @@ CHECKS: dict[str, Callable[[Subject], Iterable[Finding]]] = {
     "serving": check_serving,
     "xla": xla_findings,
     "kernel-changes": kernel_change_findings,
+    "kernel-nondeterminism": nondeterminism_findings,
     "kernels-unmeasured": unmeasured_kernel_findings,
     "devices": device_findings,
     "runs": run_findings,

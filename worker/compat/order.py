@@ -69,19 +69,22 @@ _GRAPH_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "unknown-attrs", "ops",
     "data-types", "nodes", "edges", "output-shapes", "function-ops", "function-nodes",
     "function-edges", "objects", "serving", "xla",
-    "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
+    "devices", "runs", "kernel-changes", "kernel-nondeterminism",
+    "kernels-unmeasured", "keras", "unsafe", "policy",
 )  # fmt: skip
 _OP_LIST_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "ops", "unknown-attrs",
     "data-types", "nodes", "edges", "output-shapes", "function-ops", "function-nodes",
     "function-edges", "objects", "serving", "xla",
-    "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras", "unsafe", "policy",
+    "devices", "runs", "kernel-changes", "kernel-nondeterminism",
+    "kernels-unmeasured", "keras", "unsafe", "policy",
 )  # fmt: skip
 _FUNCTIONS_FIRST = (
     "saved-model-tags", "graph-versions", "checkpoint", "registry", "data-types",
     "function-ops", "function-nodes", "function-edges", "unknown-attrs", "ops", "nodes", "edges",
     "output-shapes", "objects",
-    "serving", "xla", "devices", "runs", "kernel-changes", "kernels-unmeasured", "keras",
+    "serving", "xla", "devices", "runs", "kernel-changes", "kernel-nondeterminism",
+    "kernels-unmeasured", "keras",
     "unsafe", "policy",
 )  # fmt: skip
 

@@ -26,7 +26,7 @@ from worker.compat.memo import kinds_in_scope
 from worker.compat.policy import Policy
 from worker.model.artifact import Artifact, AttrJSON, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader
-from worker.model.effects import AttrEffect, KernelChange
+from worker.model.effects import AttrEffect, KernelChange, KernelNondeterminism
 from worker.model.findings import Finding
 from worker.model.keras import KerasObjects, LayerConfigTable
 from worker.model.shapes import ShapeCase
@@ -62,8 +62,15 @@ class History(Protocol):
         """How the op's kernel in `release` differs from the newest, as measured."""
         ...
 
+    def kernel_nondeterminism(
+        self, op: str, dtype: str, release: str
+    ) -> KernelNondeterminism | None:
+        """Whether two runs of (op, dtype) in one session of `release` answered otherwise."""
+        ...
+
     def kernel_changed_ops(self) -> frozenset[str]:
-        """Every op `kernel_change` knows a change of (in some release and dtype)."""
+        """Every op `kernel_change` knows a change of, or `kernel_nondeterminism` knows to
+        answer otherwise from run to run (in some release and dtype)."""
         ...
 
     def kernel_dtypes(self, op: str, attrs: Mapping[str, AttrJSON]) -> list[str]:
@@ -129,6 +136,11 @@ class NoHistory:
         return None
 
     def kernel_change(self, op: str, dtype: str, release: str) -> KernelChange | None:
+        return None
+
+    def kernel_nondeterminism(
+        self, op: str, dtype: str, release: str
+    ) -> KernelNondeterminism | None:
         return None
 
     def kernel_changed_ops(self) -> frozenset[str]:

@@ -194,7 +194,8 @@ def _output_shape_signature(graph: Graph | None, consumer: Consumer, history: Hi
 def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: History) -> Hashable:
     """Which of the graph's (op, dtype) pairs the catalog measured to compute otherwise in
     the consumer's release (`kernel.changed` reads the release, which the registry alone
-    does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max).
+    does not say: 2.3 and 2.4 can share every OpDef of a model and differ in Max), or to
+    answer otherwise from run to run there (`kernel.nondeterministic`).
     Only pairs of an op with a measured change are asked of the release, found once per
     distinct set of kinds and history (`_changed_pairs`): a fleet change asks this of
     every model for each release it checks, and few ops have a measured change."""
@@ -209,11 +210,17 @@ def _kernel_change_signature(graph: Graph | None, consumer: Consumer, history: H
     if hit is not None:
         return hit
     release = consumer.tensorflow
-    # a change's severity and the outputs it touches decide the finding, so they key it
+    # a change's severity and the outputs it touches decide the finding, so they key it;
+    # so does a pair measured nondeterministic there (`kernel.nondeterministic`) and on
+    # which inputs, and the release its message and fix name
     found = tuple(
         (p, c.met_on, c.outputs)
         for p in pairs
         if (c := history.kernel_change(p[0], p[1], release)) is not None
+    ) + tuple(
+        ("nondeterministic", p, n.met_on, n.release, n.steady_from, n.outputs)
+        for p in pairs
+        if (n := history.kernel_nondeterminism(p[0], p[1], release)) is not None
     )
     if len(_KERNEL_CHANGES) >= _KERNEL_GAPS_LIMIT:
         _KERNEL_CHANGES.clear()

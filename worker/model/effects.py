@@ -61,3 +61,29 @@ class KernelChange:
     @property
     def extremes_only(self) -> bool:
         return self.met_on == "extremes"
+
+
+@dataclass(frozen=True)
+class KernelNondeterminism:
+    """An op whose kernel in `release` answered otherwise on a second run of the same node
+    in one session (tools/kernels/sweep.py runs every node twice): memory the kernel never
+    wrote, a seedless random op. A request to a model with such a node may get another
+    answer than the last request with the same inputs."""
+
+    op: str
+    dtype: str  # the sweep's type attr value: 'DT_INT32'
+    release: str  # the measured release standing for the consumer's minor
+    evidence: str  # the input class and values, both runs' outputs, where measured
+    measured_by: str = "tools/kernels/sweep.py"
+    remeasure: str = ""  # the command that measures it again
+    # "ordinary": some input a served model meets answered twice otherwise (a hazard);
+    # "extremes": only NaN, overflowing, tiny, empty or mixed special inputs did
+    met_on: str = "ordinary"
+    classes: tuple[str, ...] = ()  # the input classes with such a node; () not recorded
+    steady_from: str | None = None  # the oldest newer release measured whose runs agreed
+    # the output positions whose two runs differ; None: any (not recorded)
+    outputs: tuple[int, ...] | None = None
+
+    @property
+    def extremes_only(self) -> bool:
+        return self.met_on == "extremes"

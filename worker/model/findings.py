@@ -73,6 +73,8 @@ class Code(StrEnum):
     KERNEL_RESULTS_UNMEASURED = "kernel.results-unmeasured"
     # a kernel measured to differ only on extreme or special inputs (NaN, overflow, empty)
     KERNEL_RESULTS_EXTREMES = "kernel.results-extremes"
+    # a kernel measured to answer otherwise on a second run of the same node (unwritten memory)
+    KERNEL_NONDETERMINISTIC = "kernel.nondeterministic"
     OBJECT_NOT_REVIVED = "object.not-revived"  # tf.saved_model.load cannot rebuild it
     REQUEST_CHECKPOINT_IO = "request.checkpoint-io"
     # What the SavedModel's own files decide (worker.compat.own_files)

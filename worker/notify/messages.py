@@ -145,6 +145,7 @@ def reason(finding: Mapping[str, Any]) -> str:
         "attr.ignored": f"attr {_code(op, attr)} ignored",
         "attr.ignored-unverified": f"attr {_code(op, attr)} ignored (effect not verified)",
         "kernel.changed": f"`{op}` computes other results in this release",
+        "kernel.nondeterministic": f"`{op}` answers otherwise from run to run in this release",
         "attr.default-dropped": f"attr {_code(op, attr)} dropped at load",
         "attr.missing": f"`{op}` lacks required attr `{attr}`",
         "attr.not-allowed": f"value of {_code(op, attr)} not allowed",
