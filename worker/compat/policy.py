@@ -9,9 +9,8 @@ models that read or write files or run Python (`worker.compat.unsafe`)
 unservable for every consumer instead of at risk. `same_answer: strict` (for the
 fleet, or one consumer's entry) makes a measured change of results an error for
 the consumers it covers, so a registry can block on it: `kernel.changed` (a graph's
-kernel or a .tflite builtin), an `attr.ignored` measured to change results and a
-`kernel.nondeterministic` met on ordinary inputs (another answer from request to
-request), warnings otherwise.
+kernel or a .tflite builtin) and an `attr.ignored` measured to change results,
+warnings otherwise.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ class Policy:
     require_models_to_ban: bool = False
     # ops that should never be served (`worker.compat.unsafe`): a warning, or an error
     unsafe_ops: Severity = Severity.WARNING
-    # a measured change of results (kernel.changed, kernel.nondeterministic, attr.ignored)
+    # a measured change of results (kernel.changed, attr.ignored)
     # is an error for every consumer
     same_answer_strict: bool = False
 
@@ -80,9 +79,7 @@ def policy_findings(
 
 
 # Warnings that name a measured change of results (not "not verified", not "no effect")
-SAME_ANSWER_CODES = frozenset(
-    {Code.KERNEL_CHANGED, Code.KERNEL_NONDETERMINISTIC, Code.ATTR_IGNORED}
-)
+SAME_ANSWER_CODES = frozenset({Code.KERNEL_CHANGED, Code.ATTR_IGNORED})
 STRICT_NOTE = (
     " Under same_answer: strict a measured change of results is an error for this consumer."
 )

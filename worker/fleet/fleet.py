@@ -23,8 +23,7 @@ A consumer may also say which Keras and Python it runs (`keras: "3.6"`,
 `python: "3.11"`; the Keras defaults to the one its TensorFlow release brings), the
 Keras objects its process registers (`custom_objects: [MyLayer, my_loss]`),
 `gpu: true` when it runs on a GPU (an op with GPU kernels only then runs), and
-`same_answer: strict` when a measured change of results (`kernel.changed`,
-`kernel.nondeterministic`, an
+`same_answer: strict` when a measured change of results (`kernel.changed`, an
 `attr.ignored` that changes results) must block a model for it, not only warn.
 Every error names the file and line of the entry at fault.
 
