@@ -42,8 +42,9 @@ def nondeterminism_findings(s: Subject) -> Iterable[Finding]:
         return []
     findings: list[Finding] = []
     seen: set[tuple[str, str]] = set()
+    recorded = s.history.kernel_changed_ops()  # holds every op measured nondeterministic
     for kind in request_kinds(s):
-        if kind.op in COMPUTES_NO_VALUES:
+        if kind.op not in recorded or kind.op in COMPUTES_NO_VALUES:
             continue  # Merge forwards whichever live input came first: no kernel's answer
         for key in s.history.kernel_dtypes(kind.op, kind.attrs):
             if (kind.op, key) in seen:
