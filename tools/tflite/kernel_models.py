@@ -18,8 +18,9 @@ the converter offers for it:
   with constant weights of 1,024 elements or more (the converter leaves smaller ones
   float);
 - `float16`: float16 weights (DEQUANTIZE to float32 before the op), for the same ops.
-A case that names its variants (DEQUANTIZE: float16 only; DENSIFY) is written in those
-alone; the `SPARSE` cases also with `Optimize.EXPERIMENTAL_SPARSITY`.
+A case that names its variants (DEQUANTIZE: float16 only; DENSIFY; `int32`: a float32
+conversion whose op computes on int32 shapes) is written in those alone; the `SPARSE`
+cases also with `Optimize.EXPERIMENTAL_SPARSITY`.
 it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json (cases already there
 are kept): per file the case, the builtin, the variant, the input shapes, or why it
 could not be written.
@@ -181,6 +182,18 @@ CASES = {
     "expand_dims": ("EXPAND_DIMS", (lambda x: tf.expand_dims(x, 1), [DYN]), False),
     "pack": ("PACK", binary(lambda x, y: tf.stack([x, y], axis=1)), False),
     "shape": ("SHAPE", (tf.shape, [DYN]), False),
+    # shape arithmetic of a dynamic batch: PACK and STRIDED_SLICE over int32, as real
+    # files build a RESHAPE's new shape
+    "pack_int32": (
+        "PACK",
+        (lambda x: tf.stack([tf.shape(x)[0], 8, 6]), [DYN]),
+        ("int32",),
+    ),
+    "strided_slice_int32": (
+        "STRIDED_SLICE",
+        (lambda x: tf.shape(x)[0], [DYN]),
+        ("int32",),
+    ),
     "equal": ("EQUAL", binary(tf.equal), False),
     # operands of one shape convert to SELECT; a broadcast one makes SELECT_V2
     "select_v2": (
@@ -259,11 +272,8 @@ def main():
     for case, (builtin, (fn, shapes), weighted) in CASES.items():
         if only and case not in only:
             continue
-        for variant in VARIANTS:
-            if isinstance(weighted, tuple):  # the variants that make this builtin
-                if variant not in weighted:
-                    continue
-            elif variant in ("dynamic", "float16") and not weighted:
+        for variant in weighted if isinstance(weighted, tuple) else VARIANTS:
+            if variant in ("dynamic", "float16") and weighted is False:
                 continue
             name = f"{case}.{variant}"
             row = {"case": case, "builtin": builtin, "variant": variant, "shapes": shapes}
