@@ -70,6 +70,12 @@ def test_a_transposed_convolutions_variant_is_its_third_inputs() -> None:
     assert variant_of(conv, "TRANSPOSE_CONV") == "dynamic"
 
 
+def test_a_selects_variant_is_its_values_not_its_bool_condition() -> None:
+    select = TfliteOperatorKind(0, (TensorSig("BOOL", 1), INT8, INT8), (), 1, 0, 0)
+    assert variant_of(select, "SELECT_V2") == "int8"
+    assert variant_of(select) == "bool"
+
+
 def test_a_per_channel_change_says_nothing_of_per_tensor_weights() -> None:
     per_channel = replace(CHANGE, variant="int8-per-channel")
     found = check_artifact(fc_model(INT8, INT8), consumer(measured(per_channel)))

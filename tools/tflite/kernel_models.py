@@ -18,6 +18,9 @@ the converter offers for it:
   with constant weights of 1,024 elements or more (the converter leaves smaller ones
   float);
 - `float16`: float16 weights (DEQUANTIZE to float32 before the op), for the same ops.
+A case that names its variants (DEQUANTIZE: float16 only; DENSIFY; `int32`: a float32
+conversion whose op computes on int32 shapes) is written in those alone; the `SPARSE`
+cases also with `Optimize.EXPERIMENTAL_SPARSITY`.
 it writes OUT_DIR/<case>.<variant>.tflite, and OUT_DIR/models.json (cases already there
 are kept): per file the case, the builtin, the variant, the input shapes, or why it
 could not be written.
@@ -46,6 +49,12 @@ W_FC = const([64, 32], 0.2)
 B_FC = const([32], 0.1)
 W_TCONV = const([3, 3, 32, 16], 0.2)
 W_SMALL = const([3, 4], 0.5)
+W_ADD = const([16, 64], 0.5)
+# three quarters zeros, so the sparsity pass has something to compress
+W_SPARSE = W_CONV * tf.constant(
+    (np.arange(3 * 3 * 16 * 32).reshape([3, 3, 16, 32]) % 4 == 0).astype(np.float32)
+)
+DYN = [-1, 4, 4, 3]  # a dynamic batch: a static shape folds SHAPE and EXPAND_DIMS away
 
 
 def unary(fn):
@@ -169,7 +178,40 @@ CASES = {
         False,
     ),
     "reduce_min": ("REDUCE_MIN", unary(lambda x: tf.reduce_min(x, axis=[1, 2])), False),
+    # the builtins of the real files that are not arithmetic (issue 37, second round)
+    "expand_dims": ("EXPAND_DIMS", (lambda x: tf.expand_dims(x, 1), [DYN]), False),
+    "pack": ("PACK", binary(lambda x, y: tf.stack([x, y], axis=1)), False),
+    "shape": ("SHAPE", (tf.shape, [DYN]), False),
+    # shape arithmetic of a dynamic batch: PACK and STRIDED_SLICE over int32, as real
+    # files build a RESHAPE's new shape
+    "pack_int32": (
+        "PACK",
+        (lambda x: tf.stack([tf.shape(x)[0], 8, 6]), [DYN]),
+        ("int32",),
+    ),
+    "strided_slice_int32": (
+        "STRIDED_SLICE",
+        (lambda x: tf.shape(x)[0], [DYN]),
+        ("int32",),
+    ),
+    "equal": ("EQUAL", binary(tf.equal), False),
+    # operands of one shape convert to SELECT; a broadcast one makes SELECT_V2
+    "select_v2": (
+        "SELECT_V2",
+        (lambda x, y: tf.where(x > 0.0, x, y), [IMG, [1, 1, 1, 3]]),
+        False,
+    ),
+    # float16 weights (1,024 elements) dequantised before an ADD: DEQUANTIZE on its own
+    "dequantize": ("DEQUANTIZE", (lambda x: x + W_ADD, [[1, 64]]), ("float16",)),
+    # sparse conv weights the kernel cannot read sparse: DENSIFY before CONV_2D
+    "densify": (
+        "DENSIFY",
+        (lambda x: tf.nn.conv2d(x, W_SPARSE, 1, "SAME"), [[1, 8, 8, 16]]),
+        ("float32", "int8", "float16"),
+    ),
 }
+SPARSE = ("densify",)
+"""Cases converted with `Optimize.EXPERIMENTAL_SPARSITY` as well."""
 VARIANTS = ("float32", "int8", "int16x8", "dynamic", "float16")
 
 
@@ -178,13 +220,16 @@ def representative(shapes):
 
     def gen():
         for _ in range(16):
-            yield [rng.uniform(-2.0, 2.0, size=s).astype(np.float32) for s in shapes]
+            yield [
+                rng.uniform(-2.0, 2.0, size=[max(d, 1) for d in s]).astype(np.float32)
+                for s in shapes
+            ]
 
     return gen
 
 
-def convert(fn, shapes, variant):
-    specs = [tf.TensorSpec(s, tf.float32) for s in shapes]
+def convert(fn, shapes, variant, sparse=False):
+    specs = [tf.TensorSpec([d if d >= 0 else None for d in s], tf.float32) for s in shapes]
     concrete = tf.function(fn).get_concrete_function(*specs)
     try:
         converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], fn)
@@ -208,6 +253,10 @@ def convert(fn, shapes, variant):
     elif variant == "float16":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
         converter.target_spec.supported_types = [tf.float16]
+    if sparse:
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY] + (
+            [tf.lite.Optimize.DEFAULT] if variant != "float32" else []
+        )
     return converter.convert()
 
 
@@ -223,13 +272,13 @@ def main():
     for case, (builtin, (fn, shapes), weighted) in CASES.items():
         if only and case not in only:
             continue
-        for variant in VARIANTS:
-            if variant in ("dynamic", "float16") and not weighted:
+        for variant in weighted if isinstance(weighted, tuple) else VARIANTS:
+            if variant in ("dynamic", "float16") and weighted is False:
                 continue
             name = f"{case}.{variant}"
             row = {"case": case, "builtin": builtin, "variant": variant, "shapes": shapes}
             try:
-                data = convert(fn, shapes, variant)
+                data = convert(fn, shapes, variant, case in SPARSE)
             except Exception as e:  # the converter's refusal is the fact we record
                 last = traceback.format_exception_only(type(e), e)[-1].strip()
                 row["error"] = last[-400:]

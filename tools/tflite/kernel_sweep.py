@@ -268,7 +268,11 @@ def _catalogue() -> dict[str, dict[str, Any]]:
                 ]
                 found = variant_of(kinds[0], row["builtin"]) if kinds else None
                 wanted = {"float16": "float32"}.get(row["variant"], row["variant"])
-                if found is not None and found.removesuffix("-per-channel") == wanted:
+                # DEQUANTIZE and DENSIFY of float16 weights hold float16 themselves
+                if found is not None and found.removesuffix("-per-channel") in (
+                    wanted,
+                    row["variant"],
+                ):
                     entry["variant"] = found
                     entry["ops"] = sorted(set(names))
                 elif kinds:  # its answers would be the QUANTIZE around a float op's

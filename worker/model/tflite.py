@@ -229,8 +229,9 @@ class TfliteRuntime:
         return runtime_label(self.family, self.version)
 
 
-DATA_INPUT = {"TRANSPOSE_CONV": 2}
-"""Builtins whose data input is not input 0 (TRANSPOSE_CONV: output shape, weights, data)."""
+DATA_INPUT = {"TRANSPOSE_CONV": 2, "SELECT": 1, "SELECT_V2": 1}
+"""Builtins whose data input is not input 0 (TRANSPOSE_CONV: output shape, weights, data;
+SELECT and SELECT_V2: a bool condition, then the values)."""
 
 
 def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
