@@ -32,6 +32,10 @@ from worker.sinks.previews import PreviewStore
 
 log = structlog.get_logger(__name__)
 GRACE = 30  # seconds the task's soft limit leaves above the child's
+# What a child over RLIMIT_AS writes: Python's own MemoryError, an OSError of ENOMEM, or,
+# when the limit is met while a module's shared library is mapped at import, the dynamic
+# loader's "failed to map segment from shared object" (an ImportError)
+OUT_OF_MEMORY = ("MemoryError", "Cannot allocate memory", "failed to map segment")
 RUNNER = "worker.cli.preview_run"
 
 
@@ -77,7 +81,7 @@ def run_bounded(settings: Settings, change: dict[str, Any]) -> dict[str, Any]:
     if isinstance(answer.get("error"), str):
         raise RuntimeError(answer["error"])
     stderr = done.stderr.decode("utf-8", "replace")
-    if "MemoryError" in stderr or "Cannot allocate memory" in stderr:
+    if any(sign in stderr for sign in OUT_OF_MEMORY):
         raise RuntimeError(
             f"ran out of memory ({settings.ui_preview_memory_mb} MiB, "
             "TFCOMPAT_UI_PREVIEW_MEMORY_MB)"
