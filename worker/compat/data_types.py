@@ -23,7 +23,7 @@ from __future__ import annotations
 from packaging.version import InvalidVersion, Version
 
 from worker.compat.kernels import kernel_gap
-from worker.compat.memo import ObjectTable, remembered
+from worker.compat.memo import ObjectTable, per_kind_attrs
 from worker.compat.order import place
 from worker.compat.serving import request_kinds
 from worker.compat.subject import Subject
@@ -81,26 +81,15 @@ def data_type_uses(graph: Graph) -> _Uses:
     return found
 
 
-# Per a kind's attrs (their canonical text, `NodeKind.key`): models share most kinds' attrs,
-# and a fleet change reads every model's uses anew (each model is another graph).
-_KIND_USES: dict[str, tuple[tuple[str, str], ...]] = remembered({})
-_KIND_USES_LIMIT = 100_000
-
-
+@per_kind_attrs(100_000)
 def _kind_uses(kind: NodeKind) -> tuple[tuple[str, str], ...]:
     """(attr, type name) of every newer type the kind's attrs hold, in attr order."""
-    text = kind.key[1]
-    found = _KIND_USES.get(text)
-    if found is None:
-        if len(_KIND_USES) >= _KIND_USES_LIMIT:
-            _KIND_USES.clear()
-        found = _KIND_USES[text] = tuple(
-            (attr, name)
-            for attr, value in sorted(kind.attrs.items())
-            for name in _names(value)
-            if name not in _ALWAYS_KNOWN
-        )
-    return found
+    return tuple(
+        (attr, name)
+        for attr, value in sorted(kind.attrs.items())
+        for name in _names(value)
+        if name not in _ALWAYS_KNOWN
+    )
 
 
 def data_type_findings(s: Subject) -> list[Finding]:

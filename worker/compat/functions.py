@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.compat.memo import ObjectTable, remembered
+from worker.compat.memo import ObjectTable, per_kind_attrs
 from worker.model.artifact import Graph, NodeKind
 
 SAVE_OPS = frozenset({"SaveV2", "SaveSlices", "Save"})
@@ -48,23 +48,13 @@ def _func_names(value: Any) -> Iterator[str]:
                 yield from _func_names(inner)
 
 
-_NAMED: dict[str, tuple[str, ...]] = remembered({})
-_NAMED_LIMIT = 200_000
-
-
+@per_kind_attrs(200_000)
 def _named_in(kind: NodeKind) -> tuple[str, ...]:
-    """Every function name the kind's attrs hold, remembered per distinct attrs (the
-    canonical text in `NodeKind.key`): thousands of models repeat the same kinds, and
-    walking nested attr values was the costliest part of a fleet-wide re-check."""
-    text = kind.key[1]
-    found = _NAMED.get(text)
-    if found is None:
-        if len(_NAMED) >= _NAMED_LIMIT:
-            _NAMED.clear()
-        found = _NAMED[text] = tuple(
-            dict.fromkeys(name for value in kind.attrs.values() for name in _func_names(value))
-        )
-    return found
+    """Every function name the kind's attrs hold, remembered per distinct attrs (walking
+    nested attr values was the costliest part of a fleet-wide re-check)."""
+    return tuple(
+        dict.fromkeys(name for value in kind.attrs.values() for name in _func_names(value))
+    )
 
 
 def callees(kind: NodeKind, functions: frozenset[str]) -> set[str]:

@@ -147,6 +147,31 @@ def identities(objs: tuple[object, ...]) -> tuple[Identity, ...]:
     return found if all(found) else tuple(map(identity, objs))
 
 
+def per_kind_attrs(limit: int) -> Callable[[Callable[[NodeKind], _T]], Callable[[NodeKind], _T]]:
+    """Remember what `compute` finds of a kind per its attrs' canonical text
+    (`NodeKind.key`): thousands of models repeat the same kinds, and a fleet change reads
+    every model's kinds anew. The table holds at most `limit` entries (emptied when full:
+    a long-lived worker meets ever new kinds) and `forget_all` empties it."""
+
+    def wrap(compute: Callable[[NodeKind], _T]) -> Callable[[NodeKind], _T]:
+        table: dict[str, _T] = remembered({})
+
+        @functools.wraps(compute)
+        def kept(kind: NodeKind) -> _T:
+            text = kind.key[1]
+            try:
+                return table[text]
+            except KeyError:
+                if len(table) >= limit:
+                    table.clear()
+                found = table[text] = compute(kind)
+                return found
+
+        return kept
+
+    return wrap
+
+
 def per_object(compute: Callable[[_O], _T]) -> Callable[[_O], _T]:
     """`compute(obj)` once per object, kept on the object (its `__dict__`, as
     `functools.cached_property` keeps a value; the object must have one, as our frozen

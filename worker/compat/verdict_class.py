@@ -19,6 +19,7 @@ from worker.compat.memo import (
     graph_facts,
     identity,
     ops_differing,
+    per_kind_attrs,
     per_object,
     registry_identities,
     registry_lookup,
@@ -361,20 +362,10 @@ def _kind_set(graph: Graph) -> tuple[int, tuple[NodeKind, ...]]:
     return number, tuple(distinct.values())
 
 
+@per_kind_attrs(100_000)
 def _typed_kind(kind: NodeKind) -> Hashable:
-    """`_typed` of the kind's attrs, per their canonical text (`NodeKind.key`): models
-    share most kinds' attrs, and a fleet change reads every model's kinds anew."""
-    text = kind.key[1]
-    found = _TYPED.get(text)
-    if found is None:
-        if len(_TYPED) >= _TYPED_LIMIT:
-            _TYPED.clear()
-        found = _TYPED[text] = _typed(kind.attrs)
-    return found
-
-
-_TYPED: dict[str, Hashable] = remembered({})
-_TYPED_LIMIT = 100_000
+    """`_typed` of the kind's attrs, per their canonical text (`NodeKind.key`)."""
+    return _typed(kind.attrs)
 
 
 def _typed(attrs: Mapping[str, AttrJSON]) -> Hashable:
