@@ -26,11 +26,13 @@ on every feed and, where every case has two feeds or more, at-risk on the first
 `--reference RELEASE` takes that release's answers as the truth's reference instead
 of each case's producer's (cases made by several producers, scored against the
 newest release the kernel table compares with). `--feed N` judges the truth on the
-Nth feed alone: the kernel held-out cases (tests/fixtures/kernels-heldout) feed
-ordinary values first and edge values second, so `--feed 0` asks whether at-risk
-finds the changes met on ordinary inputs, which is what it claims since changes met
-only on extreme inputs are information (`kernel.results-extremes`, counted per cell
-as `extremes_info`).
+Nth feed alone (`--feed 0,2` on any of those): the kernel held-out cases
+(tests/fixtures/kernels-heldout) feed ordinary values first and edge values second,
+and from kernels-heldout-4 on integer values -10..100 third (the sweep's `indices`
+class, which the table counts as ordinary), so `--feed 0` (`--feed 0,2` from
+kernels-heldout-4 on) asks whether at-risk finds the changes met on ordinary inputs,
+which is what it claims since changes met only on extreme inputs are information
+(`kernel.results-extremes`, counted per cell as `extremes_info`).
 """
 
 from __future__ import annotations
@@ -101,10 +103,13 @@ def _differs(
     real: dict[str, Any],
     producer: dict[str, Any],
     rounding: bool,
-    feed: int | None,
+    feed: int | tuple[int, ...] | None,
     ulps: float | None = None,
 ) -> bool:
-    """Whether the release answered otherwise than the producer (on `feed` alone if given)."""
+    """Whether the release answered otherwise than the producer (on `feed` alone if
+    given; on any of several feeds if given a tuple)."""
+    if isinstance(feed, tuple):
+        return any(_differs(real, producer, rounding, f, ulps) for f in feed)
     if feed is None:
         differs = not real["same"]
         if rounding and differs and real["loads"]:
@@ -123,7 +128,7 @@ def _differs(
 def cells(
     root: Path,
     rounding: bool,
-    feed: int | None = None,
+    feed: int | tuple[int, ...] | None = None,
     reference: str | None = None,
     ulps: float | None = None,
 ) -> list[dict[str, Any]]:
@@ -221,6 +226,14 @@ def _figures(found: dict[str, Any]) -> str:
     )
 
 
+def _feeds(text: str) -> int | tuple[int, ...]:
+    """`--feed`'s value: one feed's number, or several separated by commas."""
+    found = tuple(int(t) for t in text.split(",") if t.strip())
+    if not found:
+        raise argparse.ArgumentTypeError("give a feed's number, or several as 0,2")
+    return found[0] if len(found) == 1 else found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("root", type=Path, nargs="?", default=DEFAULT)
@@ -239,9 +252,10 @@ def main() -> int:
     )
     parser.add_argument(
         "--feed",
-        type=int,
+        type=_feeds,
         default=None,
-        help="judge the truth on this feed alone (kernels-heldout: 0 ordinary, 1 edge values)",
+        help="judge the truth on this feed alone, or on any of several (0,2) "
+        "(kernels-heldout: 0 ordinary, 1 edge values; from kernels-heldout-4: 2 integers)",
     )
     parser.add_argument(
         "--reference",
@@ -266,7 +280,13 @@ def main() -> int:
         f"{found['refused_predicted_incompatible']} predicted incompatible; "
         f"{found['refused_at_run']} of them imported the graph and raised on every feed)"
     )
-    on = "every feed" if args.feed is None else f"feed {args.feed}"
+    on = (
+        "every feed"
+        if args.feed is None
+        else f"feeds {','.join(map(str, args.feed))}"
+        if isinstance(args.feed, tuple)
+        else f"feed {args.feed}"
+    )
     print(f"at-risk vs the truth on {on}: {_figures(found)}")
     if ordinary is not None:
         print(f"at-risk vs the truth on the ordinary feed (feed 0): {_figures(ordinary)}")

@@ -4,7 +4,7 @@
                                           [--seed 37] [--ordinary 0] [--differs 14]
                                           [--fixture 14] [--exclude EARLIER_SET_DIR ...]
                                           > PICKS.json
-    <venv>/bin/python tools/kernels/heldout.py make --picks PICKS.json --out DIR
+    <venv>/bin/python tools/kernels/heldout.py make --picks PICKS.json --out DIR [--integers]
 
 `pick` (standard library) draws (op, dtype) pairs at random: some from the pairs
 whose change the sweep met on ordinary inputs (`--ordinary`: what at-risk claims, so
@@ -17,8 +17,11 @@ for the swept inputs, constants 1 for the others, the op, an Identity per output
 and `case.json` (the feeds and fetches) in the layout tools/attrs/models.py `run`
 and tools/attrs/outcomes.py read, so every release runs them and records whether it
 answered what the producer answered. The feeds are not the sweep's inputs: values
-drawn with another seed, one feed of ordinary values and one mixing edge values
-(NaN, infinities, -0.0, denormals, large, tiny, halves, out-of-range integers).
+drawn with another seed: one feed of ordinary values, one mixing edge values
+(NaN, infinities, -0.0, denormals, large, tiny, halves, out-of-range integers), and
+(`make --integers`, sets from kernels-heldout-4 on) a third of integer values from -10
+to 100, the magnitudes and integer points of the sweep's `indices` class, which the
+table counts among the ordinary classes (so at-risk's claim on it can be tested).
 
 Runs under every Python a TensorFlow release came with (3.7).
 """
@@ -87,14 +90,32 @@ def _values(dtype, rng, edgy):
     return [rng.randint(low, 9) for _ in range(size)]
 
 
-def _feeds(dtypes):
-    """Two feeds (ordinary values, then edge values), [2, 3] per swept input."""
+def _integers(dtype, rng):
+    """Integer values from -10 to 100 (0 to 100 unsigned) in `dtype`: the sweep's
+    `indices` class drawn again (poles, domain bounds, tails, magnitudes up to 100)."""
+    size = SHAPE[0] * SHAPE[1]
+    if dtype in ("DT_BOOL", "DT_STRING"):
+        return _values(dtype, rng, False)
+    low = 0 if dtype.startswith("DT_UINT") else -10
+    values = [rng.randint(low, 100) for _ in range(size)]
+    if dtype in ("DT_FLOAT", "DT_DOUBLE", "DT_HALF", "DT_BFLOAT16"):
+        return [float(v) for v in values]
+    return values
+
+
+def _feeds(dtypes, integers=False):
+    """Two feeds (ordinary values, then edge values), with `integers` a third of integer
+    values; [2, 3] per swept input. The first two are drawn as the earlier sets drew them."""
     rng = random.Random(FEED_SEED + len(dtypes))
     feeds = []
-    for edgy in (False, True):
+    kinds = ("ordinary", "edges", "integers") if integers else ("ordinary", "edges")
+    for kind in kinds:
         feed = {}
         for i, dtype in enumerate(dtypes):
-            values = _values(dtype, rng, edgy)
+            if kind == "integers":
+                values = _integers(dtype, rng)
+            else:
+                values = _values(dtype, rng, kind == "edges")
             feed["x%d:0" % i] = [values[r * SHAPE[1] : (r + 1) * SHAPE[1]] for r in range(SHAPE[0])]
         feeds.append(feed)
     return feeds
@@ -236,7 +257,8 @@ def make(args):
             handle.write(graph.as_graph_def().SerializeToString())
         doc = {
             "case": case,
-            "feeds": _feeds(swept),
+            "feeds": _feeds(swept, args.integers),
+            "feed_kinds": ["ordinary", "edges", "integers"][: 3 if args.integers else 2],
             "fetches": fetches,
             "made_by": "tools/kernels/heldout.py make (Graph.create_op in a tf.compat.v1 graph, Graph.as_graph_def())",
             "producer": probe.VERSION,
@@ -267,6 +289,11 @@ def main():
     made = sub.add_parser("make")
     made.add_argument("--picks", required=True)
     made.add_argument("--out", required=True)
+    made.add_argument(
+        "--integers",
+        action="store_true",
+        help="a third feed of integer values -10..100 (the sweep's indices class drawn again)",
+    )
     args = parser.parse_args()
     return pick(args) if args.command == "pick" else make(args)
 
