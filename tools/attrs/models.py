@@ -267,6 +267,8 @@ def _encode(value):
         ]
     elif array.dtype.kind in "fc":
         flat = [repr(v) for v in array.ravel().tolist()]
+    elif str(array.dtype) == "bfloat16":  # numpy knows it only as TensorFlow's own type
+        flat = [repr(v) for v in array.astype(np.float32).ravel().tolist()]
     else:
         flat = array.ravel().tolist()
     dtype = "string" if array.dtype == object or array.dtype.kind in "SU" else str(array.dtype)

@@ -70,7 +70,18 @@ INT_EDGES = {
     "DT_INT64": [9223372036854775807, -9223372036854775808, -1, 0, 100, 7],
     "DT_UINT8": [255, 0, 128, 7, 1, 200],
 }
-SWEEP_LOAD = ("DT_FLOAT", "DT_HALF", "DT_DOUBLE", "DT_INT32", "DT_INT64", "DT_UINT8", "DT_BOOL")
+# The dtypes a feed can carry in every release (bfloat16 through TensorFlow's own numpy
+# type, from kernels-heldout-4 on; tools/attrs/models.py writes its outputs as floats).
+SWEEP_LOAD = (
+    "DT_FLOAT",
+    "DT_HALF",
+    "DT_DOUBLE",
+    "DT_BFLOAT16",
+    "DT_INT32",
+    "DT_INT64",
+    "DT_UINT8",
+    "DT_BOOL",
+)
 
 
 def _values(dtype, rng, edgy):
