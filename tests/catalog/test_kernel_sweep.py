@@ -292,6 +292,32 @@ def test_nan_against_an_infinity_on_an_ordinary_class_is_met_on_extremes() -> No
     assert group["poles"] == ["indices"]
 
 
+def test_nan_against_a_number_on_integer_inputs_is_met_on_extremes() -> None:
+    # SqrtGrad at 0 (NaN in 1.13, 0 in 2.21), BesselI0 at 100 (a number, then inf)
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["0.0", "inf", "1.5"], cls="indices"), run(["1.0"], cls="ordinary")],
+            v1_1_0=[run(["nan", "9e36", "1.5"], cls="indices"), run(["1.0"], cls="ordinary")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["met_on"], group["poles"]) == ("extremes", ["indices"])
+
+
+def test_two_numbers_apart_on_integer_inputs_stay_ordinary() -> None:
+    # Igamma at 100: two numbers 55 ULPs apart, beside a NaN against a number
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["0.5132983", "0.0"], cls="indices"), run(["1.0"], cls="ordinary")],
+            v1_1_0=[run(["0.5133017", "nan"], cls="indices"), run(["1.0"], cls="ordinary")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert group["met_on"] == "ordinary" and "poles" not in group
+
+
 def test_ops_remeasured_by_name_keep_the_last_refresh_record() -> None:
     old = sweep.build_table(_answers(v1_0_0=[run(["2.0"])], v1_1_0=[run(["1.0"])]), 4.0)
     old["remeasured"] = {"ops": ["Other"]}

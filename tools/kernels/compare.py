@@ -19,6 +19,11 @@ One where every such value is NaN or an infinity on both sides (Digamma at a pol
 inf in 1.13, NaN in 2.21) only renames "no finite answer": where the sweep meets it
 on integer inputs (its `indices` class: 0 and negative integers, a pole's isolated
 points), it counts with the extremes (tools/kernels/sweep.py POLE_CLASSES).
+`finite_change(..., both_sides=True)` asks more: some value beyond the tolerance is
+a number on both sides. On integer inputs a NaN or an infinity against a number is
+met at a pole or a domain bound (SqrtGrad at 0: NaN in 1.13, 0 in 2.21; Zeta) or
+where the function overflows at 100 (BesselI0 float: 9.6e36 in 2.3, inf in 2.21):
+isolated points and magnitudes that ordinary values do not reach.
 """
 
 from __future__ import annotations
@@ -143,10 +148,14 @@ def _finite(text: Any) -> bool:
     return math.isfinite(x)
 
 
-def finite_change(newest: dict[str, Any], other: dict[str, Any], tolerance: float) -> bool:
+def finite_change(
+    newest: dict[str, Any], other: dict[str, Any], tolerance: float, both_sides: bool = False
+) -> bool:
     """Whether the node's difference beyond `tolerance` involves a number on some side:
     False only when every value that differs beyond it is NaN or an infinity on both
-    sides (a pole or a point outside the function's domain, named differently)."""
+    sides (a pole or a point outside the function's domain, named differently). With
+    `both_sides`, whether some such value is a number on both sides: False also when
+    every one has NaN or an infinity on one side at least."""
     if "outputs" not in newest or "outputs" not in other:
         return True
     a, b = newest["outputs"], other["outputs"]
@@ -163,7 +172,9 @@ def finite_change(newest: dict[str, Any], other: dict[str, Any], tolerance: floa
             if u == v:
                 continue
             d = ulps(u, v, x["dtype"]) if x["dtype"] in EPSILON else DIFFERS
-            if d > tolerance and (_finite(u) or _finite(v)):
+            if d > tolerance and (
+                (_finite(u) and _finite(v)) if both_sides else (_finite(u) or _finite(v))
+            ):
                 return True
     return False
 

@@ -97,9 +97,11 @@ REMEASURE = "nice python3 tools/kernels/sweep.py --envs $TFENVS --ops {op}"
 # a hazard (at-risk). `indices` (-7 to 100) is out of range as an index but an ordinary
 # magnitude as a number, and the sweep cannot tell which an op reads it as: ordinary.
 ORDINARY_CLASSES = ("ordinary", "halves", "scalar", "indices")
-# Ordinary classes of integer values (0, negative integers): where a function's isolated
-# poles lie (Digamma, Polygamma, Rsqrt at 0). A node of one of them that differs only in
-# NaN against an infinity (compare.finite_change) is met at a pole: counted as extremes.
+# Ordinary classes of integer values (0, negative integers, 100): where a function's
+# isolated poles and domain bounds lie (Digamma, Polygamma, Rsqrt, SqrtGrad at 0) and
+# where some overflow (BesselI0 at 100). A node of one of them whose every difference
+# has NaN or an infinity on one side at least (compare.finite_change, both_sides) is
+# met at such a point: counted as extremes.
 POLE_CLASSES = ("indices",)
 # Classes only extreme or special inputs reach: overflowing magnitudes, NaN and
 # infinities, values near the smallest normal and denormals, zero-sized tensors, a
@@ -364,14 +366,18 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 # where another node's worst is a refusal; the evidence is an ordinary
                 # class's where one differs (what a served model meets), the worst else.
                 beyond = [f for f in found if _verdict(f[0], f[1], f[2], tolerance) == "differs"]
-                # NaN against an infinity on integer inputs is a pole's (Digamma at -7):
-                # met on extremes; on the other ordinary classes it is a region outside
+                # NaN or an infinity against anything on integer inputs is a pole's, a
+                # domain bound's or an overflow's (Digamma at -7, SqrtGrad at 0): met on
+                # extremes; on the other ordinary classes it is a region outside
                 # the domain (Erfinv beyond 1) that ordinary values reach: ordinary
                 ordinary = [
                     f
                     for f in beyond
                     if f[0]["class"] not in EXTREME_CLASSES
-                    and (f[0]["class"] not in POLE_CLASSES or finite_change(f[0], f[1], tolerance))
+                    and (
+                        f[0]["class"] not in POLE_CLASSES
+                        or finite_change(f[0], f[1], tolerance, both_sides=True)
+                    )
                 ]
                 severity: dict[str, Any] = {}
                 if beyond:
@@ -387,7 +393,7 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                     poles = {
                         f[0]["class"] for f in beyond if f[0]["class"] not in EXTREME_CLASSES
                     } - {f[0]["class"] for f in ordinary}
-                    if poles:  # ordinary classes that differ in NaN against an infinity only
+                    if poles:  # integer classes whose differences all have NaN or inf
                         severity["poles"] = sorted(poles)
                     # which outputs differ, over every node of the severity's classes: a
                     # change only in outputs a model never reads is no hazard to it
@@ -462,9 +468,9 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
             "how": "a release differs `met_on: ordinary` when a node fed an ordinary class "
             "differs beyond the tolerance with a number on one side at least (its evidence "
             "shown), `met_on: extremes` when only nodes fed extreme or special classes do, or "
-            "the nodes of an ordinary class of integer values differ only in NaN against an "
-            "infinity (a pole: `poles` lists those classes); `classes` lists every class "
-            "that differs",
+            "every difference of the nodes of an ordinary class of integer values has NaN or "
+            "an infinity on one side at least (a pole, a domain bound or an overflow: "
+            "`poles` lists those classes); `classes` lists every class that differs",
             "pole_classes": list(POLE_CLASSES),
         },
         "nondeterministic": {
