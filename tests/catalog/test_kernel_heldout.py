@@ -29,14 +29,19 @@ def _precision() -> ModuleType:
     return module
 
 
-def _figures(root: Path, reference: str | None) -> dict[str, list[int]]:
+def _figures(
+    root: Path,
+    reference: str | None,
+    ulps: float | None = None,
+    ordinary: int | tuple[int, ...] = 0,
+) -> dict[str, list[int]]:
     """[true, predicted] and [true, real] for at-risk on every feed and on the ordinary
-    feed alone, and for any warning (at-risk or results-extremes) on every feed."""
+    feed(s) alone, and for any warning (at-risk or results-extremes) on every feed."""
     precision = _precision()
     found: dict[str, list[int]] = {}
-    for name, feed in (("", None), ("_ordinary_feed", 0)):
+    for name, feed in (("", None), ("_ordinary_feed", ordinary)):
         score = precision.score(
-            precision.cells(root, rounding=True, feed=feed, reference=reference)
+            precision.cells(root, rounding=True, feed=feed, reference=reference, ulps=ulps)
         )
         tp, fp, fn = score["true_positive"], score["false_positive"], score["false_negative"]
         found[f"precision{name}"] = [tp, tp + fp]
@@ -108,3 +113,16 @@ def test_the_truth_counts_rounding_by_1e6_or_by_ulps_of_the_dtype(
         return [{"dtype": dtype, "shape": [1], "values": [value]}]
 
     assert precision._close(output(mine), output(theirs), ulps) is same
+
+
+def test_the_truth_on_several_feeds_is_a_difference_on_any_of_them() -> None:
+    precision = _precision()
+
+    def answer(*values: str) -> dict[str, object]:
+        outputs = [[{"dtype": "float32", "shape": [1], "values": [v]}] for v in values]
+        return {"loads": True, "same": False, "outputs": outputs}
+
+    producer, real = answer("1.0", "nan", "2.0"), answer("1.0", "inf", "3.0")
+    assert not precision._differs(real, producer, True, 0)
+    assert precision._differs(real, producer, True, (0, 2))
+    assert not precision._differs(real, producer, True, (0,))
