@@ -126,3 +126,16 @@ def test_the_truth_on_several_feeds_is_a_difference_on_any_of_them() -> None:
     assert not precision._differs(real, producer, True, 0)
     assert precision._differs(real, producer, True, (0, 2))
     assert not precision._differs(real, producer, True, (0,))
+
+
+FOURTH = ROOT / "tests" / "fixtures" / "kernels-heldout-4"
+
+
+@pytest.mark.skipif(not FOURTH.exists(), reason="no fourth kernel held-out set yet")
+def test_the_fourth_held_out_figures_are_the_recorded_ones() -> None:
+    """Cases fed ordinary, edge and integer values (the sweep's `indices` class drawn
+    again), scored in ULPs of the output's dtype (the table's 4), the ordinary truth on
+    the Gaussian and the integer feeds."""
+    expected = _recorded(FOURTH, "8d0beaa")
+    found = _figures(FOURTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
+    assert {k: found[k] for k in expected} == expected
