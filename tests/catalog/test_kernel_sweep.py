@@ -318,6 +318,19 @@ def test_two_numbers_apart_on_integer_inputs_stay_ordinary() -> None:
     assert group["met_on"] == "ordinary" and "poles" not in group
 
 
+def test_a_binary_op_on_two_different_ordinary_operands_is_met_on_ordinary() -> None:
+    # TruncateDiv float: x against x gives 1 everywhere; 0.651 / -1.094 does not truncate
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(["1.0"], cls="ordinary"), run(["-0.595"], cls="ordinary_pair")],
+            v1_1_0=[run(["1.0"], cls="ordinary"), run(["-0.0"], cls="ordinary_pair")],
+        ),
+        tolerance=4.0,
+    )
+    ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
+    assert (group["met_on"], group["classes"]) == ("ordinary", ["ordinary_pair"])
+
+
 def test_ops_remeasured_by_name_keep_the_last_refresh_record() -> None:
     old = sweep.build_table(_answers(v1_0_0=[run(["2.0"])], v1_1_0=[run(["1.0"])]), 4.0)
     old["remeasured"] = {"ops": ["Other"]}

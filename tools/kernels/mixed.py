@@ -11,7 +11,12 @@ such input and the others take different values, the remaining inputs the scalar
   integers 0, the extremes);
 - `mixed_swapped`: the first special, the others ordinary;
 - `int_min_by_minus_one` (signed integers): the first INT_MIN (and a few ordinary
-  values), the others -1 (and 1, 2).
+  values), the others -1 (and 1, 2);
+- `ordinary_pair`: the first ordinary, the others another draw of ordinary values
+  (none of them 0): the probe's "same" layout feeds x against x (Div gives 1,
+  TruncateDiv float then hides that 1.13 to 2.3 divide without truncating), so a
+  binary op's answer on two different ordinary operands is measured only here. An
+  ordinary class (tools/kernels/sweep.py ORDINARY_CLASSES).
 Its own process and cache file (tools/kernels/runs.py): an op whose kernel kills the
 process on these inputs (a trapping integer division) loses these runs only. Same
 output lines as probe.py, layouts prefixed `m:`, so tools/kernels/sweep.py merges
@@ -34,8 +39,28 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import attr_value_pb2, types_pb2  # noqa: E402
 
 v1 = tf.compat.v1
-CLASSES = ("mixed", "mixed_swapped", "int_min_by_minus_one")
+CLASSES = ("mixed", "mixed_swapped", "int_min_by_minus_one", "ordinary_pair")
 SIGNED = ("DT_INT32", "DT_INT64")
+OTHER_SEED = 20261205  # the second ordinary operand's draw (probe.SEED draws the first)
+
+
+def other_ordinary(dtype):
+    """Ordinary values of `dtype` drawn apart from the probe's, none of them 0 (a
+    divisor): floats from +-0.25 to +-3, integers from +-1 to +-5 (1 to 5 unsigned),
+    booleans the other pattern; None where the class means nothing."""
+    rng = np.random.RandomState(OTHER_SEED)
+    if dtype == "DT_BOOL":
+        return [[False, True, True], [True, False, False]]
+    if dtype in probe.FLOAT_LIMITS or dtype in ("DT_COMPLEX64", "DT_COMPLEX128"):
+        signs = rng.choice([-1.0, 1.0], size=(2, 3))
+        return np.round(signs * rng.uniform(0.25, 3.0, size=(2, 3)), 3).tolist()
+    if dtype in probe.NP_TYPES:
+        unsigned = int(np.iinfo(probe.NP_TYPES[dtype]).min) == 0
+        values = rng.randint(1, 6, size=(2, 3))
+        if not unsigned:
+            values = values * rng.choice([-1, 1], size=(2, 3))
+        return values.tolist()
+    return None
 
 
 def operands(dtype, cls):
@@ -46,6 +71,9 @@ def operands(dtype, cls):
         lo = int(np.iinfo(probe.NP_TYPES[dtype]).min)
         return [[lo, lo, 7], [-7, lo, 5]], [[-1, 1, -1], [2, -1, -1]]
     ordinary = probe.class_value(dtype, "ordinary")
+    if cls == "ordinary_pair":
+        other = other_ordinary(dtype)
+        return None if ordinary is None or other is None else (ordinary, other)
     special = probe.class_value(dtype, "special")
     if ordinary is None or special is None:
         return None

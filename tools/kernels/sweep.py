@@ -96,7 +96,8 @@ REMEASURE = "nice python3 tools/kernels/sweep.py --envs $TFENVS --ops {op}"
 # Input classes a served model meets on ordinary requests: a change on one of them is
 # a hazard (at-risk). `indices` (-7 to 100) is out of range as an index but an ordinary
 # magnitude as a number, and the sweep cannot tell which an op reads it as: ordinary.
-ORDINARY_CLASSES = ("ordinary", "halves", "scalar", "indices")
+# `ordinary_pair` (tools/kernels/mixed.py): a binary op on two different ordinary operands.
+ORDINARY_CLASSES = ("ordinary", "halves", "scalar", "indices", "ordinary_pair")
 # Ordinary classes of integer values (0, negative integers, 100): where a function's
 # isolated poles and domain bounds lie (Digamma, Polygamma, Rsqrt, SqrtGrad at 0) and
 # where some overflow (BesselI0 at 100). A node of one of them whose every difference
