@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 AWS_ENV = {
@@ -73,10 +74,14 @@ def client(endpoint: str) -> Any:
 
 
 @contextlib.contextmanager
-def moto_s3() -> Iterator[str]:
-    """moto's standalone server (what the tests and the demo use) on a free port."""
+def moto_s3(requests: Path | None = None) -> Iterator[str]:
+    """moto's standalone server (what the tests and the demo use) on a free port;
+    with `requests`, every request it answers is written there (`bench/moto_requests.py`)."""
     port = free_port()
     args = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    if requests is not None:
+        args = [sys.executable, str(Path(__file__).with_name("moto_requests.py"))]
+        args += [str(port), str(requests)]
     with running(args, AWS_ENV):
         endpoint = f"http://127.0.0.1:{port}"
         wait_for(lambda: client(endpoint).list_buckets() is not None, 30, "moto")

@@ -20,7 +20,13 @@ load hits both alike; every figure is shown beside the floor's, as a ratio.
 Everything runs locally (moto, a throwaway redis-server) and stops within
 `--timeout` seconds per batch.
 
+With `--requests`, moto also writes down every request it answers
+(`bench/moto_requests.py`) and the run prints each side's S3 requests per upload
+and their sizes: what the check adds to the object store's work. Counting costs
+moto a little CPU on both sides; time a run without it.
+
 Run: .venv/bin/python bench/pipeline_throughput.py [--uploads 200] [--batch 50] [--latency 30]
+     [--requests]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from celery import Celery  # noqa: E402
 
 from bench.local_s3 import AWS_ENV, client, moto_s3, redis_server, running, table  # noqa: E402
+from bench.moto_requests import answered  # noqa: E402
 from bench.rows import row  # noqa: E402
 
 MODEL = ROOT / "tests/fixtures/tf-base/artifacts/tf2.21/frozen_graph/frozen_graph.pb"
@@ -258,6 +266,7 @@ def main() -> int:
     parser.add_argument("--latency", type=int, default=30, help="one-at-a-time uploads per worker")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=240, help="seconds per batch")
+    parser.add_argument("--requests", action="store_true", help="count S3 requests per upload")
     parser.add_argument("--floor-worker", metavar="BROKER", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_worker:
@@ -273,8 +282,11 @@ def main() -> int:
     cpu = dict.fromkeys(names, 0.0)
     pair_ratios: list[float] = []
     lat: dict[str, list[float]] = {name: [] for name in names}
+    scratch = tempfile.TemporaryDirectory(prefix="bench-requests-")
+    requests = Path(scratch.name) / "requests.jsonl" if args.requests else None
     with (
-        moto_s3() as endpoint,
+        scratch,
+        moto_s3(requests) as endpoint,
         redis_server() as redis_url,
         floor_worker(f"{redis_url}/1", endpoint) as floor_client,
         tfcompat_worker(f"{redis_url}/2", endpoint) as tfcompat_client,
@@ -289,6 +301,7 @@ def main() -> int:
                 latencies(sends[n], dones[n], f"{n}-warm", warm[:1], args.timeout)
                 throughput(sends[n], dones[n], f"{n}-warm", warm, args.timeout)
             keys = {n: upload(s3, f"{n}-rate", batches * args.batch, data) for n in names}
+            counted_from = answered(requests) if requests is not None else 0
             for b in range(batches):  # batches alternate, so load drifts hit both alike
                 rates = {}
                 for n in names if b % 2 == 0 else names[::-1]:
@@ -306,6 +319,8 @@ def main() -> int:
         finally:
             for done in dones.values():
                 done.close()
+        if requests is not None:
+            request_rows(requests, batches * args.batch, counted_from)
     rate = {n: batches * args.batch / elapsed[n] for n in names}
     p50 = {n: statistics.median(lat[n]) for n in names}
     rows = [("work", "uploads/s", "ratio", "batch ratios", "latency p50 ms", "ratio", "p99 ms")]
@@ -356,6 +371,26 @@ def main() -> int:
         lat_ratio <= 1.5,
     )
     return 0
+
+
+def request_rows(log: Path, uploads: int, after: int) -> None:
+    """Each side's S3 requests per upload over the throughput batches (the log's lines
+    after the first `after`), by operation."""
+    from bench.moto_requests import requests_per_upload
+
+    counted = {
+        n: requests_per_upload(log, f"{n}-rate", uploads, after) for n in ("floor", "tfcompat")
+    }
+    for n, operations in counted.items():
+        for operation, (per_upload, size) in operations.items():
+            print(f"{n}: {operation}: {per_upload:.2f} per upload, {size:.0f} bytes each")
+    calls = {n: sum(per for per, _ in ops.values()) for n, ops in counted.items()}
+    row(
+        "S3 requests per upload (throughput batches, moto's own count)",
+        f"{calls['tfcompat']:.2f}: "
+        + ", ".join(f"{op} {per:.2f}" for op, (per, _) in counted["tfcompat"].items()),
+        f"floor {calls['floor']:.2f}",
+    )
 
 
 def sender(name: str, app: Celery, report_bytes: int, size: int) -> Send:

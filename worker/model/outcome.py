@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from worker.model.artifact import Artifact
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -19,3 +21,5 @@ class Outcome:
     object_tags: dict[str, str] = field(default_factory=dict)  # the object's tags, ours merged
     current: bool | None = None  # the version read is the object's current one; None: unknown
     object_metadata: dict[str, str] | None = None  # its user metadata, read with it; None: unknown
+    # what was checked, as read (the report's metadata describes the same); None: not held
+    artifacts: tuple[Artifact, ...] | None = None

@@ -223,6 +223,7 @@ def check_and_record(
         object_tags={t["Key"]: t["Value"] for t in merge.tags},
         current=seen.current if seen else None,
         object_metadata=dict(seen.metadata) if seen and seen.metadata is not None else None,
+        artifacts=tuple(artifacts),
     )
 
 

@@ -113,7 +113,11 @@ def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) 
             if not current:
                 return  # an older version finishing late: the index keeps the current one
             report_bucket, report_key = location.of(event)
-            model = model_from_report(outcome.document, report_bucket, report_key)
+            # the artifacts just checked, when the outcome holds them: the same entry as
+            # decoding them again from the report's metadata, without the decoding
+            model = model_from_report(
+                outcome.document, report_bucket, report_key, outcome.artifacts
+            )
             if model is not None:
                 index.put(model)
 
@@ -121,6 +125,9 @@ def index_hook(index: ModelIndex, store: ObjectStore, location: ReportLocation) 
 
 
 _SERVICES: dict[tuple[int, str], Services] = {}
+# id(settings) -> (those settings, their fields when keyed, their key): the settings a
+# task is given are its app's, the same object every time
+_KEYS: dict[int, tuple[Settings, dict[str, Any], str]] = {}
 
 
 def services_for(settings: Settings) -> Services:
@@ -128,7 +135,20 @@ def services_for(settings: Settings) -> Services:
     a copy rebuilt from `model_dump_json` would have its secrets masked). Keyed by
     process id too: a pool child forked after its parent built Services (the startup
     fleet check does) builds its own clients rather than share the parent's sockets."""
-    key = (os.getpid(), settings_key(settings))
+    key = (os.getpid(), _key_of(settings))
     if key not in _SERVICES:
         _SERVICES[key] = build_services(settings)
     return _SERVICES[key]
+
+
+def _key_of(settings: Settings) -> str:
+    """`settings_key`, computed again only for another settings object or when a field
+    of this one was set since: every task asks, and the key costs a dump and a hash."""
+    known = _KEYS.get(id(settings))
+    if known is not None and known[0] is settings and known[1] == settings.__dict__:
+        return known[2]
+    key = settings_key(settings)
+    if len(_KEYS) >= 64:
+        _KEYS.clear()
+    _KEYS[id(settings)] = (settings, dict(settings.__dict__), key)
+    return key
