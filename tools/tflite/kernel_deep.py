@@ -1,16 +1,18 @@
-"""Write deep float32 TFLite models made with Keras, with THIS TensorFlow's converter: a
-held-out round for the whole-model tolerance of tools/tflite/kernel_whole.py.
+"""Write deep TFLite models made with Keras, with THIS TensorFlow's converter: held-out
+rounds for the whole-model tolerance of tools/tflite/kernel_whole.py.
 
 Runs inside one TensorFlow venv (2.13 and later: Keras 2 or Keras 3 as `tf.keras`):
 
-    <venv>/bin/python tools/tflite/kernel_deep.py OUT_DIR
+    <venv>/bin/python tools/tflite/kernel_deep.py OUT_DIR [float32|dynamic]
 
 Small CNNs, MLPs and recurrent stacks (unrolled, so the file holds the cells' own
-operators), 10 to 60 operators deep, batch 1, float32 throughout. Every weight is set
-from one seeded numpy generator (Glorot-uniform scale for kernels; positive variances),
-so the file does not depend on Keras's initialisers. It writes
-OUT_DIR/<model>.float32.tflite and OUT_DIR/models.json (converter, Keras, per model
-the input shape or the converter's refusal).
+operators), 7 to 120 operators deep, batch 1. `float32` (the default) converts them as
+they are; `dynamic` with dynamic-range weights (`Optimize.DEFAULT`, no representative
+data: int8 weights, float activations), other seeds. Every weight is set from one
+seeded numpy generator (Glorot-uniform scale for kernels; positive variances), so the
+file does not depend on Keras's initialisers. It writes OUT_DIR/<model>.<variant>.tflite
+and OUT_DIR/models.json (converter, Keras, per model the input shape or the
+converter's refusal).
 """
 
 import json
@@ -114,6 +116,9 @@ MODELS = {
 }
 
 
+VARIANTS = {"float32": 7301, "dynamic": 7401}  # variant -> the first model's seed
+
+
 def set_weights(model, rng):
     for v in model.weights:
         name = v.name.lower()
@@ -132,7 +137,7 @@ def set_weights(model, rng):
         v.assign(value.astype(np.float32))
 
 
-def convert(build, shape, seed):
+def convert(build, shape, seed, variant):
     """Variables frozen into constants first: Keras 3's variables in a concrete function
     crash the 2.16 converter ("missing attribute 'value'", LLVM ERROR)."""
     inputs = K.Input(batch_size=shape[0], shape=shape[1:])
@@ -141,31 +146,39 @@ def convert(build, shape, seed):
     fn = tf.function(lambda x: model(x, training=False))
     concrete = fn.get_concrete_function(tf.TensorSpec(shape, tf.float32))
     frozen = convert_variables_to_constants_v2(concrete)
-    return tf.lite.TFLiteConverter.from_concrete_functions([frozen]).convert()
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen])
+    if variant == "dynamic":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    return converter.convert()
 
 
-def one(out, name, seed):
+def one(out, name, seed, variant):
     """One model, in its own process: a converter that aborts ends only this one."""
     build, shape = MODELS[name]
-    data = convert(build, shape, seed)
-    with open(os.path.join(out, name + ".float32.tflite"), "wb") as f:
+    data = convert(build, shape, seed, variant)
+    with open(os.path.join(out, f"{name}.{variant}.tflite"), "wb") as f:
         f.write(data)
 
 
 def main():
     out = sys.argv[1]
-    if len(sys.argv) == 4:
-        one(out, sys.argv[2], int(sys.argv[3]))
+    if len(sys.argv) == 5:
+        one(out, sys.argv[2], int(sys.argv[3]), sys.argv[4])
         return
+    variant = sys.argv[2] if len(sys.argv) > 2 else "float32"
+    if variant not in VARIANTS:
+        raise SystemExit(f"variant {variant!r}: one of {', '.join(VARIANTS)}")
     os.makedirs(out, exist_ok=True)
     written = {}
-    for seed, name in enumerate(sorted(MODELS), start=7301):
-        row = {"model": name, "variant": "float32", "shape": MODELS[name][1], "seed": seed}
+    for seed, name in enumerate(sorted(MODELS), start=VARIANTS[variant]):
+        row = {"model": name, "variant": variant, "shape": MODELS[name][1], "seed": seed}
         done = subprocess.run(
-            [sys.executable, __file__, out, name, str(seed)], capture_output=True, text=True
+            [sys.executable, __file__, out, name, str(seed), variant],
+            capture_output=True,
+            text=True,
         )
         if done.returncode == 0:
-            row["file"] = name + ".float32.tflite"
+            row["file"] = f"{name}.{variant}.tflite"
         else:  # the converter's refusal is the fact we record
             lines = [x for x in done.stderr.splitlines() if x.strip()]
             row["error"] = f"exit {done.returncode}: " + (lines[-1][-400:] if lines else "")

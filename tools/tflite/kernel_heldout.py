@@ -29,7 +29,9 @@ mixes, written after the per-channel tuning (cells-mixes.jsonl).
 `--set deep` (the third round): deep float32 Keras models of kernel_deep.py (CNNs, MLPs,
 unrolled recurrent stacks, of three converters) in
 tests/fixtures/tflite-kernels-heldout/deep, written after the whole-model tolerance
-was committed (cells-deep.jsonl).
+was committed (cells-deep.jsonl). `--set deep-dynamic` (the fourth round): the same
+architectures with dynamic-range weights (`kernel_deep.py OUT dynamic`), whose
+FULLY_CONNECTED and CONV_2D kernels the table records as changed in some runtimes.
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ ROUNDS = {
     ),
     "mixes": ((FIXTURE / "mixes",), sweep.CACHE / "heldout-mixes", FIXTURE / "cells-mixes.jsonl"),
     "deep": ((FIXTURE / "deep",), sweep.CACHE / "heldout-deep", FIXTURE / "cells-deep.jsonl"),
+    "deep-dynamic": (
+        (FIXTURE / "deep-dynamic",),
+        sweep.CACHE / "heldout-deep-dynamic",
+        FIXTURE / "cells-deep-dynamic.jsonl",
+    ),
 }
 SOURCES, HELD, CELLS = ROUNDS["files"]
 
