@@ -70,3 +70,39 @@ def test_quantised_outputs_differ_in_steps_and_unscaled_integers_exactly() -> No
 
 def test_another_shape_is_not_comparable() -> None:
     assert sweep.distance(output([1.0]), output([1.0, 2.0])) == (math.inf, -1)
+
+
+# the whole-model tolerance: one operator's for a single operator, growing with the depth
+@pytest.mark.parametrize(
+    ("depth", "ulps"),
+    [(1, 16), (3, 144), (10, 1600), (63, 63504), (64, 2**16), (135, 2**16)],
+)
+def test_a_whole_models_float_tolerance_grows_with_its_depth_to_a_cap(
+    depth: int, ulps: int
+) -> None:
+    assert sweep.whole_tolerance(depth) == {
+        "float_ulps": ulps,
+        "quantized_steps": 1,
+        "integers": 0,
+    }
+
+
+def test_a_whole_models_answer_keeps_rounding_apart_from_a_difference() -> None:
+    ref = [output([1.0, 2.0])]
+    near = [output([1.0, 2.0 + 100 * 2**-22])]  # 100 ULPs at 2.0
+    assert sweep.answer([output([1.0, 2.0])], ref, 1) == "bitwise"
+    assert sweep.answer(near, ref, 1) == "differs"  # beyond 16 ULPs for one operator
+    assert sweep.answer(near, ref, 3) == "within rounding"  # within 144 three deep
+    assert sweep.answer(near + near, ref, 3) == "differs"  # another number of outputs
+    steps = [output([3, -7], "b", 0.1)]
+    assert sweep.answer(steps, [output([3, -5], "b", 0.1)], 50) == "differs"  # 2 steps
+
+
+# depth: the longest operator chain, on files the TensorFlow 2.21 converter wrote
+@pytest.mark.parametrize(
+    ("name", "depth"),
+    [("dense", 1), ("sign", 2), ("dense_int8", 3), ("transpose_6d", 3)],
+)
+def test_depth_is_the_longest_chain_of_operators(name: str, depth: int) -> None:
+    fixtures = TOOLS.parents[1] / "tests" / "fixtures" / "tflite" / "models" / "tf2.21"
+    assert sweep.depth_of(fixtures / f"{name}.tflite") == depth

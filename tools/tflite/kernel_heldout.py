@@ -2,7 +2,7 @@
 """The TFLite kernel-change rule against files it was not written from (issue 37).
 
     python3 tools/tflite/kernel_heldout.py run --tf-envs TFENVS [--envs ENVS] [--only R]
-    .venv/bin/python tools/tflite/kernel_heldout.py score [--exact]
+    .venv/bin/python tools/tflite/kernel_heldout.py score [--tolerance whole|per-op] [--exact]
 
 `--set files` (the first round, the default): `run` feeds the committed converter
 fixtures (tests/fixtures/tflite/models: dense, int8 and int16x8 dense, cumsum, gelu,
@@ -12,20 +12,33 @@ and the real files PyPI packages ship (tests/fixtures/tflite-real, fetched into
 classes, caching raw outputs under .cache/tflite-kernels/heldout/. `score` compares
 each runtime's outputs with the reference runtime's on the same file, as the sweep
 does (kernel_sweep.distance and its tolerance), and the rule's verdict for a
-consumer of that runtime (worker.compat.check): a cell (file, runtime) that answered
-on the ordinary classes `differs` when some ordinary class is beyond the tolerance
-(`--exact`: not bitwise equal), and is `at-risk` when the verdict has a
-`kernel.changed` warning. It prints precision and recall of at-risk, and the cells
-that disagree; `--write` keeps every cell in tests/fixtures/tflite-kernels-heldout/.
+consumer of that runtime (worker.compat.check). A cell (file, runtime) that answered
+on the ordinary classes is `bitwise`, `within rounding` or `differs`: its furthest
+ordinary class against the whole-model tolerance of the file's depth
+(kernel_sweep.whole_tolerance, chosen from kernel_whole.py's distribution: 16 ULPs
+times the depth squared, at most 2^16, for float outputs; 1 step for quantised ones).
+It is scored as differing when it `differs` (the default, `--tolerance whole`), when
+some output is beyond the per-operator tolerance (`--tolerance per-op`, how the first
+two rounds were first scored) or when it is not bitwise equal (`--exact`), and is
+`at-risk` when the verdict has a `kernel.changed` warning. It prints the three answers,
+precision and recall of at-risk, and the cells that disagree; `--write` keeps every
+cell in tests/fixtures/tflite-kernels-heldout/.
 `--set mixes` (the second round): the multi-op files of kernel_mixes.py (other shapes
 and seeds, the 2.20.0 and 2.14.1 converters) in tests/fixtures/tflite-kernels-heldout/
 mixes, written after the per-channel tuning (cells-mixes.jsonl).
+`--set deep` (the third round): deep float32 Keras models of kernel_deep.py (CNNs, MLPs,
+unrolled recurrent stacks, of three converters) in
+tests/fixtures/tflite-kernels-heldout/deep, written after the whole-model tolerance
+was committed (cells-deep.jsonl). `--set deep-dynamic` (the fourth round): the same
+architectures with dynamic-range weights (`kernel_deep.py OUT dynamic`), whose
+FULLY_CONNECTED and CONV_2D kernels the table records as changed in some runtimes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -44,6 +57,12 @@ ROUNDS = {
         FIXTURE / "cells.jsonl",
     ),
     "mixes": ((FIXTURE / "mixes",), sweep.CACHE / "heldout-mixes", FIXTURE / "cells-mixes.jsonl"),
+    "deep": ((FIXTURE / "deep",), sweep.CACHE / "heldout-deep", FIXTURE / "cells-deep.jsonl"),
+    "deep-dynamic": (
+        (FIXTURE / "deep-dynamic",),
+        sweep.CACHE / "heldout-deep-dynamic",
+        FIXTURE / "cells-deep-dynamic.jsonl",
+    ),
 }
 SOURCES, HELD, CELLS = ROUNDS["files"]
 
@@ -62,6 +81,12 @@ def key_of(path: Path) -> str:
         if path.is_relative_to(root):
             return f"{root.parent.name}/{path.relative_to(root)}"
     return str(path)
+
+
+def _label(root: Path) -> str:
+    """How a source folder is named in sources.json: the real files by their fixture."""
+    name = str(root.relative_to(REPO))
+    return f"tests/fixtures/tflite-real ({name})" if name == ".cache/real-tflite" else name
 
 
 def run(args: argparse.Namespace) -> None:
@@ -92,11 +117,36 @@ def _load() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
 
 
 def _differs(got: dict[str, Any], expected: dict[str, Any], exact: bool) -> bool:
+    """Beyond the per-operator tolerance (`exact`: not bitwise equal) on some output."""
     for a, b in zip(got["outputs"], expected["outputs"], strict=False):
         d, _ = sweep.distance(a, b)
         if d > (0 if exact else sweep.TOLERANCE[sweep.kind_of(b)]):
             return True
     return len(got["outputs"]) != len(expected["outputs"])
+
+
+def _answer(
+    got: dict[tuple[str, str], Any], expected: dict[tuple[str, str], Any], key: str, depth: int
+) -> str:
+    """The whole model's answer over the ordinary classes: the furthest of theirs."""
+    found = [
+        sweep.answer(got[(key, c)]["outputs"], expected[(key, c)]["outputs"], depth)
+        for c in sweep.ORDINARY
+    ]
+    return max(found, key=sweep.ANSWERS.index)
+
+
+def _distance(
+    got: dict[tuple[str, str], Any], expected: dict[tuple[str, str], Any], key: str
+) -> tuple[float, str]:
+    """The largest distance over the ordinary classes and outputs, and its unit."""
+    worst, kind = -1.0, "float_ulps"
+    for c in sweep.ORDINARY:
+        for a, b in zip(got[(key, c)]["outputs"], expected[(key, c)]["outputs"], strict=False):
+            d, _ = sweep.distance(a, b)
+            if d > worst:
+                worst, kind = d, sweep.kind_of(b)
+    return worst, kind
 
 
 def score(args: argparse.Namespace) -> None:
@@ -113,10 +163,12 @@ def score(args: argparse.Namespace) -> None:
     tables = {r.name: r for r in catalog.runtimes}
     paths = {key_of(p): p for p in files()}
     cells: Counter[tuple[bool, bool]] = Counter()
+    answers: Counter[tuple[str, bool | None]] = Counter()
     misses: list[str] = []
     written: list[dict[str, Any]] = []
     for key, path in sorted(paths.items()):
         (artifact,) = read_path(str(path))
+        depth = sweep.depth_of(path)
         ref = next(
             (
                 r
@@ -130,9 +182,16 @@ def score(args: argparse.Namespace) -> None:
         for name, table in runs.items():
             if name == ref or not all("outputs" in table.get((key, c), {}) for c in sweep.ORDINARY):
                 continue
-            differs = any(
-                _differs(table[(key, c)], runs[ref][(key, c)], args.exact) for c in sweep.ORDINARY
+            answer = _answer(table, runs[ref], key, depth)
+            per_op = any(
+                _differs(table[(key, c)], runs[ref][(key, c)], False) for c in sweep.ORDINARY
             )
+            exact = any(
+                _differs(table[(key, c)], runs[ref][(key, c)], True) for c in sweep.ORDINARY
+            )
+            differs = {"whole": answer == "differs", "per-op": per_op, "exact": exact}[
+                "exact" if args.exact else args.tolerance
+            ]
             measured = tables.get(name)
             if measured is None:
                 continue
@@ -144,15 +203,20 @@ def score(args: argparse.Namespace) -> None:
                 for f in verdict.findings
             )
             cells[(at_risk, differs)] += 1
+            answers[(answer, at_risk)] += 1
+            answers[(answer, None)] += 1
+            distance, kind = _distance(table, runs[ref], key)
             written.append(
                 {
                     "model": key,
                     "runtime": name,
                     "reference": ref,
-                    "differs": differs,
-                    "differs_exact": any(
-                        _differs(table[(key, c)], runs[ref][(key, c)], True) for c in sweep.ORDINARY
-                    ),
+                    "answer": answer,
+                    "distance": distance if math.isfinite(distance) else "not comparable",
+                    "kind": kind,
+                    "depth": depth,
+                    "differs_per_op": per_op,
+                    "differs_exact": exact,
                     "at_risk": at_risk,
                     "changed_ops": sorted(
                         {f.op or "" for f in verdict.findings if f.code == Code.KERNEL_CHANGED}
@@ -164,6 +228,22 @@ def score(args: argparse.Namespace) -> None:
     tp, fp, fn = cells[(True, True)], cells[(True, False)], cells[(False, True)]
     total = sum(cells.values())
     print(f"cells answered on the ordinary classes: {total} (reference {order[0]})")
+    print(
+        "whole-model answer (tolerance: float min(16 x depth^2, "
+        f"{sweep.WHOLE_FLOAT_CAP}) ULPs, quantised 1 step): "
+        + "; ".join(
+            f"{a} {answers[(a, None)]} (at-risk {answers[(a, True)]})" for a in sweep.ANSWERS
+        )
+    )
+    against = (
+        "not bitwise"
+        if args.exact
+        else {
+            "whole": "differs beyond the whole-model tolerance",
+            "per-op": "differs beyond the per-operator tolerance",
+        }[args.tolerance]
+    )
+    print(f"scored against: {against}")
     print(f"differs: {tp + fn}; at-risk: {tp + fp}")
     print(f"precision {tp}/{tp + fp}" + (f" = {tp / (tp + fp):.2f}" if tp + fp else ""))
     print(f"recall {tp}/{tp + fn}" + (f" = {tp / (tp + fn):.2f}" if tp + fn else ""))
@@ -181,8 +261,7 @@ def score(args: argparse.Namespace) -> None:
             "kernel_run.py in each runtime's own Python over the converter fixtures and "
             "the real files, compared with the reference runtime's outputs; at_risk from "
             "the verdict of the committed rule",
-            [str(root.relative_to(REPO)) for root in SOURCES]
-            + [r.name for r in runtimes() if r.name in runs],
+            [_label(root) for root in SOURCES] + [r.name for r in runtimes() if r.name in runs],
         )
 
 
@@ -194,7 +273,16 @@ def main() -> None:
     r.add_argument("--tf-envs", type=Path, default=DEFAULT_TF_ENVS)
     r.add_argument("--only", default="")
     s = sub.add_parser("score")
-    s.add_argument("--exact", action="store_true")
+    s.add_argument("--exact", action="store_true", help="a cell differs when not bitwise equal")
+    s.add_argument(
+        "--tolerance",
+        choices=("whole", "per-op"),
+        default="whole",
+        help="whole (the default): a cell differs beyond kernel_sweep.whole_tolerance of the "
+        "file's depth, the whole-model tolerance; per-op: beyond the per-operator "
+        "TOLERANCE (how rounds "
+        "files and mixes were first scored)",
+    )
     s.add_argument("--misses", type=int, default=40)
     s.add_argument("--write", action="store_true", help=f"write the cells to {CELLS.parent.name}")
     for sub_parser in (r, s):

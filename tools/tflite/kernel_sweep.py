@@ -72,6 +72,22 @@ ORDINARY = ("ordinary", "halves", "positive")
 EXTREMES = ("special", "large", "tiny")
 TOLERANCE = {"float_ulps": 16, "quantized_steps": 1, "integers": 0}
 """Within these a difference is rounding, not a change (see the distribution)."""
+WHOLE_FLOAT_CAP = 2**16
+"""The most ULPs a whole model's float output is allowed as rounding, however deep."""
+ANSWERS = ("bitwise", "within rounding", "differs")
+
+
+def whole_tolerance(depth: int) -> dict[str, float]:
+    """Within these a whole model `depth` operators deep answers within rounding: its
+    operators' roundings compounded, not a changed kernel (kernel_whole.py measures the
+    distribution; docs/verdicts/tflite.md). Float outputs: the per-operator 16 ULPs times
+    the depth squared, at most 2^16 ULPs of the output's largest magnitude (one operator:
+    the per-operator tolerance); quantised outputs: 1 step, as per operator (measured on
+    quantised files 2 to 4 operators deep only); unscaled integers: equal."""
+    ulps = min(TOLERANCE["float_ulps"] * max(depth, 1) ** 2, WHOLE_FLOAT_CAP)
+    return {"float_ulps": ulps, "quantized_steps": 1, "integers": 0}
+
+
 REMEASURE = (
     "python3 tools/tflite/kernel_sweep.py run --only {runtime} --refresh && "
     ".venv/bin/python tools/tflite/kernel_sweep.py write"
@@ -211,6 +227,45 @@ def distance(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, int]:
         if d > worst:
             worst, where = d, i
     return worst, where
+
+
+def answer(got: list[dict[str, Any]], expected: list[dict[str, Any]], depth: int) -> str:
+    """A whole model's outputs on one input class against the reference's: `bitwise`,
+    `within rounding` (every output within whole_tolerance(depth)) or `differs`."""
+    if len(got) != len(expected):
+        return "differs"
+    tolerance = whole_tolerance(depth)
+    found = "bitwise"
+    for a, b in zip(got, expected, strict=True):
+        d, _ = distance(a, b)
+        if d > tolerance[kind_of(b)]:
+            return "differs"
+        if d:
+            found = "within rounding"
+    return found
+
+
+def depth_of(path: Path) -> int:
+    """The longest chain of operators of the file's first subgraph, each consuming a
+    tensor the one before wrote (operators are stored in the order the runtime runs
+    them); what whole_tolerance is stated per."""
+    sys.path.insert(0, str(REPO))
+    from worker.formats import tflite_schema as S
+    from worker.formats.source import FileSource
+    from worker.formats.tflite import _Flat
+
+    flat = _Flat(FileSource(path))
+    model = flat.table(flat.u32(0))
+    subgraph = next(flat.tables(model, S.MODEL_SUBGRAPHS, 1, "subgraphs"))
+    written: dict[int, int] = {}
+    deepest = 0
+    for op in flat.tables(subgraph, S.SUBGRAPH_OPERATORS, 100_000, "operators"):
+        ins = flat.ints(op, S.OPERATOR_INPUTS, 10_000, "inputs")
+        depth = 1 + max((written.get(i, 0) for i in ins), default=0)
+        for o in flat.ints(op, S.OPERATOR_OUTPUTS, 10_000, "outputs"):
+            written[o] = depth
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def kind_of(out: dict[str, Any]) -> str:
