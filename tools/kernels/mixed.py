@@ -17,8 +17,11 @@ such input and the others take different values, the remaining inputs the scalar
   TruncateDiv float then hides that 1.13 to 2.3 divide without truncating), so a
   binary op's answer on two different ordinary operands is measured only here. An
   ordinary class (tools/kernels/sweep.py ORDINARY_CLASSES).
-Its own process and cache file (tools/kernels/runs.py): an op whose kernel kills the
-process on these inputs (a trapping integer division) loses these runs only. Same
+Its own process and cache file (tools/kernels/runs.py). `int_min_by_minus_one` runs
+after the other classes, as a second line of the op ({"start": "OP:int_min_by_minus_one"}
+before it): an integer division that traps kills the process there (Div, FloorDiv,
+TruncateDiv, FloorMod, Mod, TruncateMod in the releases before 2.5) and loses that
+class only, not the op's other classes in every dtype. Same
 output lines as probe.py, layouts prefixed `m:`, so tools/kernels/sweep.py merges
 them; the first line's `classes` holds each class's operands per dtype.
 
@@ -39,7 +42,8 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.core.framework import attr_value_pb2, types_pb2  # noqa: E402
 
 v1 = tf.compat.v1
-CLASSES = ("mixed", "mixed_swapped", "int_min_by_minus_one", "ordinary_pair")
+TRAPPING = "int_min_by_minus_one"
+CLASSES = ("mixed", "mixed_swapped", "ordinary_pair", TRAPPING)
 SIGNED = ("DT_INT32", "DT_INT64")
 OTHER_SEED = 20261205  # the second ordinary operand's draw (probe.SEED draws the first)
 
@@ -80,7 +84,7 @@ def operands(dtype, cls):
     return (ordinary, special) if cls == "mixed" else (special, ordinary)
 
 
-def sweep_op(op_def):
+def sweep_op(op_def, classes=CLASSES):
     planned = probe.plan(op_def)
     if isinstance(planned, str):
         return {"op": op_def.name, "unbuildable": planned}
@@ -95,7 +99,7 @@ def sweep_op(op_def):
         nodes = []
         with graph.as_default():
             create = getattr(graph, "_create_op_internal", None) or graph.create_op
-            for cls in CLASSES:
+            for cls in classes:
                 pair = operands(dtype, cls)
                 if pair is None:
                     continue
@@ -150,8 +154,15 @@ def main():
         if name in skip or (only and name not in only) or probe.DENIED.search(name):
             continue
         probe.emit({"start": name})
-        line = sweep_op(op_def)
+        safe = tuple(c for c in CLASSES if c != TRAPPING)
+        line = sweep_op(op_def, safe)
         probe.emit(line if line is not None else {"op": name, "not_binary": True})
+        if line is None or "runs" not in line:
+            continue
+        probe.emit({"start": "%s:%s" % (name, TRAPPING)})  # may kill the process
+        trapping = sweep_op(op_def, (TRAPPING,))
+        if trapping is not None and trapping.get("runs"):
+            probe.emit(trapping)
     probe.emit({"done": True})
 
 
