@@ -139,3 +139,15 @@ def test_the_fourth_held_out_figures_are_the_recorded_ones() -> None:
     expected = _recorded(FOURTH, "8d0beaa")
     found = _figures(FOURTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
     assert {k: found[k] for k in expected} == expected
+
+
+FIFTH = ROOT / "tests" / "fixtures" / "kernels-heldout-5"
+
+
+@pytest.mark.skipif(not FIFTH.exists(), reason="no fifth kernel held-out set yet")
+def test_the_fifth_held_out_figures_are_the_recorded_ones() -> None:
+    """Cases drawn after binary ops were measured on two different ordinary operands,
+    scored as the fourth round is."""
+    expected = _recorded(FIFTH, "588f373")
+    found = _figures(FIFTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
+    assert {k: found[k] for k in expected} == expected
