@@ -18,9 +18,17 @@ from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.compat.kernel_changes import dtype_of
 from worker.compat.kernels import kernel_gap
-from worker.compat.memo import forget_all
+from worker.compat.memo import forget_all, graph_facts, registry_identities
 from worker.compat.policy import BannedRelease, Policy
-from worker.compat.verdict_class import _class_of, _typed, verdict_class
+from worker.compat.verdict_class import (
+    _KERNELS_DIFFERING,
+    _class_of,
+    _kernel_gaps_of,
+    _kernel_signature,
+    _kind_set,
+    _typed,
+    verdict_class,
+)
 from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
 from worker.model.consumer import Consumer, Loader, Registry
 
@@ -182,3 +190,36 @@ def test_kinds_of_equal_typed_attrs_have_equal_kernel_answers() -> None:
             for gpu in (False, True):
                 gaps = {kernel_gap(k, op, registry.kernels, gpu) for k in kinds}
                 assert len(gaps) == 1, (kinds[0].op, registry.source, gpu)
+
+
+def test_kernel_gaps_carried_from_the_release_before_are_the_gaps_found_anew() -> None:
+    """Walking the releases in order, a graph's kernel gaps are carried from the registry
+    it was last judged by, with only the kinds of the ops the two define otherwise looked
+    up again (`_kernel_signature`): each equals the gaps found anew from that registry."""
+    forget_all()
+    catalog = load_catalog()
+    registries = [
+        c.registry
+        for c in every_consumer()
+        if c.loader == Loader.SAVED_MODEL_V1 and c.registry and c.registry.kernels is not None
+    ]
+    consumers = [replace(catalog.consumer("2.21"), registry=r) for r in registries]
+    graphs = [g for a in fixture_artifacts() for g in a.graphs()]
+    carried = 0
+    for _ in range(2):  # the second time round every pair of registries is asked often
+        for graph in graphs:
+            for gpu in (False, True):
+                before = None
+                for consumer in consumers:
+                    consumer = replace(consumer, gpu=gpu)
+                    registry = consumer.registry
+                    assert registry is not None
+                    found = _kernel_signature(graph, consumer)
+                    fresh = _kernel_gaps_of(graph, _kind_set(graph)[1], registry, gpu)
+                    assert found == fresh, (graph.node_count, registry.source, gpu)
+                    differing = before and _KERNELS_DIFFERING.get(
+                        (*registry_identities(before), *registry_identities(registry))
+                    )
+                    carried += bool(differing and not graph_facts(graph).ops.isdisjoint(differing))
+                    before = registry
+    assert carried > 100  # graphs whose ops two next releases define otherwise do occur

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Mapping
+from typing import cast
 
 from worker.compat.data_types import data_type_uses
 from worker.compat.devices import unplaceable
@@ -258,6 +259,10 @@ def _changed_pairs(graph: Graph, history: History) -> tuple[tuple[str, str], ...
     return found
 
 
+# (gpu, (op, typed attrs, reason) of each kind without a kernel): `_kernel_signature`
+_Gaps = tuple[bool, frozenset[tuple[str, Hashable, str]]]
+
+
 def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     """Which of the graph's kinds (op and attrs) the consumer has no kernel for, and
     whether it has a GPU: what kernel findings read of the consumer (two releases whose
@@ -279,21 +284,32 @@ def _kernel_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
     # graph's ops and kernels alike, which makes the gaps equal.
     judged = _JUDGED_KERNELS.of(graph)
     last = judged.get(consumer.gpu)
+    kept: tuple[frozenset[str], _Gaps] | None = None
     if last is not None:
         differing = _kernels_differing(last[0], registry)
-        if differing is not None and graph_facts(graph).ops.isdisjoint(differing):
-            judged[consumer.gpu] = (registry, last[1])
-            _KERNEL_GAPS[key] = last[1]
-            return last[1]
-    found = _KERNEL_GAPS[key] = _kernel_gaps_of(graph, kinds[1], registry, consumer.gpu)
+        if differing is not None:
+            if graph_facts(graph).ops.isdisjoint(differing):
+                judged[consumer.gpu] = (registry, last[1])
+                _KERNEL_GAPS[key] = last[1]
+                return last[1]
+            kept = (differing, cast(_Gaps, last[1]))
+    found = _KERNEL_GAPS[key] = _kernel_gaps_of(graph, kinds[1], registry, consumer.gpu, kept)
     judged[consumer.gpu] = (registry, found)
     return found
 
 
 def _kernel_gaps_of(
-    graph: Graph, kinds: tuple[NodeKind, ...], registry: Registry, gpu: bool
-) -> Hashable:
-    """`_kernel_signature`, computed."""
+    graph: Graph,
+    kinds: tuple[NodeKind, ...],
+    registry: Registry,
+    gpu: bool,
+    kept: tuple[frozenset[str], _Gaps] | None = None,
+) -> _Gaps:
+    """`_kernel_signature`, computed; with `kept`, the ops another registry defines or
+    has kernels for otherwise (`_kernels_differing`) and the gaps found under it, only
+    the kinds of those ops are looked up: a kind of any other op finds the same OpDef
+    and kernels in both, so the same gap (next releases differ in one or two of a
+    model's twenty-odd ops)."""
     kernels = registry.kernels
     assert kernels is not None
     memo = kernel_gaps(kernels, gpu)
@@ -301,6 +317,11 @@ def _kernel_gaps_of(
     # is not registered, and no kernel is looked up for it)
     found = registry_lookup(graph, registry.ops).found
     defined = dict(zip(graph_facts(graph).sorted_ops, found, strict=True))
+    same: frozenset[tuple[str, Hashable, str]] = frozenset()
+    if kept is not None:
+        differing, (_, before) = kept
+        same = frozenset(m for m in before if m[0] not in differing)
+        kinds = tuple(k for k in kinds if k.op in differing)
     gaps = []
     for kind in kinds:
         op = defined[kind.op]
@@ -311,7 +332,7 @@ def _kernel_gaps_of(
         if gap:
             gaps.append((kind, gap))
     # the reason too: the message says which types the consumer's kernels take
-    missing = frozenset((kind.op, _typed(kind.attrs), gap.reason) for kind, gap in gaps)
+    missing = same.union((kind.op, _typed(kind.attrs), gap.reason) for kind, gap in gaps)
     return (gpu, missing)
 
 
