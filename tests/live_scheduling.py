@@ -7,7 +7,8 @@ Three changes to xdist's own loadfile order, each for a reason of these tests:
   another process's test using it at that moment.
 - The longest files go first (longest processing time first): a long file started last
   would leave the other process idle while it runs. A file missing from `LONGEST` is
-  only scheduled later, never skipped; the figures are `--durations` of one run.
+  only scheduled later, never skipped. The figures: `--durations` of one run in one
+  process on a loaded 2-core machine (load average 6-9), files' tests summed.
 - A process takes its next file only once it is on its current file's last test (xdist
   waits until two tests remain): a file queued behind a long one in one process is a
   file the other process could have been running.
@@ -29,10 +30,14 @@ RABBITMQ_FILES = frozenset(
     }
 )
 LONGEST = (
-    "tests/pipeline/test_fleet_fanout.py",  # about 350 s on a loaded 2-core machine
-    "tests/pipeline/test_mlflow_credentials.py",  # about 100 s
-    SHARED_BROKER,  # about 100 s
-    "tests/pipeline/test_fleet_stall.py",  # about 50 s
+    "tests/pipeline/test_fleet_fanout.py",  # 528 s of a 1587 s run in one process
+    SHARED_BROKER,  # 229 s
+    "tests/pipeline/test_mlflow_registry.py",  # 149 s
+    "tests/pipeline/test_mlflow_credentials.py",  # 144 s
+    "tests/pipeline/test_resilience.py",  # 73 s
+    "tests/pipeline/test_notify_kills.py",  # 66 s
+    "tests/pipeline/test_fleet_stall.py",  # 60 s
+    "tests/pipeline/test_mlflow_sources.py",  # 60 s
 )
 """Started first, in this order; every other file follows in xdist's own order."""
 
