@@ -73,8 +73,11 @@ lint-infra: venv $(SCAN_STAMP)
 # Redis, since a test file empties the Redis databases it uses:
 # - the live tests (LIVE_TESTS: real Celery workers, brokers restarted, MLflow down, and the
 #   services script's, which adds and deletes the RabbitMQ virtual host the broker tests
-#   use) in one process on TFCOMPAT_TEST_REDIS_PORT (6379), their output shown as they run;
-#   they mostly wait on processes, so they leave the cores to the other stream;
+#   use) in two processes (pytest-xdist), a file staying in one, the longest first and the
+#   files using RabbitMQ together in one (tests/live_scheduling.py), each process on a
+#   Redis of its own: TFCOMPAT_TEST_REDIS_PORT (6379) and THIRD_REDIS_PORT (started when
+#   nothing answers); their output shown as they run; they mostly wait on processes, so
+#   they leave the cores to the other stream;
 # - beside them, the tests of the pure packages (PURE_TESTS: rules, readers, catalog, fleet
 #   logic: no Redis, broker, S3 or worker process) one pytest process per core, a file
 #   staying in one process, then the rest (the page, the sinks, the CLI, the demo) in one
@@ -84,17 +87,21 @@ PURE_TESTS := tests/catalog tests/compat tests/fix tests/fleet tests/formats tes
 	tests/proto tests/registries tests/standins
 LIVE_TESTS := tests/pipeline tests/test_services_script.py
 SECOND_REDIS_PORT ?= 16379
+THIRD_REDIS_PORT ?= 16380
 test: venv services lint lint-infra typecheck docs
 	@TFCOMPAT_TEST_REDIS_PORT=$(SECOND_REDIS_PORT) tools/services.sh redis
+	@TFCOMPAT_TEST_REDIS_PORT=$(THIRD_REDIS_PORT) tools/services.sh redis
 	@mkdir -p .cache && rm -f .cache/test-pure.* .cache/test-rest.*
-	@echo "test: the live tests run here; the pure tests and then the rest run beside them" \
-	  "(Redis on port $(SECOND_REDIS_PORT)), their output shown when the live tests end"
+	@echo "test: the live tests run here, in two processes (Redis on ports" \
+	  "$${TFCOMPAT_TEST_REDIS_PORT:-6379} and $(THIRD_REDIS_PORT)); the pure tests and then the rest" \
+	  "run beside them (Redis on port $(SECOND_REDIS_PORT)), their output shown when the live tests end"
 	@(export TFCOMPAT_TEST_REDIS_PORT=$(SECOND_REDIS_PORT); \
 	  $(BIN)/python -m pytest -q -n 2 --dist loadfile $(PURE_TESTS) \
 	    >.cache/test-pure.log 2>&1; echo $$? >.cache/test-pure.rc; \
 	  $(BIN)/python -m pytest -q $(addprefix --ignore=,$(PURE_TESTS) $(LIVE_TESTS)) \
 	    >.cache/test-rest.log 2>&1; echo $$? >.cache/test-rest.rc) & \
-	$(BIN)/python -m pytest -q $(LIVE_TESTS); live=$$?; wait; \
+	TFCOMPAT_TEST_REDIS_PORTS=$${TFCOMPAT_TEST_REDIS_PORT:-6379},$(THIRD_REDIS_PORT) \
+	  $(BIN)/python -m pytest -q -n 2 --dist loadfile $(LIVE_TESTS); live=$$?; wait; \
 	echo "== the pure packages' tests (.cache/test-pure.log)"; cat .cache/test-pure.log; \
 	echo "== the other tests (.cache/test-rest.log)"; cat .cache/test-rest.log; \
 	tools/services.sh rabbitmq-remove; test $$live -eq 0 \

@@ -27,3 +27,14 @@ def kept_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeptDemo]:
     """The stack `make demo KEEP=1` leaves running, shared by the tests that read it
     (tests/kept_demo.py); stopped, and the stop checked, at the end of the session."""
     yield from kept_demo_stack(tmp_path_factory.mktemp("demo") / "state")
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` as the live tests need it (tests/live_scheduling.py); any other
+    `--dist` is xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.live_scheduling import LiveScheduling
+
+    return LiveScheduling(config, log)
