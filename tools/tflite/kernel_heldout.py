@@ -105,17 +105,6 @@ def run(args: argparse.Namespace) -> None:
         print(f"{runtime.name}: {len(rows)} rows", file=sys.stderr)
 
 
-def _load() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
-    found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    for path in sorted(HELD.glob("*.jsonl")):
-        table = {}
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            table[(row["model"], row.get("class", ""))] = row
-        found[path.stem] = table
-    return found
-
-
 def _differs(got: dict[str, Any], expected: dict[str, Any], exact: bool) -> bool:
     """Beyond the per-operator tolerance (`exact`: not bitwise equal) on some output."""
     for a, b in zip(got["outputs"], expected["outputs"], strict=False):
@@ -157,7 +146,7 @@ def score(args: argparse.Namespace) -> None:
     from worker.model.consumer import Consumer
     from worker.model.findings import Code, Severity
 
-    runs = _load()
+    runs = sweep.load_runs(HELD)
     order = sweep.reference_of(sorted(runs))
     catalog = load_tflite_catalog()
     tables = {r.name: r for r in catalog.runtimes}

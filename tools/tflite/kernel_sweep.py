@@ -277,10 +277,11 @@ def kind_of(out: dict[str, Any]) -> str:
     return "quantized_steps" if scale else "integers"
 
 
-def load_runs() -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
-    """runtime -> (model, class) -> row; a model-level error under class ""."""
+def load_runs(folder: Path | None = None) -> dict[str, dict[tuple[str, str], dict[str, Any]]]:
+    """runtime -> (model, class) -> row; a model-level error under class "" (the sweep's
+    raw runs, or those of another folder of per-runtime JSON lines)."""
     found: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-    for path in sorted(RUNS.glob("*.jsonl")):
+    for path in sorted((folder or RUNS).glob("*.jsonl")):
         rows = {}
         for line in path.read_text().splitlines():
             row = json.loads(line)
