@@ -351,3 +351,77 @@ def test_nan_against_an_infinity_on_real_ordinary_values_stays_ordinary() -> Non
     )
     ((group,),) = [p["changes"] for p in table["ops"]["Op"]["dtypes"].values()]
     assert group["met_on"] == "ordinary" and "poles" not in group
+
+
+# the scale of a ULP: the element's own, or the output's for an op combining elements
+def test_an_op_combining_elements_is_measured_at_the_outputs_scale() -> None:
+    # LogSoftmax bfloat16 in 1.14: -0.0383 against -0.0459 beside -5.09 (21 ULPs of the
+    # element, 0.19 of the output's largest magnitude)
+    newest = run(["-3.359375", "-0.0458984375", "-5.09375"], "bfloat16", cls="ordinary")
+    other = run(["-3.359375", "-0.038330078125", "-5.09375"], "bfloat16", cls="ordinary")
+    assert compare.distance(newest, other)[0] == pytest.approx(21.106, abs=1e-3)
+    assert compare.distance(newest, other, scaled=True)[0] == pytest.approx(0.19, abs=1e-3)
+    assert compare.finite_change(newest, other, 4.0)
+    assert not compare.finite_change(newest, other, 4.0, scaled=True)
+    assert compare.outputs_beyond(newest, other, 4.0, scaled=True) == []
+    # NaN or an infinity on one side stays a change at any scale
+    assert compare.distance(newest, run(["nan", "-0.04", "-5.0"]), scaled=True)[0] == (
+        compare.DIFFERS
+    )
+
+
+def _scalar(shape: list[int] | None) -> dict[str, Any]:
+    """The newest's node of the rank-0 `scalar` class: answered with `shape`, or refused."""
+    if shape is None:
+        return {"dtype": "DT_FLOAT", "class": "scalar", "layout": "same", "build_error": "E"}
+    return {
+        **run(["0.5"], cls="scalar"),
+        "outputs": [{**run(["0.5"])["outputs"][0], "shape": shape}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("scalar", "combines"),
+    [
+        (_scalar([]), False),  # a cwise op: a scalar in, a scalar out
+        (_scalar(None), True),  # needs an axis or a matrix (Softmax, Qr)
+        (_scalar([1]), True),  # answered with another shape
+        (None, False),  # nothing measured to tell: per element
+    ],
+)
+def test_the_scalar_class_tells_whether_an_op_combines_elements(
+    scalar: dict[str, Any] | None, combines: bool
+) -> None:
+    runs = [run(["1.0"], cls="ordinary"), *([scalar] if scalar else [])]
+    assert compare.combines_elements(runs) is combines
+
+
+def test_an_op_only_the_structured_builders_run_combines_elements() -> None:
+    assert compare.combines_elements([{**run(["1.0"], cls="ordinary"), "layout": "s:rows"}])
+
+
+def test_a_cancelled_element_of_a_combining_op_is_rounding_and_says_its_scale() -> None:
+    refused = _scalar(None)
+    wide = ["-3.359375", "-0.0458984375", "-5.09375"]
+    near = ["-3.359375", "-0.038330078125", "-5.09375"]
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(near, "bfloat16", cls="ordinary"), refused],
+            v1_1_0=[run(wide, "bfloat16", cls="ordinary"), refused],
+        ),
+        tolerance=4.0,
+    )
+    (pair,) = table["ops"]["Op"]["dtypes"].values()
+    assert pair["scale"] == "output"
+    assert [g["verdict"] for g in pair["changes"]] == ["rounding"]
+    # the same values from a cwise op (a scalar answered as a scalar): a change
+    table = sweep.build_table(
+        _answers(
+            v1_0_0=[run(near, "bfloat16", cls="ordinary"), _scalar([])],
+            v1_1_0=[run(wide, "bfloat16", cls="ordinary"), _scalar([])],
+        ),
+        tolerance=4.0,
+    )
+    (pair,) = table["ops"]["Op"]["dtypes"].values()
+    assert "scale" not in pair
+    assert [(g["verdict"], g["met_on"]) for g in pair["changes"]] == [("differs", "ordinary")]

@@ -18,7 +18,13 @@ Raw lines are cached per release under .cache/kernel-sweep (tools/kernels/runs.p
 restarted past an op that crashes or hangs). Every release is compared with the
 newest measured one (tools/kernels/compare.py): bitwise equal; within the
 tolerance (`rounding`, in ULPs of the output dtype, chosen from the measured
-distribution of differences: see `tolerance` in the table); or `differs`. A release
+distribution of differences: see `tolerance` in the table); or `differs`. A ULP is
+the element's own for an op that computes each element alone, and the output's
+largest magnitude's for one that combines elements (`scale: output` on the pair: it
+refused the rank-0 `scalar` class, or only the structured builders ran it), since
+there an element that cancels to near zero keeps an absolute error at the scale of
+the values combined: a bit of that scale is no change a served model meets, however
+many ULPs of the small element it makes (compare.py says why and what it measured). A release
 that differs records every input class that differs (`classes`) and `met_on`:
 `ordinary` when one of ORDINARY_CLASSES does (its evidence shown), `extremes` when
 only EXTREME_CLASSES do.
@@ -61,6 +67,7 @@ sys.path.insert(0, str(HERE.parent))  # tools/: provenance
 
 from compare import (  # noqa: E402
     DIFFERS,
+    combines_elements,
     comparable,
     differences,
     finite_change,
@@ -337,7 +344,10 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                     else "every input class refused by the shape function"
                 )
                 continue
-            pair: dict[str, Any] = {}
+            # an op that combines elements is measured at each output's scale
+            # (compare.py: a cancelled element's few ULPs of that scale are no change)
+            scaled = combines_elements(mine)
+            pair: dict[str, Any] = {"scale": "output"} if scaled else {}
             absent = []
             unsteady: list[str] = []
             groups: dict[str, dict[str, Any]] = {}
@@ -354,7 +364,7 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                 if any(r.get("nondeterministic") for r in runs + mine):
                     unsteady.append(release)  # its own two runs disagree: not a kernel's
                     continue
-                found = differences(mine, runs)
+                found = differences(mine, runs, scaled)
                 if not found:
                     continue
                 worst = max(found, key=lambda f: (f[2], f[0]["class"] == "ordinary"))
@@ -377,7 +387,7 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                     if f[0]["class"] not in EXTREME_CLASSES
                     and (
                         f[0]["class"] not in POLE_CLASSES
-                        or finite_change(f[0], f[1], tolerance, both_sides=True)
+                        or finite_change(f[0], f[1], tolerance, both_sides=True, scaled=scaled)
                     )
                 ]
                 severity: dict[str, Any] = {}
@@ -398,7 +408,9 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
                         severity["poles"] = sorted(poles)
                     # which outputs differ, over every node of the severity's classes: a
                     # change only in outputs a model never reads is no hazard to it
-                    spots = [outputs_beyond(f[0], f[1], tolerance) for f in ordinary or beyond]
+                    spots = [
+                        outputs_beyond(f[0], f[1], tolerance, scaled) for f in ordinary or beyond
+                    ]
                     if spots and all(o is not None for o in spots):
                         severity["outputs"] = sorted({n for o in spots if o for n in o})
                 run_n, run_r, _, where = worst
@@ -487,8 +499,11 @@ def build_table(answers: dict[str, dict[str, dict[str, Any]]], tolerance: float)
         },
         "tolerance": {
             "ulps": tolerance,
-            "how": "a float output within this many ULPs of the newest release's (relative to "
-            "the larger magnitude, in the output's dtype), every value finite on both sides, "
+            "how": "a float output within this many ULPs of the newest release's (in the "
+            "output's dtype, relative to the larger magnitude of each element; for an (op, "
+            "dtype) marked `scale: output`, one whose kernel combines elements, since it "
+            "refused the rank-0 `scalar` class or only the structured builders ran it, "
+            "relative to the output's largest magnitude), every value finite on both sides, "
             "is `rounding`; chosen from `distribution`",
             "distribution": _ordered(distribution),
             "distribution_by_dtype": {k: _ordered(v) for k, v in sorted(per_dtype.items())},
