@@ -397,7 +397,12 @@ def test_the_scalar_class_tells_whether_an_op_combines_elements(
 
 
 def test_an_op_only_the_structured_builders_run_combines_elements() -> None:
-    assert compare.combines_elements([{**run(["1.0"], cls="ordinary"), "layout": "s:rows"}])
+    structured = {**run(["1.0"], cls="ordinary"), "layout": "s:inference"}
+    assert compare.combines_elements([structured])
+    # the generic probe's nodes refused by the shape function (a batch norm on 2-D)
+    refused = {"dtype": "DT_FLOAT", "class": "ordinary", "layout": "same", "build_error": "E"}
+    assert compare.combines_elements([refused, _scalar(None), structured])
+    assert not compare.combines_elements([refused])
 
 
 def test_a_cancelled_element_of_a_combining_op_is_rounding_and_says_its_scale() -> None:

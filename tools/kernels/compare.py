@@ -132,17 +132,17 @@ def largest_magnitude(x: dict[str, Any], y: dict[str, Any]) -> float:
 def combines_elements(runs: list[dict[str, Any]]) -> bool:
     """Whether an (op, dtype), as the newest release ran it (`runs`: its nodes of that
     dtype), combines elements, so its differences are measured at each output's scale:
-    no node of a generic layout (the structured builders' `s:` ones alone), or a
-    generic node answered while the `scalar` class's was refused or answered with an
-    output of rank 1 or more. False (per element) when the scalar node answered rank-0
-    outputs, or when nothing was measured to tell: nothing is judged at a coarser
-    scale without a measurement."""
+    only the structured builders' nodes (`s:` layouts) answered (the generic probe's
+    shapes were refused: a batch norm needs 4-D inputs), or a generic node answered
+    while the `scalar` class's was refused or answered with an output of rank 1 or
+    more. False (per element) when the scalar node answered rank-0 outputs, or when
+    nothing was measured to tell: nothing is judged at a coarser scale without a
+    measurement."""
     generic = [r for r in runs if not r["layout"].startswith(("s:", "m:"))]
-    if not generic:
-        return any("outputs" in r for r in runs)
-    answered = [r for r in generic if "outputs" in r]
+    if not any("outputs" in r for r in generic):
+        return any("outputs" in r for r in runs if r["layout"].startswith("s:"))
     scalar = [r for r in generic if r["class"] == "scalar"]
-    if not answered or not scalar:
+    if not scalar:
         return False
     return not any("outputs" in r and all(o["shape"] == [] for o in r["outputs"]) for r in scalar)
 
