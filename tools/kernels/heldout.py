@@ -5,6 +5,7 @@
                                           [--fixture 14] [--exclude EARLIER_SET_DIR ...]
                                           > PICKS.json
     <venv>/bin/python tools/kernels/heldout.py make --picks PICKS.json --out DIR [--integers]
+                                          [--shape 2,3] [--feed-seed 4242]
 
 `pick` (standard library) draws (op, dtype) pairs at random: some from the pairs
 whose change the sweep met on ordinary inputs (`--ordinary`: what at-risk claims, so
@@ -22,6 +23,9 @@ drawn with another seed: one feed of ordinary values, one mixing edge values
 (`make --integers`, sets from kernels-heldout-4 on) a third of integer values from -10
 to 100, the magnitudes and integer points of the sweep's `indices` class, which the
 table counts among the ordinary classes (so at-risk's claim on it can be tested).
+`--shape` and `--feed-seed` draw the feeds in another shape and from another seed
+(defaults: the earlier sets' [2, 3] and 4242), so a pair an earlier set used can be
+made again as a new model, fed values no earlier set fed it.
 
 Runs under every Python a TensorFlow release came with (3.7).
 """
@@ -84,8 +88,8 @@ SWEEP_LOAD = (
 )
 
 
-def _values(dtype, rng, edgy):
-    size = SHAPE[0] * SHAPE[1]
+def _values(dtype, rng, edgy, shape=SHAPE):
+    size = shape[0] * shape[1]
     if dtype in ("DT_FLOAT", "DT_DOUBLE", "DT_HALF", "DT_BFLOAT16"):
         edges = HALF_EDGES if dtype == "DT_HALF" else FLOAT_EDGES
         if edgy:
@@ -101,12 +105,12 @@ def _values(dtype, rng, edgy):
     return [rng.randint(low, 9) for _ in range(size)]
 
 
-def _integers(dtype, rng):
+def _integers(dtype, rng, shape=SHAPE):
     """Integer values from -10 to 100 (0 to 100 unsigned) in `dtype`: the sweep's
     `indices` class drawn again (poles, domain bounds, tails, magnitudes up to 100)."""
-    size = SHAPE[0] * SHAPE[1]
+    size = shape[0] * shape[1]
     if dtype in ("DT_BOOL", "DT_STRING"):
-        return _values(dtype, rng, False)
+        return _values(dtype, rng, False, shape)
     low = 0 if dtype.startswith("DT_UINT") else -10
     values = [rng.randint(low, 100) for _ in range(size)]
     if dtype in ("DT_FLOAT", "DT_DOUBLE", "DT_HALF", "DT_BFLOAT16"):
@@ -114,20 +118,21 @@ def _integers(dtype, rng):
     return values
 
 
-def _feeds(dtypes, integers=False):
+def _feeds(dtypes, integers=False, shape=SHAPE, seed=FEED_SEED):
     """Two feeds (ordinary values, then edge values), with `integers` a third of integer
-    values; [2, 3] per swept input. The first two are drawn as the earlier sets drew them."""
-    rng = random.Random(FEED_SEED + len(dtypes))
+    values; `shape` per swept input. With the defaults the first two are drawn as the
+    earlier sets drew them."""
+    rng = random.Random(seed + len(dtypes))
     feeds = []
     kinds = ("ordinary", "edges", "integers") if integers else ("ordinary", "edges")
     for kind in kinds:
         feed = {}
         for i, dtype in enumerate(dtypes):
             if kind == "integers":
-                values = _integers(dtype, rng)
+                values = _integers(dtype, rng, shape)
             else:
-                values = _values(dtype, rng, kind == "edges")
-            feed["x%d:0" % i] = [values[r * SHAPE[1] : (r + 1) * SHAPE[1]] for r in range(SHAPE[0])]
+                values = _values(dtype, rng, kind == "edges", shape)
+            feed["x%d:0" % i] = [values[r * shape[1] : (r + 1) * shape[1]] for r in range(shape[0])]
         feeds.append(feed)
     return feeds
 
@@ -215,6 +220,7 @@ def make(args):
 
     v1 = tf.compat.v1
     picks = json.load(open(args.picks))["picks"]
+    shape = tuple(int(n) for n in args.shape.split(","))
     ops = dict((o.name, o) for o in probe._op_list())
     for item in picks:
         op_def = ops.get(item["op"])
@@ -268,7 +274,7 @@ def make(args):
             handle.write(graph.as_graph_def().SerializeToString())
         doc = {
             "case": case,
-            "feeds": _feeds(swept, args.integers),
+            "feeds": _feeds(swept, args.integers, shape, args.feed_seed),
             "feed_kinds": ["ordinary", "edges", "integers"][: 3 if args.integers else 2],
             "fetches": fetches,
             "made_by": "tools/kernels/heldout.py make (Graph.create_op in a tf.compat.v1 graph, Graph.as_graph_def())",
@@ -305,6 +311,8 @@ def main():
         action="store_true",
         help="a third feed of integer values -10..100 (the sweep's indices class drawn again)",
     )
+    made.add_argument("--shape", default="2,3", help="rows,columns of every feed")
+    made.add_argument("--feed-seed", type=int, default=FEED_SEED)
     args = parser.parse_args()
     return pick(args) if args.command == "pick" else make(args)
 
