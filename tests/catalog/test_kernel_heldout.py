@@ -151,3 +151,16 @@ def test_the_fifth_held_out_figures_are_the_recorded_ones() -> None:
     expected = _recorded(FIFTH, "588f373")
     found = _figures(FIFTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
     assert {k: found[k] for k in expected} == expected
+
+
+SIXTH = ROOT / "tests" / "fixtures" / "kernels-heldout-6"
+
+
+@pytest.mark.skipif(not SIXTH.exists(), reason="no sixth kernel held-out set yet")
+def test_the_sixth_held_out_figures_are_the_recorded_ones() -> None:
+    """Drawn after ops that combine elements were measured at the output's scale: new
+    models (another shape, feed seed and producers) of every pair met on ordinary
+    inputs, and unused pairs; scored as the fourth round is."""
+    expected = _recorded(SIXTH, "49f8e24")
+    found = _figures(SIXTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
+    assert {k: found[k] for k in expected} == expected
