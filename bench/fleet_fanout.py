@@ -5,8 +5,8 @@ larger run) made from the metadata of real TensorFlow-written fixtures (varied a
 bench/fleet_impact.py varies them), each with an object in moto's S3 server to tag,
 checked at upload against fleet BEFORE (three releases). The change adds a consumer of
 another release (fleet AFTER): every model's verdicts change, so every model is
-re-checked from its metadata, its report written and its tags put (a re-check computes
-the report's verdicts for every catalog release too: most of its cost).
+re-checked from its metadata, its report written and its tags put (the catalog
+releases' verdicts are taken from each model's record, the fleet's consumers judged).
 
 For each worker size (1, 2, 4 processes: `tfcompat worker --concurrency K`, a real
 Celery worker on a throwaway Redis) the index is restored to BEFORE, the worker starts
