@@ -89,6 +89,14 @@ class Settings(BaseSettings):
         "is recorded as failed (never redelivered); 0: no limit. With the longest retry "
         "backoff (300 s) it stays below RabbitMQ's default consumer_timeout (30 min)",
     )
+    worker_max_memory_mb: int = Field(
+        1024,
+        description="Resident memory (MiB) a worker's pool process may reach: past it, the "
+        "process is replaced once its current task is done (Celery's "
+        "`worker_max_memory_per_child`; nothing is lost, the new process starts cold). A "
+        "process's memo tables grow with the models it meets, about 8 MiB per 1,000 models "
+        "a fleet change re-checks; 0: never replaced",
+    )
     publish_timeout: float = Field(
         0.8,
         description="Seconds the receiver and the bridge wait for the broker to confirm a "
@@ -429,6 +437,8 @@ class Settings(BaseSettings):
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"TFCOMPAT_{name.upper()} must be positive")
+        if self.worker_max_memory_mb < 0:
+            raise ValueError("TFCOMPAT_WORKER_MAX_MEMORY_MB must be 0 (no limit) or positive")
         if self.task_time_limit < 0:
             raise ValueError("TFCOMPAT_TASK_TIME_LIMIT must be 0 (no limit) or positive")
         unknown = sorted(set(self.receiver_routes) - set(RECEIVER_ROUTES))

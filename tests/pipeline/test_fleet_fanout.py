@@ -285,7 +285,7 @@ def test_a_fleet_change_survives_kills_and_an_mlflow_outage_and_writes_each_tag_
     )
 
     # The fleet change: a worker starts on AFTER, claims it, plans and fans out.
-    env = {**stack.env, "TFCOMPAT_FLEET": str(stack.after)}
+    env = {**stack.env, "TFCOMPAT_FLEET": str(stack.after), "TFCOMPAT_WORKER_MAX_MEMORY_MB": "1"}
     log = stack.logs / "worker-after.log"
     with process(worker, env, log) as main:
         wait_until(lambda: worker_ready(log), 90, "the worker on AFTER")
@@ -368,7 +368,9 @@ def test_the_reconciler_retags_objects_a_lost_unit_left_under_the_old_fleet(
 ) -> None:
     """A unit killed by the time limit is never redelivered: its objects keep the old
     fleet's tags while the change is recorded as applied. The reconciler finds them by
-    the digest in their tags and sends them again."""
+    the digest in their tags and sends them again, here on a worker whose pool processes
+    are each replaced after every task (TFCOMPAT_WORKER_MAX_MEMORY_MB below any
+    process's size): nothing is lost, and each replacement is logged."""
     stack = fanout
     app = create_app(Settings(broker_url=stack.env["TFCOMPAT_BROKER_URL"]))
     keys = []
@@ -394,7 +396,7 @@ def test_the_reconciler_retags_objects_a_lost_unit_left_under_the_old_fleet(
 
     after = digest_of(stack.after)
     redis.Redis(port=stack.redis_port).set(FLEET_APPLIED, after)
-    env = {**stack.env, "TFCOMPAT_FLEET": str(stack.after)}
+    env = {**stack.env, "TFCOMPAT_FLEET": str(stack.after), "TFCOMPAT_WORKER_MAX_MEMORY_MB": "1"}
     log = stack.logs / "worker-after.log"
     with process(worker, env, log):
         wait_until(lambda: worker_ready(log), 90, "the worker on AFTER")
@@ -410,3 +412,4 @@ def test_the_reconciler_retags_objects_a_lost_unit_left_under_the_old_fleet(
             interval=1,
         )
         assert "reconcile.done" in log.read_text()
+        assert "worker.process_replaced" in log.read_text()

@@ -46,13 +46,13 @@ class ReleaseOutcome:
         self,
         release: str,
         graph_def_version: int,
-        shared: Verdict,
+        shared: Verdict | RecordedState,
         judge: Callable[[], Verdict] | None = None,
     ) -> None:
         self.release = release
         self.graph_def_version = graph_def_version
-        self._shared = shared  # this release's verdict, or its class's first release's
-        self._own = shared if judge is None else None
+        self._shared = shared  # this release's verdict, its class's first's, or a record's
+        self._own = shared if judge is None and isinstance(shared, Verdict) else None
         self._judge = judge
 
     @property
@@ -70,8 +70,10 @@ class ReleaseOutcome:
 
     @property
     def errors(self) -> list[str]:
-        """The messages of its error findings, in order."""
-        return [f.message for f in self._shared.findings if f.severity == Severity.ERROR]
+        """The messages of its error findings, in order (a recorded state keeps none: its
+        release is judged again)."""
+        shared = self._shared if isinstance(self._shared, Verdict) else self.verdict
+        return [f.message for f in shared.findings if f.severity == Severity.ERROR]
 
     @property
     def verdict(self) -> Verdict:
@@ -79,6 +81,19 @@ class ReleaseOutcome:
             assert self._judge is not None
             self._own = self._judge()
         return self._own
+
+
+class RecordedState:
+    """A release's state as a report's record kept it (`worker.fleet.releases`): what a
+    `ReleaseOutcome` reads of a shared verdict, without the findings (`verdict` judges
+    the release again when something reads them)."""
+
+    __slots__ = ("findings", "serves", "status")
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        self.serves = status in (Status.COMPATIBLE, Status.AT_RISK)
+        self.findings: tuple[Finding, ...] = ()
 
 
 def release_verdicts(

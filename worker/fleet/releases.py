@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from typing import Any
 
 from worker.catalog.catalog import Catalog
-from worker.compat.report import ReleaseOutcome
+from worker.compat.check import History, check_artifact
+from worker.compat.report import RecordedState, ReleaseOutcome
 from worker.fleet.digests import consumer_digest
+from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.digest import digest
 from worker.model.findings import Severity
@@ -185,3 +188,52 @@ def releases_of(artifact_reports: Sequence[Any]) -> ReleaseVerdicts | None:
         tuple(errors),
         kept if len(kept) == len(errors) else (),
     )
+
+
+_RECORDED = {
+    str(s): RecordedState(s) for s in (Status.COMPATIBLE, Status.AT_RISK, Status.INCOMPATIBLE)
+}
+
+
+def recorded_outcomes(
+    artifact: Artifact,
+    record: ReleaseVerdicts | None,
+    releases: Sequence[Consumer],
+    history: History,
+    lookup: ReleaseLookup,
+) -> list[ReleaseOutcome] | None:
+    """`release_verdicts` of `releases` taken from the artifact's record instead of
+    checked: what a fleet change's re-check of an indexed model does, since a fleet change
+    moves no catalog release's verdict (half a re-check's time went to judging them
+    again: bench/fleet_fanout.py). Each outcome judges its release again only if its
+    findings are read (a range note's cause). None, for a full check, when the record is
+    missing, stale (other releases), keeps no causes, or holds a state a record cannot
+    stand for (`unknown`: whether such a release serves is not kept)."""
+    if record is None or record.digest != lookup.digest:
+        return None
+    if len(record.causes) != len(record.errors):
+        return None
+    outcomes = []
+    for position, consumer in enumerate(releases):
+        found = record.at(position)
+        state = _RECORDED.get(found[0]) if found is not None else None
+        if state is None:
+            return None
+        assert consumer.tensorflow is not None
+        judge = partial(check_artifact, artifact, consumer, history)
+        outcomes.append(
+            ReleaseOutcome(consumer.tensorflow, consumer.graph_def_version, state, judge)
+        )
+    if record.at(len(releases)) is not None:
+        return None  # a record of more releases
+    return outcomes
+
+
+def record_json(record: ReleaseVerdicts) -> dict[str, Any]:
+    """A parsed record in the report's form: what `release_record` wrote of it."""
+    return {
+        "digest": record.digest,
+        "runs": [list(run) for run in record.runs],
+        "errors": [list(messages) for messages in record.errors],
+        "causes": [[code, dict(fix) or None] for code, fix in record.causes],
+    }

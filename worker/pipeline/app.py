@@ -120,6 +120,7 @@ def create_app(settings: Settings, *, publish_timeout: float | None = None) -> C
         task_default_queue=QUEUE,
         task_ignore_result=settings.result_backend is None,
         task_time_limit=settings.task_time_limit or None,
+        worker_max_memory_per_child=settings.worker_max_memory_mb * 1024 or None,  # KiB
         broker_connection_retry_on_startup=True,
         broker_transport_options=transport_options(settings, publish_timeout),
         worker_hijack_root_logger=False,
@@ -239,6 +240,21 @@ def _log_retry(request: Any = None, reason: Any = None, **_: Any) -> None:
     structlog.get_logger(__name__).warning(
         "task.retry", error=str(reason), retries=getattr(request, "retries", None)
     )
+
+
+@signals.worker_process_shutdown.connect
+def _log_replaced(pid: int | None = None, exitcode: int | None = None, **_: Any) -> None:
+    """A pool process past TFCOMPAT_WORKER_MAX_MEMORY_MB leaves once its task is done
+    (billiard's recycle exit status) and the pool starts another: say so, with its peak."""
+    from billiard.pool import EX_RECYCLE
+
+    if exitcode == EX_RECYCLE:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        structlog.get_logger(__name__).info(
+            "worker.process_replaced", pid=pid, peak_rss_mb=round(peak), cause="memory limit"
+        )
 
 
 @signals.task_postrun.connect

@@ -40,12 +40,18 @@ from worker.compat.unsafe import unsafe_tag
 from worker.errors import InvalidArtifact, NotFound, SourceRefused, Superseded
 from worker.fleet.checker import Checker
 from worker.fleet.digests import consumer_digest
-from worker.fleet.releases import release_lookup, release_record
+from worker.fleet.releases import (
+    record_json,
+    recorded_outcomes,
+    release_lookup,
+    release_record,
+)
 from worker.formats.access import ReadPolicy, decide_object
 from worker.formats.layout import model_folder, read_object
 from worker.formats.summary import inspect_json
 from worker.model.artifact import Artifact
 from worker.model.events import ObjectEvent
+from worker.model.index import ReleaseVerdicts
 from worker.model.outcome import Outcome
 from worker.model.verdict import Status, consumer_status_json
 from worker.sinks import tags as T
@@ -152,21 +158,31 @@ def consumer_states(reports: Sequence[dict[str, Any]]) -> dict[str, str]:
 
 
 def verdict_reports(
-    artifacts: Sequence[Artifact], checker: Checker
+    artifacts: Sequence[Artifact], checker: Checker, recorded: ReleaseVerdicts | None = None
 ) -> tuple[list[dict[str, Any]], list[str], str | None]:
     """Each artifact's report against the fleet and the catalog, and the releases that
-    serve every one of them (with the first such release)."""
+    serve every one of them (with the first such release). `recorded`: the catalog
+    releases' verdicts an earlier check of this one-artifact object recorded (a fleet
+    change's re-check), taken instead of judged when they still hold."""
     releases = checker.catalog.range_consumers()
     lookup = release_lookup(checker.catalog)
     reports = []
     every: list[list[ReleaseOutcome]] = []
     for a in artifacts:
-        outcomes = release_verdicts(a, releases, checker.catalog)
+        outcomes = None
+        if recorded is not None and len(artifacts) == 1:
+            outcomes = recorded_outcomes(a, recorded, releases, checker.catalog, lookup)
+        if outcomes is None:
+            outcomes = release_verdicts(a, releases, checker.catalog)
+            record = release_record(outcomes, lookup)
+        else:
+            assert recorded is not None
+            record = record_json(recorded)
         report = artifact_report(
             a, checker.consumers, releases, checker.catalog, checker.policy, outcomes
         )
         # for fleet changes: a consumer added as a catalog release takes its verdict
-        report["release_verdicts"] = release_record(outcomes, lookup)
+        report["release_verdicts"] = record
         reports.append(report)
         every.append(outcomes)
     ranges, min_release = combined_ranges(reports, every)
@@ -181,13 +197,14 @@ def check_and_record(
     location: ReportLocation,
     error: str | None = None,
     seen: Seen | None = None,
+    recorded: ReleaseVerdicts | None = None,
 ) -> Outcome:
-    """Check artifacts (read now, or taken from the index) and record the result:
-    the report first, so a tag never points at a missing report, then our tags,
-    read and written back to back."""
+    """Check artifacts (read now, or taken from the index with the catalog releases'
+    verdicts `recorded` for them) and record the result: the report first, so a tag
+    never points at a missing report, then our tags, read and written back to back."""
     bucket, key = location.of(event)
     if error is None:
-        reports, ranges, min_release = verdict_reports(artifacts, checker)
+        reports, ranges, min_release = verdict_reports(artifacts, checker, recorded)
     else:
         reports = [invalid_report(f"s3://{event.bucket}/{event.key}", error)]
         ranges, min_release = [], None

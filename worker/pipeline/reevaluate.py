@@ -66,7 +66,9 @@ def rewrite(
         version_id=model.version_id,
         source="fleet-change",
     )
-    outcome = check_and_record(event, model.artifacts, store, checker, location)
+    outcome = check_and_record(
+        event, model.artifacts, store, checker, location, recorded=model.releases
+    )
     if outcome.document is not None:
         bucket, key = location.of(event)
         updated = model_from_report(outcome.document, bucket, key, tuple(model.artifacts))
