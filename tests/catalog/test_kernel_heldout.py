@@ -128,39 +128,31 @@ def test_the_truth_on_several_feeds_is_a_difference_on_any_of_them() -> None:
     assert not precision._differs(real, producer, True, (0,))
 
 
-FOURTH = ROOT / "tests" / "fixtures" / "kernels-heldout-4"
+# Rounds fed ordinary, edge and integer values (the sweep's `indices` class drawn
+# again), scored in ULPs of the output's dtype (the table's 4), the ordinary truth on the
+# Gaussian and the integer feeds: (set, the table commit it was drawn against, how).
+INTEGER_FEED_ROUNDS = [
+    ("kernels-heldout-4", "8d0beaa", "every unused pair met on ordinary inputs"),
+    ("kernels-heldout-5", "588f373", "drawn after binary ops met two ordinary operands"),
+    (
+        "kernels-heldout-6",
+        "49f8e24",
+        "drawn after ops that combine elements were measured at the output's scale: new "
+        "models (another shape, feed seed and producers) of every pair met on ordinary "
+        "inputs, and unused pairs",
+    ),
+]
 
 
-@pytest.mark.skipif(not FOURTH.exists(), reason="no fourth kernel held-out set yet")
-def test_the_fourth_held_out_figures_are_the_recorded_ones() -> None:
-    """Cases fed ordinary, edge and integer values (the sweep's `indices` class drawn
-    again), scored in ULPs of the output's dtype (the table's 4), the ordinary truth on
-    the Gaussian and the integer feeds."""
-    expected = _recorded(FOURTH, "8d0beaa")
-    found = _figures(FOURTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
-    assert {k: found[k] for k in expected} == expected
-
-
-FIFTH = ROOT / "tests" / "fixtures" / "kernels-heldout-5"
-
-
-@pytest.mark.skipif(not FIFTH.exists(), reason="no fifth kernel held-out set yet")
-def test_the_fifth_held_out_figures_are_the_recorded_ones() -> None:
-    """Cases drawn after binary ops were measured on two different ordinary operands,
-    scored as the fourth round is."""
-    expected = _recorded(FIFTH, "588f373")
-    found = _figures(FIFTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
-    assert {k: found[k] for k in expected} == expected
-
-
-SIXTH = ROOT / "tests" / "fixtures" / "kernels-heldout-6"
-
-
-@pytest.mark.skipif(not SIXTH.exists(), reason="no sixth kernel held-out set yet")
-def test_the_sixth_held_out_figures_are_the_recorded_ones() -> None:
-    """Drawn after ops that combine elements were measured at the output's scale: new
-    models (another shape, feed seed and producers) of every pair met on ordinary
-    inputs, and unused pairs; scored as the fourth round is."""
-    expected = _recorded(SIXTH, "49f8e24")
-    found = _figures(SIXTH, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
-    assert {k: found[k] for k in expected} == expected
+@pytest.mark.parametrize(
+    ("name", "against", "how"), INTEGER_FEED_ROUNDS, ids=[r[0] for r in INTEGER_FEED_ROUNDS]
+)
+def test_an_integer_feed_round_gives_its_recorded_figures(
+    name: str, against: str, how: str
+) -> None:
+    root = ROOT / "tests" / "fixtures" / name
+    if not root.exists():
+        pytest.skip(f"no {name} set yet")
+    expected = _recorded(root, against)
+    found = _figures(root, reference="2.21.0", ulps=4.0, ordinary=(0, 2))
+    assert {k: found[k] for k in expected} == expected, how
