@@ -25,6 +25,7 @@ from worker.pipeline.app import (
     TASK_FLEET_VERSION,
     TASK_INDEX_REBUILD,
     TASK_RECONCILE,
+    RetryingTask,
     settings_of,
 )
 from worker.pipeline.fanout import (
@@ -68,7 +69,7 @@ def fleet_checker(services: Services, fleet_path: str) -> Checker:
     return _CHECKERS[key]
 
 
-class FanoutTask(Task):  # type: ignore[type-arg]
+class FanoutTask(RetryingTask):
     """A unit of a fleet change: failing for good puts it in the dead-letter list."""
 
     def on_failure(self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
