@@ -38,16 +38,7 @@ _FIRST_OF_TWO_ERRORS = (
     "the first error of two TensorFlow meets in one node or across functions follows protobuf "
     "map and function-library order; both errors are reported and loads/serves agree"
 )
-_NODE_ORDER = (
-    "1.15 imports the graph in its nodes' order and meets ParseExampleV2 (not registered, at "
-    "the input) before SparseSegmentSum's Tsegmentids attr (unknown, deeper in the linear "
-    "model); the rules rank every unknown attr before every unregistered op under the v1 "
-    "loader and a graph import (measured where a variable's attr comes before the model's "
-    "ops), not by node; both errors are reported and loads/serves agree"
-)
 KNOWN_MISSES: dict[tuple[str, ...], str] = {
-    ("tfx-1.21.0/estimator_2022", "1.15.5"): _NODE_ORDER,
-    ("tfx-1.21.0/tfma_eval", "1.15.5", "sm_graphdef_import"): _NODE_ORDER,
     ("tf2.15/float8_variable", "1.15.5"): _FIRST_OF_TWO_ERRORS,
     ("tf2.21/float8_variable", "1.15.5"): _FIRST_OF_TWO_ERRORS,
     ("tf2.15/int4_in_function", "2.8.4", "v2_loader"): _FIRST_OF_TWO_ERRORS,

@@ -2,7 +2,8 @@
 tools/fixtures/real_models.py), judged as TensorFlow judged them
 (tests/fixtures/real-models): a tf.Transform layer restored into an Estimator export
 makes its vocabulary tables by calling restored `_creator` functions, and TFMA's eval
-export names one tensor as two inputs of its signature."""
+export names one tensor as two inputs of its signature. A graph import meets the
+first bad node first, whether its op is unknown or one of its attrs."""
 
 from __future__ import annotations
 
@@ -86,3 +87,14 @@ def test_tf_saved_model_load_fails_a_signature_taking_one_tensor_twice(release: 
     # the v1 loader never prunes a signature at load: its tags fail it first
     v1 = _verdict("tfma_eval", release, Loader.SAVED_MODEL_V1)
     assert _first_error(v1) == (Code.SAVED_MODEL_TAGS, Stage.LOAD)
+
+
+@pytest.mark.parametrize("loader", [Loader.SAVED_MODEL_V1, Loader.GRAPH_IMPORT])
+def test_the_first_bad_node_gives_the_first_error(loader: Loader) -> None:
+    """1.15 imports node by node (GraphConstructor: the op's lookup, then the attrs):
+    ParseExampleV2 at the input, unknown to it, fails before SparseSegmentSum's
+    Tsegmentids attr deeper in the model, though both are reported."""
+    verdict = _verdict("estimator_2022", "1.15", loader)
+    errors = [str(f.code) for f in verdict.findings if f.severity == "error"]
+    assert errors[0] == Code.OP_NOT_REGISTERED
+    assert Code.ATTR_UNKNOWN in errors
