@@ -257,6 +257,7 @@ ERROR_CLASSES: list[tuple[str, frozenset[str]]] = [
     ("argument if there is more than one MetaGraph", frozenset({"saved-model.tags"})),
     ("You must feed a value for placeholder", frozenset({"request.feed", "init.failed"})),
     ("needs an input for each placeholder", frozenset({"request.feed"})),
+    ("appears more than once in the input list", frozenset({"request.feed"})),
     ("Unable to lift tensor", frozenset({"request.feed", "init.failed"})),
     ("MetaGraphDef associated with tags", frozenset({"saved-model.tags"})),
     ("Expected exactly one", frozenset({"init.failed"})),

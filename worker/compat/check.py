@@ -46,7 +46,7 @@ from worker.compat.memo import (
 from worker.compat.nodes import NodeContext, check_node_kind
 from worker.compat.objects import object_findings
 from worker.compat.op_signature import deprecation_key, judged_at, op_signature
-from worker.compat.order import phases, place, severity_rank
+from worker.compat.order import node_position, place, severity_rank
 from worker.compat.output_shapes import output_shape_findings
 from worker.compat.policy import Policy, apply_same_answer, policy_findings
 from worker.compat.runs import run_findings, tag_findings
@@ -527,15 +527,14 @@ def check_artifact(
     subject = subject_for(artifact, consumer, history or NO_HISTORY)
     if policy is not None:
         subject.policy = policy
-    order = phases(subject)
     found = [(name, finding) for name, check in _OWN_CHECKS for finding in check(subject)]
     found += _registry_findings(subject)
     strict = apply_same_answer([f for _, f in found], consumer, subject.policy)
     found = [(name, f) for (name, _), f in zip(found, strict, strict=True)]
-    ranked: list[tuple[int, int, Finding]] = []
+    ranked: list[tuple[int, tuple[int, int], Finding]] = []
     for name, finding in found:
         phase = "unknown-attrs" if name == "nodes" and finding.code == Code.ATTR_UNKNOWN else name
-        ranked.append((severity_rank(finding), order.index(phase), finding))
+        ranked.append((severity_rank(finding), node_position(subject, phase, finding), finding))
     ranked.sort(key=lambda item: item[:2])
     findings = [finding for _, _, finding in ranked]
     fails_load = any(f.fails_load for f in findings)

@@ -311,9 +311,10 @@ def _run_findings(s: Subject) -> list[Finding]:
     tf1_in_v2 = loader == Loader.SAVED_MODEL_V2
     if tf1_in_v2:
         # load_v1_in_v2 prunes every signature at load: a placeholder no signature input
-        # feeds fails the load, whichever signature it is.
+        # feeds fails the load, whichever signature it is, and so does a tensor two of its
+        # inputs name.
         for run in plan.requests:
-            findings += _feed_findings(run, Stage.LOAD)
+            findings += _feed_findings(run, Stage.LOAD) + _repeated_input_findings(run)
     if request is None:
         findings.append(_no_default_signature([r.name for r in plan.requests]))
         return findings
@@ -513,6 +514,27 @@ def _feed_findings(run: Run, stage: Stage) -> list[Finding]:
             "not feed (it feeds only the asset files and the variables path): the load fails.",
             op="Placeholder",
             stage=stage,
+        )
+    ]
+
+
+def _repeated_input_findings(run: Run) -> list[Finding]:
+    """tf.saved_model.load of a TF1 SavedModel prunes each signature into a function whose
+    inputs are the signature's input tensors (`load_v1_in_v2._extract_signatures`,
+    `WrappedFunction.prune`); TF_GraphToFunction refuses a tensor twice among a function's
+    inputs (`c_api_function.cc` ProcessInputs). Seen: TFMA's eval export, whose `labels`
+    and `features/tips_xf` are one tensor, fails every tf.saved_model.load from 2.3 on."""
+    if not run.repeated:
+        return []
+    names = ", ".join(run.repeated[:4])
+    return [
+        error(
+            Code.REQUEST_FEED,
+            f"Signature {run.name} takes tensor(s) {names} as two or more of its inputs: "
+            "tf.saved_model.load prunes every signature of a TF1 SavedModel into a function "
+            "at load, and a function cannot take one tensor twice ('TF_Output "
+            f"{run.repeated[0]} appears more than once in the input list'): the load fails.",
+            stage=Stage.LOAD,
         )
     ]
 

@@ -8,12 +8,16 @@ node runs only if something needs another of its outputs. Resource handles
 are followed from the node that creates them through the ops that only pass
 a handle on (`Identity`, control-flow `Enter`/`Switch`/`Merge`/...), to the
 node that uses them; a reference variable's `Identity` is a read of its value,
-so refs pass only through the `Ref*` forms.
+so refs pass only through the `Ref*` forms. A resource is created by a top-level node
+of a creating op, or by a top-level call of a library function that creates one and
+returns its handle: a restored resource's `_creator` (a model built on a loaded
+SavedModel, such as a tf.Transform layer, and saved again makes its tables so).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from worker.formats.fixed_values import FixedValues
 from worker.formats.graph import TopNodes
@@ -48,6 +52,8 @@ RESOURCE_OPS: dict[str, str] = {
     "MultiDeviceIterator": "iterator",
 }
 REF_RESOURCE_OPS = frozenset({"VariableV2", "Variable", "HashTable"})  # ref outputs
+CALL_OPS = frozenset({"StatefulPartitionedCall", "PartitionedCall"})
+DT_RESOURCE = 20
 
 # Ops that hand a resource handle on unchanged; for a ref, only the Ref forms do.
 HANDLE_PASS_OPS = frozenset(
@@ -78,8 +84,68 @@ def _tensor_names(info: pb.TensorInfo) -> list[str]:
     return [info.name] if info.name else []
 
 
+def _creators(library: pb.FunctionDefLibrary) -> dict[str, str]:
+    """Library functions whose one output is the handle of a resource their body creates,
+    through `Identity`s and calls of such functions (a restored resource's `_creator` is
+    called by a restored function body): function name -> the creating op."""
+    candidates = []
+    for function in library.function:
+        outputs = function.signature.output_arg
+        if len(outputs) == 1 and outputs[0].type == DT_RESOURCE:
+            ret = function.ret.get(outputs[0].name, "").split(":")[0]
+            body = {node.name: node for node in function.node_def}
+            candidates.append((function.signature.name, ret, body))
+    found: dict[str, str] = {}
+    grew = True
+    while grew:
+        grew = False
+        for name, ret, body in candidates:
+            if name not in found:
+                made = _made_by(ret, body, found)
+                if made is not None:
+                    found[name] = made
+                    grew = True
+    return found
+
+
+def _made_by(name: str, body: dict[str, pb.NodeDef], creators: dict[str, str]) -> str | None:
+    """The creating op behind the handle node `name` of a function body, or None."""
+    seen: set[str] = set()
+    while name in body and name not in seen:
+        seen.add(name)
+        node = body[name]
+        if node.op in RESOURCE_OPS:
+            return node.op
+        called = node.attr["f"].func.name if node.op in CALL_OPS else node.op
+        if called in creators:
+            return creators[called]
+        if node.op not in HANDLE_PASS_OPS:
+            return None
+        inputs = [i for i in node.input if not i.startswith("^")]
+        name = inputs[0].split(":")[0] if inputs else ""
+    return None
+
+
+def created_by_calls(meta_graph: pb.MetaGraphDef) -> dict[str, str]:
+    """Top-level call nodes that create a resource: node name -> the creating op."""
+    creators = _creators(meta_graph.graph_def.library)
+    if not creators:
+        return {}
+    found: dict[str, str] = {}
+    for node in meta_graph.graph_def.node:
+        called = node.attr["f"].func.name if node.op in CALL_OPS else node.op
+        if called in creators:
+            found[node.name] = creators[called]
+    return found
+
+
 class _Pruner:
-    def __init__(self, nodes: TopNodes, fixed: FixedValues | None = None) -> None:
+    def __init__(
+        self,
+        nodes: TopNodes,
+        fixed: FixedValues | None = None,
+        created: dict[str, str] | None = None,
+    ) -> None:
         self.nodes = nodes
         self.fixed = fixed
         self.tables = TableFacts(fixed) if fixed is not None else None
@@ -89,9 +155,11 @@ class _Pruner:
                 self.users.setdefault(_tensor(text)[0], []).append((name, position))
         self.resources: list[Resource] = []
         self.resource_uses: list[list[tuple[str, int]]] = []
+        created = created or {}
         for name, (op, _, _) in nodes.items():
-            if op in RESOURCE_OPS:
-                self.resources.append(Resource(name, op, RESOURCE_OPS[op]))
+            made = op if op in RESOURCE_OPS else created.get(name)
+            if made is not None:
+                self.resources.append(Resource(name, made, RESOURCE_OPS[made]))
                 self.resource_uses.append(self._uses(name, op in REF_RESOURCE_OPS))
 
     def _uses(self, start: str, is_ref: bool) -> list[tuple[str, int]]:
@@ -155,6 +223,18 @@ class _Pruner:
             fills=fills,
             lookups=lookups,
         )
+
+
+def _repeated(feeds: list[str]) -> tuple[str, ...]:
+    """The tensors named by more than one of a signature's inputs ('x' is 'x:0')."""
+    seen: set[tuple[str, int]] = set()
+    found: list[str] = []
+    for name in feeds:
+        node, output = _tensor(name)
+        if (node, output) in seen and f"{node}:{output}" not in found:
+            found.append(f"{node}:{output}")
+        seen.add((node, output))
+    return tuple(found)
 
 
 def _assets(meta_graph: pb.MetaGraphDef) -> list[pb.AssetFileDef]:
@@ -221,7 +301,9 @@ def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
     asset_feeds = [name for a in assets for name in _tensor_names(a.tensor_info)]
     asset_tensors = {n: a.filename for a in assets for n in _tensor_names(a.tensor_info)}
     ops = {name: op for name, (op, _, _) in nodes.items()}
-    pruner = _Pruner(nodes, FixedValues(meta_graph, asset_tensors, ops))
+    pruner = _Pruner(
+        nodes, FixedValues(meta_graph, asset_tensors, ops), created_by_calls(meta_graph)
+    )
     restore = None
     saver = meta_graph.saver_def
     if meta_graph.HasField("saver_def") and saver.restore_op_name:
@@ -247,7 +329,8 @@ def serve_plan(meta_graph: pb.MetaGraphDef, nodes: TopNodes) -> ServePlan:
         outputs, inputs = signature.outputs, signature.inputs
         fetches = [n for k in sorted(outputs) for n in _tensor_names(outputs[k])]
         feeds = [n for k in sorted(inputs) for n in _tensor_names(inputs[k])]
-        requests.append(pruner.run("request", key, fetches, feeds))
+        run = pruner.run("request", key, fetches, feeds)
+        requests.append(replace(run, repeated=_repeated(feeds)))
     return ServePlan(
         restore=restore,
         init=init,

@@ -96,6 +96,7 @@ class Run:
     asserts: tuple[FailingAssert, ...] = ()  # assertions false on the file's own constants
     fills: tuple[TableFill, ...] = ()  # mutable tables it inserts into or imports
     lookups: tuple[DefaultLookup, ...] = ()  # lookups whose default becomes an index
+    repeated: tuple[str, ...] = ()  # a request's tensors two or more of its inputs name
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ def _run_from_json(d: dict[str, Any]) -> Run:
         asserts=tuple(FailingAssert(**a) for a in d.get("asserts", ())),
         fills=tuple(TableFill(**f) for f in d.get("fills", ())),
         lookups=tuple(DefaultLookup(**x) for x in d.get("lookups", ())),
+        repeated=tuple(d.get("repeated", ())),
     )
 
 
