@@ -47,6 +47,7 @@ REFERENCE = "ai-edge-litert-2.3.0"
 HERE = Path(__file__).resolve().parent
 TENSOR_BUFFER = 2  # table Tensor: its buffer's index
 FLOAT32 = 0
+FORMAT = "tfcompat-tflite-sensitivity/1"
 
 
 def out_of(name: str) -> Path:
@@ -153,12 +154,18 @@ def measure(args: argparse.Namespace) -> None:
             key: {**summarise(rows.get(key, [])), "hybrid": hybrid_of(paths[key])}
             for key in sorted(paths)
         }
+        sys.path.insert(0, str(REPO / "tools"))
+        from provenance import source_record
+
         doc = {
-            "about": (
-                "kernel_sensitivity.py measure: per file of the round, how far the "
-                f"reference runtime's ({REFERENCE}) output moves when the input, or every "
-                "float32 constant, moves one ULP per element (ULPs of the output's largest "
-                "magnitude), on the ordinary input classes"
+            "format": FORMAT,
+            "source": source_record(
+                "tools/tflite/kernel_sensitivity.py",
+                "kernel_sens_run.py in the reference runtime's own Python: per file of the "
+                "round, how far its output moves when the input, or every float32 constant, "
+                "moves one ULP per element (ULPs of the output's largest magnitude), on the "
+                "ordinary input classes; hybrid from the file's operators",
+                [heldout._label(root) for root in heldout.SOURCES] + [REFERENCE],
             ),
             "reference": REFERENCE,
             "files": found,
