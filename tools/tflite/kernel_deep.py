@@ -117,7 +117,7 @@ def cnn_wide(x):
     x = L.Conv2D(64, 3, padding="same", activation="relu")(x)
     x = L.Conv2D(96, 3, strides=2, padding="same", activation="relu")(x)
     x = L.Conv2D(128, 3, padding="same", activation="relu")(x)
-    x = L.AveragePooling2D()(x)
+    x = L.AveragePooling2D(2)(x)  # Keras 3 has no default pool size
     return L.Dense(12)(L.Flatten()(x))
 
 
