@@ -79,23 +79,21 @@ def weight_spans(path: Path) -> list[tuple[int, int]]:
 
 
 def hybrid_of(path: Path) -> bool:
-    """Whether the file computes with dynamic-range operators and none quantised
-    (kernel_whole.arithmetic_of of its operators' variants)."""
+    """Whether some operator of the file is a dynamic-range one (int8 weights, float
+    activations quantised on the fly), whatever else it holds (a DEQUANTIZE of int8
+    weights computes nothing quantised)."""
     sys.path.insert(0, str(REPO))
-    import kernel_whole
-
     from worker.formats.read import read_path
     from worker.model.tflite import variant_of
 
     (artifact,) = read_path(str(path))
     model = artifact.tflite
     assert model is not None
-    variants = {
-        variant_of(k, model.operator_codes[k.opcode_index].name)
+    return any(
+        variant_of(k, model.operator_codes[k.opcode_index].name).startswith("dynamic")
         for k in model.operator_kinds
         if not model.operator_codes[k.opcode_index].is_custom
-    }
-    return kernel_whole.arithmetic_of(variants) == "dynamic"
+    )
 
 
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
