@@ -32,6 +32,12 @@ tests/fixtures/tflite-kernels-heldout/deep, written after the whole-model tolera
 was committed (cells-deep.jsonl). `--set deep-dynamic` (the fourth round): the same
 architectures with dynamic-range weights (`kernel_deep.py OUT dynamic`), whose
 FULLY_CONNECTED and CONV_2D kernels the table records as changed in some runtimes.
+`--set wide` (the fifth round): six other, wider architectures of kernel_deep.py
+(`OUT VARIANT wide`: float32, dynamic-range and int16x8 with float input and output) by
+the 2.14.1 and 2.19.1 converters, written after the sensitivity tolerance was committed.
+`--tolerance sensitivity` judges a cell by the file's own sensitivity instead of its
+depth (kernel_sweep.sensitive_tolerance, the amplification kernel_sensitivity.py
+measured into sensitivity-<set>.json).
 """
 
 from __future__ import annotations
