@@ -4,6 +4,7 @@
 
     python3 tools/tflite/kernel_sensitivity.py measure --set NAME[,NAME] [--envs ENVS]
     .venv/bin/python tools/tflite/kernel_sensitivity.py rescore --set NAME[,NAME]
+    .venv/bin/python tools/tflite/kernel_sensitivity.py margins --set NAME[,NAME]
 
 A runtime whose kernels round otherwise than the reference's moves each operator's
 output by about one ULP; the file's layers amplify that (or damp it) on the way to the
@@ -24,6 +25,13 @@ table for the cell (kernel_whole.py's: `changed` on ordinary inputs, `extremes`,
 `unmeasured`, `clean`). A dequantised output's distance is converted to steps of its
 DEQUANTIZE's input with the reference output's ULP (the largest over the classes: the
 cells keep only the furthest distance, not its class).
+
+`margins` reads a round's raw runs (kernel_heldout.py run) and, per tolerance (depth,
+sensitivity) and per kind of file (`hybrid`; `dequantised`: every output a DEQUANTIZE
+writes; `other`: float or quantised outputs), prints the furthest cell each calls
+rounding and the nearest it calls a difference, as a fraction of the cell's tolerance
+(the worst output and ordinary class), and for dequantised outputs how many cells are
+0, 1 and more steps.
 """
 
 from __future__ import annotations
@@ -272,16 +280,103 @@ def rescore(args: argparse.Namespace) -> None:
                     )
 
 
+def _kind(sens: dict[str, Any]) -> str:
+    if sens.get("hybrid"):
+        return "hybrid"
+    outs = sens.get("outputs") or []
+    return "dequantised" if outs and all("dequantizes" in o for o in outs) else "other"
+
+
+def ratio(
+    got: dict[tuple[str, str], Any],
+    expected: dict[tuple[str, str], Any],
+    key: str,
+    sens: dict[str, Any],
+    depth: int | None,
+) -> tuple[float, float]:
+    """A cell's furthest output over the ordinary classes as a fraction of its tolerance
+    (the depth's when `depth` is given, in float ULPs; else the sensitivity's), and its
+    furthest dequantised distance in steps (0 when none)."""
+    worst = steps = 0.0
+    outs = sens.get("outputs") or []
+    for cls in sweep.ORDINARY:
+        mine, theirs = got[(key, cls)]["outputs"], expected[(key, cls)]["outputs"]
+        if len(mine) != len(theirs):
+            return math.inf, math.inf
+        for j, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            d, _ = sweep.distance(a, b)
+            kind = sweep.kind_of(b)
+            if depth is not None:
+                tolerance = sweep.whole_tolerance(depth)
+            else:
+                tolerance = sweep.sensitive_tolerance(
+                    sens.get("amplification"), bool(sens.get("hybrid"))
+                )
+            scale = (outs[j].get("dequantizes") or {}).get("scale") if j < len(outs) else None
+            if kind == "float_ulps" and scale and d:
+                counted = sweep.dequantized_steps(d, sweep._spacing(sweep.values(b)), scale)
+                steps = max(steps, counted)
+                if depth is None:  # the depth tolerance counts float ULPs
+                    d, kind = counted, "quantized_steps"
+            if d:
+                worst = max(worst, d / tolerance[kind] if tolerance[kind] else math.inf)
+    return worst, steps
+
+
+def margins(args: argparse.Namespace) -> None:
+    for name in args.set.split(","):
+        heldout.choose(name)
+        runs = sweep.load_runs(heldout.HELD)
+        sens = load(name)
+        cells = [json.loads(x) for x in heldout.CELLS.read_text().splitlines()]
+        print(f"== {name}: {len(cells)} cells")
+        step_counts: Counter[str] = Counter()
+        for rule in ("depth", "sensitivity"):
+            within: dict[str, tuple[float, str]] = {}
+            apart: dict[str, tuple[float, str]] = {}
+            for c in cells:
+                key, s = c["model"], sens.get(c["model"], {})
+                r, steps = ratio(
+                    runs[c["runtime"]],
+                    runs[c["reference"]],
+                    key,
+                    s,
+                    c["depth"] if rule == "depth" else None,
+                )
+                kind = _kind(s)
+                where = f"{key} in {c['runtime']}"
+                if 0 < r <= 1 and r > within.get(kind, (0.0, ""))[0]:
+                    within[kind] = (r, where)
+                if r > 1 and r < apart.get(kind, (math.inf, ""))[0]:
+                    apart[kind] = (r, where)
+                if rule == "depth" and kind == "dequantised":
+                    step_counts["0" if not steps else "1" if steps <= 1 else "more"] += 1
+            for kind in ("other", "hybrid", "dequantised"):
+                w, a = within.get(kind), apart.get(kind)
+                print(
+                    f"{rule}\t{kind}\tfurthest rounding "
+                    + (f"{w[0]:.3g} ({w[1]})" if w else "-")
+                    + "\tnearest difference "
+                    + (f"{a[0]:.4g} ({a[1]})" if a else "-")
+                )
+        if step_counts:
+            print(
+                "dequantised cells by steps: "
+                + ", ".join(f"{k} {step_counts[k]}" for k in ("0", "1", "more"))
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--envs", type=Path, default=DEFAULT_ENVS)
     r = sub.add_parser("rescore")
-    for p in (m, r):
+    g = sub.add_parser("margins")
+    for p in (m, r, g):
         p.add_argument("--set", default=",".join(heldout.ROUNDS))
     args = parser.parse_args()
-    {"measure": measure, "rescore": rescore}[args.command](args)
+    {"measure": measure, "rescore": rescore, "margins": margins}[args.command](args)
 
 
 if __name__ == "__main__":
