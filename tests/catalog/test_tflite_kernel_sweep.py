@@ -106,3 +106,52 @@ def test_a_whole_models_answer_keeps_rounding_apart_from_a_difference() -> None:
 def test_depth_is_the_longest_chain_of_operators(name: str, depth: int) -> None:
     fixtures = TOOLS.parents[1] / "tests" / "fixtures" / "tflite" / "models" / "tf2.21"
     assert sweep.depth_of(fixtures / f"{name}.tflite") == depth
+
+
+# the whole-model tolerance from the file's own sensitivity (kernel_sensitivity.py)
+@pytest.mark.parametrize(
+    ("amplification", "hybrid", "ulps"),
+    [(None, False, 16), (0.0, False, 16), (0.25, False, 16), (1.0, False, 32),
+     (1312.0, False, 41984), (231.0, True, 16), (None, True, 16)],
+)  # fmt: skip
+def test_a_float_models_tolerance_is_its_own_amplification_times_a_factor(
+    amplification: float | None, hybrid: bool, ulps: float
+) -> None:
+    assert sweep.sensitive_tolerance(amplification, hybrid) == {
+        "float_ulps": ulps,
+        "quantized_steps": 1,
+        "integers": 0,
+    }
+
+
+def test_a_dequantised_output_is_judged_in_the_steps_of_the_tensor_it_dequantises() -> None:
+    scale = 0.00019226661243010312  # dense_int16x8's int16 output, as the file states it
+    ref = [output([4096 * scale, -10 * scale])]
+    one_step = [output([4097 * scale, -10 * scale])]  # 1,613 ULPs of 0.79
+    two_steps = [output([4098 * scale, -10 * scale])]
+    file = {"amplification": 0.0, "outputs": [{"dequantizes": {"dtype": "int16", "scale": scale}}]}
+    assert sweep.distance(one_step[0], ref[0])[0] > 1000
+    assert sweep.answer_by_sensitivity(one_step, ref, file) == "within rounding"
+    assert sweep.answer_by_sensitivity(two_steps, ref, file) == "differs"
+    assert sweep.answer_by_sensitivity(one_step, ref, {"amplification": 0.0}) == "differs"
+
+
+def test_a_float_answer_is_rounding_within_the_files_amplification() -> None:
+    ref = [output([1.0, 2.0])]
+    near = [output([1.0, 2.0 + 100 * 2**-22])]  # 100 ULPs at 2.0
+    assert sweep.answer_by_sensitivity(ref, ref, {"amplification": 3.0}) == "bitwise"
+    assert sweep.answer_by_sensitivity(near, ref, {"amplification": 3.0}) == "differs"
+    assert sweep.answer_by_sensitivity(near, ref, {"amplification": 4.0}) == "within rounding"
+    hybrid = {"amplification": 4.0, "hybrid": True}
+    assert sweep.answer_by_sensitivity(near, ref, hybrid) == "differs"
+
+
+def test_a_files_float_constants_are_found_in_its_flatbuffer() -> None:
+    sensitivity = _load("kernel_sensitivity")
+    path = TOOLS.parents[1] / "tests" / "fixtures" / "tflite" / "models" / "tf2.21" / "dense.tflite"
+    data = path.read_bytes()
+    spans = sensitivity.weight_spans(path)
+    assert spans and all(start % 4 == 0 and size % 4 == 0 for start, size in spans)
+    weights = array("f", b"".join(data[s : s + n] for s, n in spans))
+    assert all(math.isfinite(w) for w in weights) and any(w != 0 for w in weights)
+    assert sensitivity.weight_spans(path.with_name("dense_int8.tflite")) != spans

@@ -3,12 +3,18 @@ rounds for the whole-model tolerance of tools/tflite/kernel_whole.py.
 
 Runs inside one TensorFlow venv (2.13 and later: Keras 2 or Keras 3 as `tf.keras`):
 
-    <venv>/bin/python tools/tflite/kernel_deep.py OUT_DIR [float32|dynamic]
+    <venv>/bin/python tools/tflite/kernel_deep.py OUT_DIR [float32|dynamic|int16x8] [deep|wide]
 
 Small CNNs, MLPs and recurrent stacks (unrolled, so the file holds the cells' own
-operators), 7 to 120 operators deep, batch 1. `float32` (the default) converts them as
-they are; `dynamic` with dynamic-range weights (`Optimize.DEFAULT`, no representative
-data: int8 weights, float activations), other seeds. Every weight is set from one
+operators), 7 to 120 operators deep, batch 1 (`deep`, the default); `wide`: other
+architectures, wider (64 to 256 channels or units) and of other depths (a wide MLP with
+GELU, a wide CNN, a bottleneck ResNet, a wide depthwise stack, a transposed-convolution
+decoder, a wide bidirectional LSTM). `float32` (the default) converts them as they
+are; `dynamic` with dynamic-range weights (`Optimize.DEFAULT`, no representative
+data: int8 weights, float activations); `int16x8` quantised with 16-bit activations and
+8-bit weights from representative data (seeded values in [-2.5, 2.5]), float input and
+output (a QUANTIZE first, a DEQUANTIZE last; an op without a 16x8 kernel stays float);
+each variant and set with its own seeds. Every weight is set from one
 seeded numpy generator (Glorot-uniform scale for kernels; positive variances), so the
 file does not depend on Keras's initialisers. It writes OUT_DIR/<model>.<variant>.tflite
 and OUT_DIR/models.json (converter, Keras, per model the input shape or the
@@ -101,6 +107,61 @@ def attention_block(x):
     return L.Dense(4)(L.GlobalAveragePooling1D()(x))
 
 
+def mlp_wide_gelu(x):
+    for units in (256, 256, 192, 128):
+        x = L.Dense(units, activation="gelu")(x)
+    return L.Dense(16)(x)
+
+
+def cnn_wide(x):
+    x = L.Conv2D(64, 3, padding="same", activation="relu")(x)
+    x = L.Conv2D(96, 3, strides=2, padding="same", activation="relu")(x)
+    x = L.Conv2D(128, 3, padding="same", activation="relu")(x)
+    x = L.AveragePooling2D(2)(x)  # Keras 3 has no default pool size
+    return L.Dense(12)(L.Flatten()(x))
+
+
+def resnet_bottleneck(x):
+    x = L.Conv2D(64, 3, padding="same")(x)
+    for _ in range(3):
+        y = L.ReLU()(L.BatchNormalization()(L.Conv2D(16, 1)(x)))
+        y = L.ReLU()(L.BatchNormalization()(L.Conv2D(16, 3, padding="same")(y)))
+        y = L.BatchNormalization()(L.Conv2D(64, 1)(y))
+        x = L.ReLU()(L.Add()([x, y]))
+    return L.Dense(10)(L.GlobalAveragePooling2D()(x))
+
+
+def depthwise_wide(x):
+    x = L.Conv2D(96, 3, strides=2, padding="same", activation="relu6")(x)
+    for _ in range(5):
+        x = L.DepthwiseConv2D(3, padding="same", activation="relu6")(x)
+        x = L.Conv2D(96, 1, activation="relu6")(x)
+    return L.Dense(8)(L.GlobalMaxPooling2D()(x))
+
+
+def decoder_transpose(x):
+    x = L.Dense(4 * 4 * 32, activation="relu")(x)
+    x = L.Reshape((4, 4, 32))(x)
+    x = L.Conv2DTranspose(32, 3, strides=2, padding="same", activation="relu")(x)
+    x = L.Conv2DTranspose(16, 3, strides=2, padding="same", activation="relu")(x)
+    return L.Conv2D(3, 3, padding="same", activation="sigmoid")(x)
+
+
+def bilstm_wide(x):
+    x = L.Bidirectional(L.LSTM(64, unroll=True, return_sequences=True))(x)
+    return L.Dense(6)(L.GlobalAveragePooling1D()(x))
+
+
+WIDE = {
+    "mlp_wide_gelu": (mlp_wide_gelu, [1, 96]),
+    "cnn_wide": (cnn_wide, [1, 24, 24, 3]),
+    "resnet_bottleneck": (resnet_bottleneck, [1, 16, 16, 8]),
+    "depthwise_wide": (depthwise_wide, [1, 32, 32, 3]),
+    "decoder_transpose": (decoder_transpose, [1, 32]),
+    "bilstm_wide": (bilstm_wide, [1, 10, 12]),
+}
+
+
 MODELS = {
     "mlp_tanh": (mlp_tanh, [1, 64]),
     "mlp_bn_relu_softmax": (mlp_bn_relu_softmax, [1, 40]),
@@ -116,7 +177,18 @@ MODELS = {
 }
 
 
-VARIANTS = {"float32": 7301, "dynamic": 7401}  # variant -> the first model's seed
+VARIANTS = {"float32": 7301, "dynamic": 7401, "int16x8": 7701}  # the first model's seed
+SETS = {"deep": (MODELS, 0), "wide": (WIDE, 150)}  # the set's models, its seeds' offset
+
+
+def representative(shape, seed):
+    rng = np.random.RandomState(seed + 100000)
+
+    def data():
+        for _ in range(16):
+            yield [rng.uniform(-2.5, 2.5, shape).astype(np.float32)]
+
+    return data
 
 
 def set_weights(model, rng):
@@ -147,14 +219,20 @@ def convert(build, shape, seed, variant):
     concrete = fn.get_concrete_function(tf.TensorSpec(shape, tf.float32))
     frozen = convert_variables_to_constants_v2(concrete)
     converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen])
-    if variant == "dynamic":
+    if variant in ("dynamic", "int16x8"):
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if variant == "int16x8":
+        converter.representative_dataset = representative(shape, seed)
+        converter.target_spec.supported_ops = [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+            tf.lite.OpsSet.TFLITE_BUILTINS,
+        ]
     return converter.convert()
 
 
 def one(out, name, seed, variant):
     """One model, in its own process: a converter that aborts ends only this one."""
-    build, shape = MODELS[name]
+    build, shape = {**MODELS, **WIDE}[name]
     data = convert(build, shape, seed, variant)
     with open(os.path.join(out, f"{name}.{variant}.tflite"), "wb") as f:
         f.write(data)
@@ -166,12 +244,13 @@ def main():
         one(out, sys.argv[2], int(sys.argv[3]), sys.argv[4])
         return
     variant = sys.argv[2] if len(sys.argv) > 2 else "float32"
+    models, offset = SETS[sys.argv[3] if len(sys.argv) > 3 else "deep"]
     if variant not in VARIANTS:
         raise SystemExit(f"variant {variant!r}: one of {', '.join(VARIANTS)}")
     os.makedirs(out, exist_ok=True)
     written = {}
-    for seed, name in enumerate(sorted(MODELS), start=VARIANTS[variant]):
-        row = {"model": name, "variant": variant, "shape": MODELS[name][1], "seed": seed}
+    for seed, name in enumerate(sorted(models), start=VARIANTS[variant] + offset):
+        row = {"model": name, "variant": variant, "shape": models[name][1], "seed": seed}
         done = subprocess.run(
             [sys.executable, __file__, out, name, str(seed), variant],
             capture_output=True,

@@ -32,6 +32,12 @@ tests/fixtures/tflite-kernels-heldout/deep, written after the whole-model tolera
 was committed (cells-deep.jsonl). `--set deep-dynamic` (the fourth round): the same
 architectures with dynamic-range weights (`kernel_deep.py OUT dynamic`), whose
 FULLY_CONNECTED and CONV_2D kernels the table records as changed in some runtimes.
+`--set wide` (the fifth round): six other, wider architectures of kernel_deep.py
+(`OUT VARIANT wide`: float32, dynamic-range and int16x8 with float input and output) by
+the 2.14.1 and 2.19.1 converters, written after the sensitivity tolerance was committed.
+`--tolerance sensitivity` judges a cell by the file's own sensitivity instead of its
+depth (kernel_sweep.sensitive_tolerance, the amplification kernel_sensitivity.py
+measured into sensitivity-<set>.json).
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ ROUNDS = {
         sweep.CACHE / "heldout-deep-dynamic",
         FIXTURE / "cells-deep-dynamic.jsonl",
     ),
+    "wide": ((FIXTURE / "wide",), sweep.CACHE / "heldout-wide", FIXTURE / "cells-wide.jsonl"),
 }
 SOURCES, HELD, CELLS = ROUNDS["files"]
 
@@ -115,11 +122,20 @@ def _differs(got: dict[str, Any], expected: dict[str, Any], exact: bool) -> bool
 
 
 def _answer(
-    got: dict[tuple[str, str], Any], expected: dict[tuple[str, str], Any], key: str, depth: int
+    got: dict[tuple[str, str], Any],
+    expected: dict[tuple[str, str], Any],
+    key: str,
+    depth: int,
+    sensitivity: dict[str, Any] | None = None,
 ) -> str:
-    """The whole model's answer over the ordinary classes: the furthest of theirs."""
+    """The whole model's answer over the ordinary classes: the furthest of theirs (under
+    the depth tolerance, or the file's own `sensitivity` when given)."""
     found = [
         sweep.answer(got[(key, c)]["outputs"], expected[(key, c)]["outputs"], depth)
+        if sensitivity is None
+        else sweep.answer_by_sensitivity(
+            got[(key, c)]["outputs"], expected[(key, c)]["outputs"], sensitivity
+        )
         for c in sweep.ORDINARY
     ]
     return max(found, key=sweep.ANSWERS.index)
@@ -147,6 +163,11 @@ def score(args: argparse.Namespace) -> None:
     from worker.model.findings import Code, Severity
 
     runs = sweep.load_runs(HELD)
+    by_sensitivity = args.tolerance == "sensitivity"
+    if by_sensitivity:
+        import kernel_sensitivity
+
+        sensitivities = kernel_sensitivity.load(args.set)
     order = sweep.reference_of(sorted(runs))
     catalog = load_tflite_catalog()
     tables = {r.name: r for r in catalog.runtimes}
@@ -171,14 +192,17 @@ def score(args: argparse.Namespace) -> None:
         for name, table in runs.items():
             if name == ref or not all("outputs" in table.get((key, c), {}) for c in sweep.ORDINARY):
                 continue
-            answer = _answer(table, runs[ref], key, depth)
+            answer = _answer(
+                table, runs[ref], key, depth, sensitivities.get(key, {}) if by_sensitivity else None
+            )
             per_op = any(
                 _differs(table[(key, c)], runs[ref][(key, c)], False) for c in sweep.ORDINARY
             )
             exact = any(
                 _differs(table[(key, c)], runs[ref][(key, c)], True) for c in sweep.ORDINARY
             )
-            differs = {"whole": answer == "differs", "per-op": per_op, "exact": exact}[
+            whole = answer == "differs"
+            differs = {"whole": whole, "sensitivity": whole, "per-op": per_op, "exact": exact}[
                 "exact" if args.exact else args.tolerance
             ]
             measured = tables.get(name)
@@ -217,9 +241,14 @@ def score(args: argparse.Namespace) -> None:
     tp, fp, fn = cells[(True, True)], cells[(True, False)], cells[(False, True)]
     total = sum(cells.values())
     print(f"cells answered on the ordinary classes: {total} (reference {order[0]})")
+    stated = (
+        f"float {sweep.SENSITIVITY_FACTOR} x the file's amplification, at least 16 ULPs "
+        "(hybrid files 16); quantised and dequantised outputs 1 step"
+        if by_sensitivity
+        else f"float min(16 x depth^2, {sweep.WHOLE_FLOAT_CAP}) ULPs, quantised 1 step"
+    )
     print(
-        "whole-model answer (tolerance: float min(16 x depth^2, "
-        f"{sweep.WHOLE_FLOAT_CAP}) ULPs, quantised 1 step): "
+        f"whole-model answer (tolerance: {stated}): "
         + "; ".join(
             f"{a} {answers[(a, None)]} (at-risk {answers[(a, True)]})" for a in sweep.ANSWERS
         )
@@ -229,6 +258,7 @@ def score(args: argparse.Namespace) -> None:
         if args.exact
         else {
             "whole": "differs beyond the whole-model tolerance",
+            "sensitivity": "differs beyond the file's own sensitivity tolerance",
             "per-op": "differs beyond the per-operator tolerance",
         }[args.tolerance]
     )
@@ -265,12 +295,14 @@ def main() -> None:
     s.add_argument("--exact", action="store_true", help="a cell differs when not bitwise equal")
     s.add_argument(
         "--tolerance",
-        choices=("whole", "per-op"),
+        choices=("whole", "sensitivity", "per-op"),
         default="whole",
         help="whole (the default): a cell differs beyond kernel_sweep.whole_tolerance of the "
         "file's depth, the whole-model tolerance; per-op: beyond the per-operator "
         "TOLERANCE (how rounds "
-        "files and mixes were first scored)",
+        "files and mixes were first scored); sensitivity: beyond "
+        "kernel_sweep.sensitive_tolerance of the file's own amplification "
+        "(kernel_sensitivity.py, sensitivity-<set>.json)",
     )
     s.add_argument("--misses", type=int, default=40)
     s.add_argument("--write", action="store_true", help=f"write the cells to {CELLS.parent.name}")

@@ -88,6 +88,69 @@ def whole_tolerance(depth: int) -> dict[str, float]:
     return {"float_ulps": ulps, "quantized_steps": 1, "integers": 0}
 
 
+SENSITIVITY_FACTOR = 32
+"""How many times a float file's own amplification of a one-ULP rounding its output may
+move and still be rounding: about twice the largest ratio measured in-sample where the
+table records no change (17, selfie_segmentation; two real files 300 times and more
+further are not explained and differ under any tolerance; kernel_sensitivity.py
+rescore)."""
+
+
+def sensitive_tolerance(amplification: float | None, hybrid: bool = False) -> dict[str, float]:
+    """Within these a whole model answers within rounding, stated from the file's own
+    properties rather than its depth (kernel_sensitivity.py measures them in the
+    reference runtime). `amplification`: how far the file's float output moves, in ULPs of
+    its largest magnitude, when its float input or every float32 constant moves one ULP
+    (the largest over the ordinary input classes; None: nothing float to move).
+
+    - float outputs: SENSITIVITY_FACTOR times the amplification, never below the
+      per-operator 16 ULPs;
+    - float outputs of a `hybrid` file (dynamic-range operators: int8 weights, the float
+      activations quantised on the fly): the per-operator 16 ULPs. A one-ULP nudge there
+      crosses the on-the-fly int8 steps, so its amplification measures a quantisation
+      flip, not the rounding runtimes that agree per operator show;
+    - quantised outputs, and a float output a DEQUANTIZE writes (counted in the steps of
+      the tensor it dequantises, dequantized_steps): 1 step; unscaled integers: equal."""
+    floor = float(TOLERANCE["float_ulps"])
+    ulps = floor if hybrid else max(floor, SENSITIVITY_FACTOR * (amplification or 0.0))
+    return {"float_ulps": ulps, "quantized_steps": 1, "integers": 0}
+
+
+def dequantized_steps(ulps: float, ulp: float, scale: float) -> float:
+    """A float output's distance of `ulps` ULPs (each `ulp` wide) in steps of the
+    quantised tensor a DEQUANTIZE made it from (`scale`): |a - b| / scale."""
+    if math.isinf(ulps) or not scale:
+        return ulps
+    return round(ulps * ulp / scale * 100) / 100  # float32 arithmetic blurs whole steps
+
+
+def answer_by_sensitivity(
+    got: list[dict[str, Any]], expected: list[dict[str, Any]], sensitivity: dict[str, Any]
+) -> str:
+    """A whole model's outputs on one input class against the reference's, judged by
+    sensitive_tolerance of the file's `sensitivity` (kernel_sensitivity.py: its
+    amplification, whether it is hybrid, per output the scale a DEQUANTIZE reads):
+    `bitwise`, `within rounding` or `differs`."""
+    if len(got) != len(expected):
+        return "differs"
+    tolerance = sensitive_tolerance(
+        sensitivity.get("amplification"), bool(sensitivity.get("hybrid"))
+    )
+    outputs = sensitivity.get("outputs") or []
+    found = "bitwise"
+    for j, (a, b) in enumerate(zip(got, expected, strict=True)):
+        d, _ = distance(a, b)
+        kind = kind_of(b)
+        scale = (outputs[j].get("dequantizes") or {}).get("scale") if j < len(outputs) else None
+        if kind == "float_ulps" and scale and d:
+            d, kind = dequantized_steps(d, _spacing(values(b)), scale), "quantized_steps"
+        if d > tolerance[kind]:
+            return "differs"
+        if d:
+            found = "within rounding"
+    return found
+
+
 REMEASURE = (
     "python3 tools/tflite/kernel_sweep.py run --only {runtime} --refresh && "
     ".venv/bin/python tools/tflite/kernel_sweep.py write"

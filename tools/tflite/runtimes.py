@@ -105,9 +105,10 @@ def find_python(minor: str) -> str:
 
 
 def python_of(runtime: Runtime, envs: Path, tf_envs: Path) -> Path:
+    """Absolute: the drivers run it from tools/tflite, not from where they were called."""
     if runtime.family == "tensorflow":
-        return tf_envs / runtime.version / "bin" / "python"
-    return envs / runtime.name / "bin" / "python"
+        return (tf_envs / runtime.version / "bin" / "python").absolute()
+    return (envs / runtime.name / "bin" / "python").absolute()
 
 
 def ready(runtime: Runtime, envs: Path, tf_envs: Path) -> bool:
