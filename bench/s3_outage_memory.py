@@ -89,7 +89,6 @@ def main() -> int:
             (root / "before.yaml").write_text(before_yaml)
             (root / "after.yaml").write_text(after_yaml)
             before = checker_of(root / "before.yaml", catalog)
-            after = checker_of(root / "after.yaml", catalog)
             s3.create_bucket(Bucket="models")
             s3.create_bucket(Bucket="reports")
             with ThreadPoolExecutor(16) as pool:
