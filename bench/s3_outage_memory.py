@@ -9,8 +9,10 @@ every 5 seconds from /proc.
 
 Reference, measured in the same run: the pool process's RSS just before S3 went away.
 Figures: its RSS at the end of the outage and the growth per retry (the worker's log
-counts the retries). The memory limit is off for the run
-(TFCOMPAT_WORKER_MAX_MEMORY_MB=0), so nothing is hidden by a replaced process.
+counts the retries), and how many models' units ran out of retries meanwhile (dead
+letters: none is expected while the outage is shorter than the retries wait). The
+memory limit is off for the run (TFCOMPAT_WORKER_MAX_MEMORY_MB=0), so nothing is hidden
+by a replaced process.
 
 Run: .venv/bin/python bench/s3_outage_memory.py [--models 3000] [--down 120]
 """
@@ -141,6 +143,7 @@ def main() -> int:
                 )
             rss_after = max(pool_rss_mb(worker.pid))
             retries = log.read_text().count('"task.retry"') - retries_before
+            dead = runs.progress().failed
     finally:
         if worker is not None:
             os.killpg(worker.pid, signal.SIGKILL)
@@ -152,7 +155,7 @@ def main() -> int:
         f"pool process memory, S3 down {args.down:.0f} s during a fleet change "
         f"({args.models:,} models x 21 consumers, chunks of {args.chunk})",
         f"{rss_after:.0f} MB after {retries} retries = {rss_after / rss_before:.2f}x; "
-        f"{per_retry:.2f} MB per retry",
+        f"{per_retry:.2f} MB per retry; {dead} models' units dead-lettered",
         f"the same process before S3 went away: {rss_before:.0f} MB",
         f"<= {GOAL_MB_PER_RETRY:g} MB per retry",
         per_retry <= GOAL_MB_PER_RETRY,

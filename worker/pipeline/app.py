@@ -59,6 +59,11 @@ REGISTRY_RETRY_POLICY: dict[str, Any] = {**RETRY_POLICY, "max_retries": 12}
 that is restarted (an upgrade, a new node), and with full jitter eight retries can all
 fall within its first two minutes down; twelve span about half an hour at most."""
 
+FLEET_RETRY_POLICY: dict[str, Any] = REGISTRY_RETRY_POLICY
+"""A fleet change's units wait as long: thousands of them retry at once while S3 or
+Redis is away, and with eight retries some ran out within two minutes of S3 down
+(bench/s3_outage_memory.py), each a dead letter and an alert for a short outage."""
+
 
 class RetryingTask(Task):  # type: ignore[type-arg]
     """Every task's class. An error retried later is sent on without the frames it was

@@ -18,6 +18,7 @@ from worker.errors import TfcompatError, Unrecheckable
 from worker.fleet.checker import Checker
 from worker.model.registry import RegistryJob
 from worker.pipeline.app import (
+    FLEET_RETRY_POLICY,
     REGISTRY_RETRY_POLICY,
     RETRY_POLICY,
     TASK_FLEET_CHANGED,
@@ -146,7 +147,7 @@ def registered_versions(settings: Settings) -> list[tuple[str, str, str]]:
     return found
 
 
-@shared_task(bind=True, name=TASK_FLEET_CHUNK, base=FanoutTask, **RETRY_POLICY)
+@shared_task(bind=True, name=TASK_FLEET_CHUNK, base=FanoutTask, **FLEET_RETRY_POLICY)
 def fleet_chunk(self: Task[Any, Any], payload: dict[str, Any]) -> dict[str, Any]:
     """Re-tag a chunk of indexed models from their stored metadata."""
     from worker.metrics import FLEET_MODELS
