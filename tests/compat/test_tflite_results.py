@@ -4,11 +4,14 @@ consumer's runtime is at-risk (ordinary inputs) or information (extremes only)."
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from worker.compat.check import check_artifact
 from worker.compat.policy import Policy
+from worker.formats.source import FileSource
+from worker.formats.tflite import read_tflite
 from worker.model.findings import Code, FixKind, Severity, Stage
 from worker.model.tflite import ResultChange, TensorSig, TfliteOperatorKind, variant_of
 from worker.model.verdict import Status
@@ -68,6 +71,38 @@ def test_a_transposed_convolutions_variant_is_its_third_inputs() -> None:
     shape, weights = TensorSig("INT32", 1), TensorSig("INT8", 4, 1)
     conv = TfliteOperatorKind(0, (shape, weights, FLOAT), (), 1, 0, 0)
     assert variant_of(conv, "TRANSPOSE_CONV") == "dynamic"
+
+
+def test_a_dynamic_range_1x1_convolution_keys_apart() -> None:
+    pointwise = TensorSig("INT8", 4, 64, pointwise=True)
+    conv = TfliteOperatorKind(0, (FLOAT, pointwise), (), 1, 0, 0)
+    assert variant_of(conv, "CONV_2D") == "dynamic-per-channel-1x1"
+    assert variant_of(conv, "DEPTHWISE_CONV_2D") == "dynamic-per-channel"
+    quantised = TfliteOperatorKind(0, (INT8, pointwise), (), 1, 0, 0)
+    assert variant_of(quantised, "CONV_2D") == "int8-per-channel"
+
+
+WIDE = Path(__file__).parents[1] / "fixtures" / "tflite-kernels-heldout" / "wide" / "tf2.19.1"
+
+
+@pytest.mark.parametrize(
+    ("name", "variants"),
+    [
+        # Conv2D 8->64 3x3, then per block 1x1, 3x3, 1x1 (Keras 3, the 2.19.1 converter)
+        ("resnet_bottleneck", {"dynamic-per-channel", "dynamic-per-channel-1x1"}),
+        ("cnn_wide", {"dynamic-per-channel"}),  # 3x3 kernels only
+    ],
+)
+def test_a_real_files_1x1_convolutions_are_read_from_their_weights_shape(
+    name: str, variants: set[str]
+) -> None:
+    model = read_tflite(FileSource(WIDE / "dynamic" / f"{name}.dynamic.tflite"))
+    found = {
+        variant_of(k, "CONV_2D")
+        for k in model.operator_kinds
+        if model.operator_codes[k.opcode_index].name == "CONV_2D"
+    }
+    assert found == variants
 
 
 def test_a_selects_variant_is_its_values_not_its_bool_condition() -> None:

@@ -35,6 +35,9 @@ FULLY_CONNECTED and CONV_2D kernels the table records as changed in some runtime
 `--set wide` (the fifth round): six other, wider architectures of kernel_deep.py
 (`OUT VARIANT wide`: float32, dynamic-range and int16x8 with float input and output) by
 the 2.14.1 and 2.19.1 converters, written after the sensitivity tolerance was committed.
+`--set pointwise` (a sixth check): files of kernel_pointwise.py (dynamic-range 1x1 and
+3x3 convolutions, int16x8 and int8 FULLY_CONNECTED fed past their calibration range,
+by the 2.14.1 and 2.20.0 converters), written after the sweep added those two paths.
 `--tolerance sensitivity` judges a cell by the file's own sensitivity instead of its
 depth (kernel_sweep.sensitive_tolerance, the amplification kernel_sensitivity.py
 measured into sensitivity-<set>.json).
@@ -70,6 +73,11 @@ ROUNDS = {
         FIXTURE / "cells-deep-dynamic.jsonl",
     ),
     "wide": ((FIXTURE / "wide",), sweep.CACHE / "heldout-wide", FIXTURE / "cells-wide.jsonl"),
+    "pointwise": (
+        (FIXTURE / "pointwise",),
+        sweep.CACHE / "heldout-pointwise",
+        FIXTURE / "cells-pointwise.jsonl",
+    ),
 }
 SOURCES, HELD, CELLS = ROUNDS["files"]
 

@@ -387,8 +387,9 @@ def _catalogue() -> dict[str, dict[str, Any]]:
                 ]
                 found = variant_of(kinds[0], row["builtin"]) if kinds else None
                 wanted = {"float16": "float32"}.get(row["variant"], row["variant"])
-                # DEQUANTIZE and DENSIFY of float16 weights hold float16 themselves
-                if found is not None and found.removesuffix("-per-channel") in (
+                # DEQUANTIZE and DENSIFY of float16 weights hold float16 themselves; the
+                # suffixes (-per-channel, -1x1) are what the file holds, not what was asked
+                if found is not None and found.split("-")[0] in (
                     wanted,
                     row["variant"],
                 ):

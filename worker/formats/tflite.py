@@ -373,11 +373,13 @@ class _Operators:
         quantization = flat.target(tensor, S.TENSOR_QUANTIZATION)
         if quantization is not None:
             scales = flat.length(flat.table(quantization), S.QUANTIZATION_SCALE, 4)
-        sig = TensorSig(
-            type=S.tensor_type_name(flat.scalar(tensor, S.TENSOR_TYPE, "<b", 0)),
-            rank=flat.length(tensor, S.TENSOR_SHAPE, 4),
-            scales=scales,
-        )
+        kind = S.tensor_type_name(flat.scalar(tensor, S.TENSOR_TYPE, "<b", 0))
+        rank = flat.length(tensor, S.TENSOR_SHAPE, 4)
+        pointwise = False
+        if kind == "INT8" and rank == 4:  # [out, 1, 1, in]: 1x1 convolution weights
+            shape = flat.ints(tensor, S.TENSOR_SHAPE, 4, "shape entries")
+            pointwise = shape[1] == 1 and shape[2] == 1
+        sig = TensorSig(type=kind, rank=rank, scales=scales, pointwise=pointwise)
         self.features.add(TENSOR_TYPE + sig.type)
         if flat.target(tensor, S.TENSOR_SPARSITY) is not None:
             self.features.add(SPARSE_TENSOR)

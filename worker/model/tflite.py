@@ -66,6 +66,9 @@ class TensorSig:
     type: str  # TensorType name: "FLOAT32", "INT8", "INT16", ... ("TYPE_<n>" if unknown)
     rank: int  # len(shape); 0 for a scalar or a tensor written without a shape
     scales: int = 0  # quantization scales: 0 none, 1 per tensor, more: one per channel
+    # int8 of shape [n, 1, 1, m]: a 1x1 convolution's weights (the XNNPACK delegate of
+    # LiteRT 1.2 and TensorFlow 2.20 on runs a dynamic-range 1x1 CONV_2D otherwise)
+    pointwise: bool = False
 
     @property
     def per_channel(self) -> bool:
@@ -102,7 +105,9 @@ class TfliteModel:
 
 
 def _sig(d: dict[str, Any] | None) -> TensorSig | None:
-    return None if d is None else TensorSig(d["type"], d["rank"], d["scales"])
+    if d is None:
+        return None
+    return TensorSig(d["type"], d["rank"], d["scales"], d.get("pointwise", False))
 
 
 def tflite_from_json(d: dict[str, Any]) -> TfliteModel:
@@ -238,7 +243,8 @@ def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
     """The type variant of an operator of builtin `op` as the kernel sweep keys it: what
     its data input holds, for a float input whether some other input (the weights) is
     int8, which is dynamic-range quantisation, and `-per-channel` when the weights carry
-    one scale per output channel."""
+    one scale per output channel; a dynamic-range CONV_2D with 1x1 weights adds `-1x1`
+    (measured apart: runtimes that answer its 3x3 kernels as the newest do not its 1x1)."""
     index = DATA_INPUT.get(op, 0)
     data = kind.inputs[index] if index < len(kind.inputs) else None
     if data is None:
@@ -251,7 +257,8 @@ def variant_of(kind: TfliteOperatorKind, op: str = "") -> str:
         return "int16x8" + channels
     if data.type == "FLOAT32":
         hybrid = any(t.type == "INT8" for t in rest)
-        return "dynamic" + channels if hybrid else "float32"
+        pointwise = op == "CONV_2D" and any(t.pointwise for t in rest)
+        return "dynamic" + channels + ("-1x1" if pointwise else "") if hybrid else "float32"
     return data.type.lower() + channels
 
 
