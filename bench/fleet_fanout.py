@@ -174,24 +174,34 @@ def reset_store(s3: Any, n: int) -> None:
         )
 
 
-def peak_rss_mb(pid: int) -> list[float]:
-    """VmHWM (MB) of `pid` and of each of its children."""
-    pids = [pid]
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (a worker's pool processes)."""
+    found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            pids += [int(c) for c in (task / "children").read_text().split()]
+            found += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
+    return found
+
+
+def status_mb(pids: list[int], field: str) -> list[float]:
+    """A /proc/<pid>/status memory figure (VmHWM, VmRSS) of each of `pids`, in MB."""
     found = []
     for each in pids:
         try:
             text = Path(f"/proc/{each}/status").read_text()
         except OSError:
             continue
-        match = re.search(r"VmHWM:\s+(\d+) kB", text)
+        match = re.search(rf"{field}:\s+(\d+) kB", text)
         if match:
             found.append(int(match.group(1)) / 1024)
     return found
+
+
+def peak_rss_mb(pid: int) -> list[float]:
+    """VmHWM (MB) of `pid` and of each of its children."""
+    return status_mb([pid, *children(pid)], "VmHWM")
 
 
 def run_worker(

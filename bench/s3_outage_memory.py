@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -36,7 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fleet_fanout import checker_of, fleet_yaml, indexed_models, restore  # noqa: E402
+from fleet_fanout import (  # noqa: E402
+    checker_of,
+    children,
+    fleet_yaml,
+    indexed_models,
+    restore,
+    status_mb,
+)
 from local_s3 import AWS_ENV, client, free_port, redis_server, wait_for  # noqa: E402
 from rows import row  # noqa: E402
 
@@ -50,20 +56,7 @@ GOAL_MB_PER_RETRY = 1.0
 
 def pool_rss_mb(pid: int) -> list[float]:
     """VmRSS (MB) of each child of `pid` (the pool processes)."""
-    found = []
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        return found
-    for child in children:
-        try:
-            text = Path(f"/proc/{child}/status").read_text()
-        except OSError:
-            continue
-        match = re.search(r"VmRSS:\s+(\d+) kB", text)
-        if match:
-            found.append(int(match.group(1)) / 1024)
-    return found
+    return status_mb(children(pid), "VmRSS")
 
 
 def main() -> int:
