@@ -7,7 +7,8 @@ there as the fix says (the names replaced in `model.to_json()`, `model_from_json
 then loaded by Keras 3 wheels on the TensorFlow backend and run on the input the original
 ran on. The record keeps every load; the renamed files keep the root attributes the
 worker reads. Here: the fix makes every file whose only Keras 3 failure was its names
-load, with the original's outputs, and the product says so.
+load, with the original's outputs, and the product says so (or, where a layer
+setting is unmeasured in that minor, unknown: never that it fails).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ RENAME = FIXTURES / "keras-rename"
 NAME_ONLY = {"slash_layer", "slash_input", "slash_model", "slash_in_nested", "slash_nested_model",
              "slash_sequential", "towers", "backbone", "model_name_only"}  # fmt: skip
 NESTED = {"slash_in_nested", "slash_nested_model", "backbone"}
+# renamed models the product says "unknown" for in some Keras 3 minors (never "fails"):
+# Conv2D with padding='same' was in no file the layer-config table measured in those minors
+UNMEASURED = {"towers": "keras.layer-unmeasured"}
 SAME = 1e-5  # the largest output difference taken as the same weights
 
 
@@ -53,10 +57,10 @@ def renamed(writer: str, model: str) -> Artifact:
     return found
 
 
-def test_the_record_has_three_writers_four_keras_3_minors_and_every_model() -> None:
+def test_the_record_has_three_writers_every_keras_3_minor_and_every_model() -> None:
     rows = keras3()
     assert {r["writer"] for r in rows} == {"tf2.6.5", "tf2.11.0", "tf2.15.1"}
-    assert len({r["consumer"] for r in rows}) >= 4
+    assert len({r["consumer"] for r in rows}) == 16
     assert {r["model"] for r in rows} >= NAME_ONLY
     assert {r["backend"] for r in rows} == {"tensorflow"}
 
@@ -78,7 +82,11 @@ def test_the_original_fails_and_the_product_agrees_with_keras_3_on_the_renamed_f
     assert row["original_loads"] is False
     verdict = check_artifact(renamed(row["writer"], row["model"]), consumer_of(row["consumer"]),
                              load_catalog())  # fmt: skip
-    assert verdict.loads is row["loads"], row.get("error")
+    if verdict.loads is None and row["model"] in UNMEASURED:
+        codes = {str(f.code) for f in verdict.findings}
+        assert UNMEASURED[row["model"]] in codes and row["loads"]
+    else:
+        assert verdict.loads is row["loads"], row.get("error")
     assert not [f for f in verdict.findings if f.code == "keras.layer-name"]
     if row["model"] in NAME_ONLY:
         assert row["loads"] and row["max_diff"] <= SAME
