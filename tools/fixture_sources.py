@@ -222,6 +222,15 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
             + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
         ),
     ),
+    "keras-rename/record.jsonl": (
+        "tools/keras/rename_check.py",
+        "'/' models saved as H5 by each writer, renamed there as the rename_layers fix says, "
+        "the original and the renamed file loaded by Keras 3 wheels and their outputs compared",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer") if c != "writer"]
+            + [f"writer {w}" for w in dict.fromkeys(r["writer"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "

@@ -55,6 +55,28 @@ def test_the_finding_names_the_first_layer_and_the_fix_renames_it() -> None:
     assert "Keras 2.15.0" in text and "block1_dense" in text
 
 
+def test_the_fix_says_how_to_rename_from_the_file_and_to_save_as_h5() -> None:
+    keras = KerasModel("hdf5", "2.6.0", model_class="Functional", layers=(INPUT2, SLASHED))
+    (found,) = name_findings(keras, [(3, 6)])
+    assert found.fix is not None and found.fix.value is None
+    text = fix_text(found.fix.to_json(), "svc", plain)
+    assert "model_from_json" in text and 'model.save("renamed.h5")' in text
+    assert "renumbered" not in text
+
+
+def test_a_nested_model_gets_the_renumbering_step_in_an_h5_file_only() -> None:
+    # measured (tests/fixtures/keras-rename): renamed, a nested model's call still fails
+    inner = KerasLayer("Functional", "inner", ("name", "layers"))
+    layers = (INPUT2, inner, replace(SLASHED, depth=2), DENSE)
+    h5 = KerasModel("hdf5", "2.15.0", model_class="Functional", layers=layers)
+    (found,) = name_findings(h5, [(3, 15)])
+    assert found.fix is not None and found.fix.value == "nested"
+    text = fix_text(found.fix.to_json(), "svc", plain)
+    assert "renumbered" in text and "[name, 1, 0, {}] as [name, 0, 0, {}]" in text
+    (zipped,) = name_findings(replace(h5, container="keras-zip"), [(3, 15)])
+    assert zipped.fix is not None and zipped.fix.value is None
+
+
 def test_a_sequential_name_is_met_before_its_layers_a_functional_one_after() -> None:
     layers = (INPUT2, SLASHED)
     sequential = KerasModel("hdf5", "2.15.0", model_class="Sequential", model_name="s/q",

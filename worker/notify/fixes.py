@@ -190,12 +190,26 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
     if kind == "rename_layers":
         layer = str(fix.get("name") or "conv1/conv")
         renamed = layer.replace("/", "_")
-        return (
-            f"Rebuild the model in {with_keras} with no '/' in any layer or model name "
-            f"({quote(layer)} as {quote(renamed)}), load the weights with "
-            f"{quote('model.load_weights(path)')} (an H5 file's load by layer order) and save "
-            f"it again; a {quote('.keras')} saved by Keras 2 keeps the names and fails the same"
+        save = 'model.save("renamed.h5")'
+        text = (
+            f"Rebuild the model in {with_keras} with no '/' in any layer or model name, the "
+            f"input's and the model's own included ({quote(layer)} as {quote(renamed)}; from "
+            f"the file alone: replace the names in {quote('model.to_json()')} and rebuild it "
+            f"with {quote('keras.models.model_from_json')}), load the weights from the "
+            f"original file with {quote('model.load_weights(path)')} (an H5 file's load by "
+            f"layer order) and save it as H5 ({quote(save)}: a path "
+            "with no suffix writes a SavedModel, which Keras 3 does not load); a "
+            f"{quote('.keras')} saved by Keras 2 keeps the names and fails the same"
         )
+        if fix.get("value") == "nested":
+            text += (
+                ". A model used as a layer in it also fails in Keras 3 until its calls are "
+                "renumbered: Keras 2 writes the call node 1, Keras 3 looks for node 0; in the "
+                f"saved file's {quote('model_config')} attribute (h5py), lower by one the node "
+                f"index of each inbound reference to the nested model ({quote('[name, 1, 0, {}]')}"
+                f" as {quote('[name, 0, 0, {}]')})"
+            )
+        return text
     if kind == "resave_as_h5":
         save = quote('model.save("model.h5")')
         return f"Load it with {with_keras} and save it as {save}"
