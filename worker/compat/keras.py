@@ -118,6 +118,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("keras.lambda-safe-mode", checks.lambda_safe_mode),
     ("keras.archive-minor", checks.archive_minor),
     ("keras.lambda-python", checks.lambda_python),
+    ("keras.nested-call", checks.nested_calls),
     ("keras.compile-argument", checks.compile_objects),
     ("keras.compile-only", checks.compile_only),
 )

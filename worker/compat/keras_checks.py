@@ -303,6 +303,37 @@ def lambda_python(load: KerasLoad) -> None:
     load.findings.extend(_lambda_python(load.s, load.model))
 
 
+def nested_calls(load: KerasLoad) -> None:
+    """A model used as a layer whose call Keras 3's H5 loader never resolves
+    (keras.nested-call): met once every layer is made, when functional_from_config wires
+    the calls. Keras 2 numbers a nested model's first call node 1 (its construction is node
+    0) and lists only the call; Keras 3 makes only the calls, so a layer reading node 1
+    waits for good. Read in each Keras 3 minor's functional.py (3.0.5-3.15.1): 3.12, 3.14
+    and 3.15 raise once no node can be processed; the others loop in the loader and the
+    load never returns. Measured: tests/fixtures/keras-rename (every renamed-only nested
+    model fails in 3.0, 3.5, 3.10 and 3.15; renumbered, all load)."""
+    model = load.model
+    if not (load.runs[0] >= 3 and load.major == 2 and model.container == "hdf5"):
+        return
+    if not model.unreached_calls:
+        return
+    name = model.unreached_calls[0]
+    others = len(model.unreached_calls) - 1
+    also = f" ({others} more such model(s))" if others else ""
+    load.findings.append(
+        error(
+            Code.KERAS_NESTED_CALL,
+            f"'{name}' is a model used as a layer{also}, and a layer reads its call as node 1, "
+            "as Keras 2 numbers it (its construction is node 0); Keras 3's H5 loader makes only "
+            "its calls, so that node never exists: Keras 3.12 and later fail the load ('Invalid "
+            "Functional model configuration. The graph of the Functional model either has "
+            "loops or disconnected nodes'), earlier Keras 3 loop in functional_from_config and "
+            "the load never returns.",
+            fix=Fix(FixKind.RENUMBER_NESTED_CALLS, name=name),
+        )
+    )
+
+
 def compile_objects(load: KerasLoad) -> None:
     """The compile configuration (training_config / compile_config), met last."""
     load.findings.extend(load.compiled)

@@ -67,6 +67,7 @@ MODEL_FIXES = frozenset(
         FixKind.RESAVE_WITH_PYTHON,
         FixKind.FLOAT_LAYER_DTYPE,
         FixKind.RENAME_LAYERS,
+        FixKind.RENUMBER_NESTED_CALLS,
         FixKind.CONVERT_WITH,
         FixKind.CONVERT_WITHOUT,
         FixKind.EXPORT_SERVE_TAG,

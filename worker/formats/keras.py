@@ -226,8 +226,54 @@ def keras_model(
         model_module=_text(config.get("module")),
         model_name=_model_name(config.get("config")),
         layers=tuple(walker.layers),
+        unreached_calls=unreached_calls(config),
         **extra,
     )
+
+
+# The nested models measured (tests/fixtures/keras-rename): a Keras 2 Sequential used as a
+# layer is numbered the same way but was never loaded so in Keras 3; it is not listed.
+MEASURED_NESTED = frozenset({"Functional", "Model"})
+
+
+def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Models used as a layer that another layer of the same functional config reads at a
+    call node the config does not list. Keras 2 counts a nested model's construction as
+    its node 0 and writes its first call as node 1 (`[name, 1, 0, {}]`), listing only the
+    call among its inbound nodes; Keras 3's H5 loader (`functional_from_config`) gives it
+    only the calls it makes, so such a reference is never resolved. Every functional
+    config in the file, nested ones included; layer-first, the names once each."""
+    found: list[str] = []
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list) or depth > MAX_DEPTH:
+        return ()
+    entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
+    calls = {}
+    for entry in entries:
+        nodes = entry.get("inbound_nodes")
+        calls[_text(entry["config"].get("name"))] = (
+            entry.get("class_name"),
+            len(nodes) if isinstance(nodes, list) else 0,
+        )
+    for entry in entries:
+        nodes = entry.get("inbound_nodes")
+        for node in nodes if isinstance(nodes, list) else []:
+            for ref in node if isinstance(node, list) else []:
+                if not (isinstance(ref, list) and len(ref) >= 3 and isinstance(ref[1], int)):
+                    continue
+                target = calls.get(_text(ref[0]))
+                name = _text(ref[0])
+                if (
+                    target
+                    and target[0] in MEASURED_NESTED
+                    and ref[1] >= target[1]
+                    and (name not in found)
+                ):
+                    found.append(name)
+        if entry.get("class_name") in MODEL_CLASSES:
+            found += [n for n in unreached_calls(entry, depth + 1) if n not in found]
+    return tuple(found)
 
 
 def _model_name(config: Any) -> str:

@@ -102,6 +102,7 @@ class Code(StrEnum):
     KERAS_LAYER_CONFIG = "keras.layer-config"  # a Keras 2 H5 layer config Keras 3 fails on
     KERAS_LAYER_UNMEASURED = "keras.layer-unmeasured"  # a Keras 2 H5 layer config nobody measured
     KERAS_LAYER_NAME = "keras.layer-name"  # a layer or model name Keras 3 refuses ('/')
+    KERAS_NESTED_CALL = "keras.nested-call"  # a nested model's call Keras 3 never resolves
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
@@ -157,6 +158,7 @@ class FixKind(StrEnum):
     # name: the first layer whose name Keras 3 refuses; keras: the Keras that wrote the file.
     # Rebuild it there with names without '/', load the weights by order, save it again
     RENAME_LAYERS = "rename_layers"
+    RENUMBER_NESTED_CALLS = "renumber_nested_calls"  # name: the nested model
     # name: pass it in load_model(custom_objects=...), or re-save it registered
     REGISTER_CUSTOM_OBJECT = "register_custom_object"
     LOAD_WITHOUT_COMPILE = "load_without_compile"  # name: load_model(path, compile=False)

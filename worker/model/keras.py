@@ -105,6 +105,9 @@ class KerasModel:
     layers: tuple[KerasLayer, ...] = ()
     model_module: str = ""  # the top-level entry's module ("keras", "keras.src.engine.functional")
     model_name: str = ""  # the top-level model's own name ("densenet121"; "" unread)
+    # models used as a layer that a layer reads at a call node the config does not list
+    # (Keras 2 numbers a nested model's first call 1: formats.keras.unreached_calls)
+    unreached_calls: tuple[str, ...] = ()
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
@@ -275,4 +278,5 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         layers=tuple(layers),
         model_module=data.get("model_module", ""),
         model_name=data.get("model_name", ""),
+        unreached_calls=tuple(data.get("unreached_calls", ())),
     )

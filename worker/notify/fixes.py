@@ -210,6 +210,14 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
                 f" as {quote('[name, 0, 0, {}]')})"
             )
         return text
+    if kind == "renumber_nested_calls":
+        name = str(fix.get("name") or "the nested model")
+        return (
+            f"In the file's {quote('model_config')} attribute (h5py), lower by one the node "
+            f"index of each inbound reference to {quote(name)} ({quote(f'[{name!r}, 1, 0, {{}}]')}"
+            f" as {quote(f'[{name!r}, 0, 0, {{}}]')}); the weights stay as they are, and Keras 2 "
+            "loads the file as before"
+        )
     if kind == "resave_as_h5":
         save = quote('model.save("model.h5")')
         return f"Load it with {with_keras} and save it as {save}"
