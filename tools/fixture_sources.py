@@ -231,6 +231,21 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
             + [f"writer {w}" for w in dict.fromkeys(r["writer"] for r in _lines(p))]
         ),
     ),
+    "keras-nested/made.json": (
+        "tools/keras/nested_models.py",
+        "Keras 2 models used as layers in shapes keras.nested-call was not read on, built "
+        "with seeded weights and saved whole as H5 by each writer's tf.keras",
+        lambda p: [f"writer {w}" for w in _doc(p)],
+    ),
+    "keras-nested/record.jsonl": (
+        "tools/keras/nested_models.py",
+        "each keras-nested file loaded by Keras 3 wheels (load_model, compile=False, stopped "
+        "after 10 s) and run on a fixed input",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"writer {w}" for w in dict.fromkeys(r["writer"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "
