@@ -7,7 +7,9 @@ Uses the same comparison as tests/compat/test_keras_agreement.py (`disagreement`
 (tests/fixtures/keras-real, tests/compat/test_keras_real_agreement.py) are printed
 apart, held-out and tuned files apart again, and the whole Keras 2 models loaded by
 Keras 3 (tests/fixtures/keras-apps and, second round, keras-apps-2), and the Keras 2
-layer and model names loaded by Keras 3 (keras-names, keras-names-2). Under
+layer and model names loaded by Keras 3 (keras-names, keras-names-2), and the Keras 2
+models used as layers loaded by Keras 3 (keras-nested: loads, and the first error's
+code where both fail). Under
 each figure: whether those rows are held-out or in-sample now, and the held-out figure
 as first measured (tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
 """
@@ -28,6 +30,9 @@ from tests.compat.test_keras_names2_agreement import names2_disagreement
 from tests.compat.test_keras_names2_agreement import rows as names2_rows
 from tests.compat.test_keras_names_agreement import names_disagreement
 from tests.compat.test_keras_names_agreement import rows as names_rows
+from tests.compat.test_keras_nested import disagreement as nested_disagreement
+from tests.compat.test_keras_nested import figures as nested_figures
+from tests.compat.test_keras_nested import record as nested_rows
 from tests.compat.test_keras_real_agreement import held_out, real_disagreement
 from tests.compat.test_keras_real_agreement import rows as real_rows
 from tests.held_out import HeldOutSet, held_out_set
@@ -38,6 +43,7 @@ KERAS_APPS = Path("tests/fixtures/keras-apps")
 KERAS_APPS_2 = Path("tests/fixtures/keras-apps-2")
 KERAS_NAMES = Path("tests/fixtures/keras-names")
 KERAS_NAMES_2 = Path("tests/fixtures/keras-names-2")
+KERAS_NESTED = Path("tests/fixtures/keras-nested")
 
 
 def label(found: HeldOutSet | None) -> str:
@@ -84,6 +90,15 @@ def main() -> None:
         if verbose:
             for row, why in wrong:
                 print(f"          {row['consumer']} {row['model']}: {why}")
+    picked = nested_rows()
+    found = nested_figures(picked)
+    shown = ", ".join(f"{k} {a}/{n}" for k, (a, n) in found.items())
+    print(f"{'nested':>13}: {shown} agree (models used as layers)")
+    print(f"               {label(held_out_set(KERAS_NESTED))}")
+    if verbose:
+        for row in picked:
+            if (why := nested_disagreement(row)) is not None:
+                print(f"          {row['consumer']} {row['writer']}/{row['model']}: {why}")
 
 
 if __name__ == "__main__":

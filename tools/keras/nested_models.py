@@ -227,8 +227,8 @@ def write(build):
         os.makedirs(os.path.join(fixtures, "models", writer), exist_ok=True)
         for entry in made[writer]["models"]:
             if "file" in entry:
-                shutil.copyfile(os.path.join(build, writer, entry["file"]),
-                                os.path.join(fixtures, "models", writer, entry["file"]))  # fmt: skip
+                target = os.path.join(fixtures, "models", writer, entry["file"])
+                shutil.copyfile(os.path.join(build, writer, entry["file"]), target)
     with open(os.path.join(fixtures, "made.json"), "w") as f:
         json.dump(made, f, indent=1, sort_keys=True)
         f.write("\n")
