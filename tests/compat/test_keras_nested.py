@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.compat.test_keras_agreement import consumer_of, error_class
+from tests.held_out import held_out_set
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.formats.read import read_path
@@ -132,3 +133,9 @@ def test_the_control_loads_and_runs_everywhere() -> None:
 @pytest.mark.parametrize("row", [_param(r) for r in record()])
 def test_verdict_agrees_with_keras_3_on_held_out_nested_models(row: dict[str, Any]) -> None:
     assert disagreement(row) is None
+
+
+def test_the_first_measured_figure_is_recorded() -> None:
+    found = held_out_set(NESTED)
+    assert found is not None and found.first_measured["against"] == "580293d"
+    assert found.first_measured["figures"]["loads"][1] == len(record())
