@@ -311,7 +311,8 @@ def nested_calls(load: KerasLoad) -> None:
     waits for good. Read in each Keras 3 minor's functional.py (3.0.5-3.15.1): 3.12, 3.14
     and 3.15 raise once no node can be processed; the others loop in the loader and the
     load never returns. Measured: tests/fixtures/keras-rename (every renamed-only nested
-    model fails in 3.0, 3.5, 3.10 and 3.15; renumbered, all load)."""
+    model fails in 3.0, 3.5, 3.10 and 3.15; renumbered, all load) and keras-nested (held
+    out: shared, two-level, multi-input and Sequential nesting fail in seven minors)."""
     model = load.model
     if not (load.runs[0] >= 3 and load.major == 2 and model.container == "hdf5"):
         return
@@ -325,10 +326,10 @@ def nested_calls(load: KerasLoad) -> None:
             Code.KERAS_NESTED_CALL,
             f"'{name}' is a model used as a layer{also}, and a layer reads its call as node 1, "
             "as Keras 2 numbers it (its construction is node 0); Keras 3's H5 loader makes only "
-            "its calls, so that node never exists: Keras 3.12 and later fail the load ('Invalid "
-            "Functional model configuration. The graph of the Functional model either has "
-            "loops or disconnected nodes'), earlier Keras 3 loop in functional_from_config and "
-            "the load never returns.",
+            "its calls, so that node never exists: Keras 3.12, 3.14 and 3.15 fail the load "
+            "('Invalid Functional model configuration. The graph of the Functional model "
+            "either has loops or disconnected nodes'), the other Keras 3 minors loop in "
+            "functional_from_config and the load never returns.",
             fix=Fix(FixKind.RENUMBER_NESTED_CALLS, name=name),
         )
     )
