@@ -34,7 +34,7 @@ so setting up 100,000 models does not check 100,000 at upload; `--no-reference` 
 the one-task reference (a one-process pass as long as the 1-process fan-out);
 `--sizes 1,2,4` picks the worker sizes.
 
-Run: .venv/bin/python bench/fleet_fanout.py [--models 300] [--chunk 25] [--split 200]
+Run: .venv/bin/python bench/fleet_fanout.py [--models 300] [--chunk 25] [--split 200] [--s3 s3rver]
      [--consumers N] [--distinct N] [--sizes 1,2,4] [--no-reference]
 """
 
@@ -66,7 +66,7 @@ from fleet_impact import (  # noqa: E402
     varied_ops,
     vary,
 )
-from local_s3 import AWS_ENV, client, moto_s3, redis_server, table  # noqa: E402
+from local_s3 import client, redis_server, s3_server, table  # noqa: E402
 from rows import row  # noqa: E402
 
 from worker.catalog.catalog import load_catalog  # noqa: E402
@@ -168,7 +168,9 @@ def reset_store(s3: Any, n: int) -> None:
     with ThreadPoolExecutor(16) as pool:
         list(
             pool.map(
-                lambda i: s3.delete_object_tagging(Bucket="models", Key=f"m{i}/saved_model.pb"),
+                lambda i: s3.put_object_tagging(
+                    Bucket="models", Key=f"m{i}/saved_model.pb", Tagging={"TagSet": []}
+                ),
                 range(n),
             )
         )
@@ -259,17 +261,30 @@ def main() -> int:
     parser.add_argument("--distinct", type=int, default=None, help="distinct models (default: all)")
     parser.add_argument("--sizes", default="1,2,4", help="worker processes, comma-separated")
     parser.add_argument("--no-reference", action="store_true", help="skip the one-task reference")
+    parser.add_argument(
+        "--s3",
+        choices=("moto", "s3rver"),
+        default="moto",
+        help="the local S3 server (s3rver: objects on disk, needs npm; for 100,000 models)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    with TemporaryDirectory() as tmp, TemporaryDirectory() as data, redis_server() as redis_url:
+        return fan_out(args, sizes, Path(tmp), Path(data), redis_url)
+
+
+def fan_out(
+    args: argparse.Namespace, sizes: list[int], root: Path, data: Path, redis_url: str
+) -> int:
     before_yaml, after_yaml = fleet_yaml(args.consumers)
     catalog = load_catalog()
-    with TemporaryDirectory() as tmp, moto_s3() as endpoint, redis_server() as redis_url:
-        root = Path(tmp)
+    server = "moto's S3 server" if args.s3 == "moto" else "s3rver (S3 on disk)"
+    with s3_server(args.s3, data) as (endpoint, aws_env):
         (root / "before.yaml").write_text(before_yaml)
         (root / "after.yaml").write_text(after_yaml)
         before = checker_of(root / "before.yaml", catalog)
         after = checker_of(root / "after.yaml", catalog)
-        s3 = client(endpoint)
+        s3 = client(endpoint, aws_env)
         s3.create_bucket(Bucket="models")
         s3.create_bucket(Bucket="reports")
         print(f"uploading {args.models} objects and indexing them under BEFORE...", flush=True)
@@ -281,7 +296,7 @@ def main() -> int:
                 )
             )
         models = indexed_models(args.models, before, args.distinct)
-        os.environ.update(AWS_ENV)
+        os.environ.update(aws_env)
         from worker.settings import Settings
         from worker.sinks.s3 import S3ObjectStore, s3_client
 
@@ -304,7 +319,7 @@ def main() -> int:
         share = max(0.0, s3_ms - ours_ms) / s3_ms
         print(
             f"split ({len(split)} models, in process): {ours_ms:.1f} ms/model with an "
-            f"in-memory store, {s3_ms:.1f} ms/model with moto's S3 ({share:.0%} in S3)",
+            f"in-memory store, {s3_ms:.1f} ms/model with {server} ({share:.0%} in S3)",
             flush=True,
         )
 
@@ -319,7 +334,7 @@ def main() -> int:
 
         env = {
             **os.environ,
-            **AWS_ENV,
+            **aws_env,
             "TFCOMPAT_BROKER_URL": f"{redis_url}/0",
             "TFCOMPAT_S3_ENDPOINT_URL": endpoint,
             "TFCOMPAT_REPORT_BUCKET": "reports",
@@ -359,7 +374,7 @@ def main() -> int:
     row(
         f"fleet change re-check per model, in process ({len(split)} models)",
         f"{ours_ms:.1f} ms our code alone; {s3_ms:.1f} ms with S3 ({share:.0%} in S3)",
-        f"moto's S3 server on the same cores; {s3_ms / ours_ms:.2f}x our code alone",
+        f"{server} on the same cores; {s3_ms / ours_ms:.2f}x our code alone",
     )
     for line in rows[1:]:
         if not line[0].startswith("fan-out"):
