@@ -206,9 +206,37 @@ def peak_rss_mb(pid: int) -> list[float]:
     return status_mb([pid, *children(pid)], "VmHWM")
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User and system CPU seconds of `pids` so far (processes gone since count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def listening_pid(endpoint: str) -> int:
+    """The process serving `endpoint` (its command line names the port)."""
+    port = endpoint.rsplit(":", 1)[1]
+    found = subprocess.run(
+        ["pgrep", "-f", "--", f"-p {port}( |$)"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return int(found[0])
+
+
 def run_worker(
-    concurrency: int, env: dict[str, str], runs: FleetRuns, after: str, log: Path
-) -> tuple[float, list[float]]:
+    concurrency: int,
+    env: dict[str, str],
+    runs: FleetRuns,
+    after: str,
+    log: Path,
+    server: int,
+) -> tuple[float, list[float], float, float]:
+    """Seconds from ready to applied, peak RSS per process, and the CPU seconds the
+    worker (main and pool processes) and the S3 server spent in that time."""
     args = [sys.executable, "-m", "worker.cli", "worker", "--concurrency", str(concurrency)]
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -220,6 +248,8 @@ def run_worker(
                 raise SystemExit(f"the worker exited: see {log}")
             time.sleep(0.05)
         started = time.perf_counter()
+        worker_cpu = cpu_seconds([proc.pid, *children(proc.pid)])
+        server_cpu = cpu_seconds([server])
         while True:
             progress = runs.progress()
             if progress.digest == after and progress.state in ("applied", "failed"):
@@ -228,7 +258,9 @@ def run_worker(
         elapsed = time.perf_counter() - started
         if progress.state != "applied":
             raise SystemExit(f"the change ended {progress.state}: see {log}")
-        return elapsed, peak_rss_mb(proc.pid)
+        worker_cpu = cpu_seconds([proc.pid, *children(proc.pid)]) - worker_cpu
+        server_cpu = cpu_seconds([server]) - server_cpu
+        return elapsed, peak_rss_mb(proc.pid), worker_cpu, server_cpu
     finally:
         proc.terminate()
         proc.wait(60)
@@ -343,15 +375,31 @@ def fan_out(
             "TFCOMPAT_OWNERS": str(root / "no-owners.yaml"),
             "TFCOMPAT_LOG_FORMAT": "json",
         }
-        rows = [("processes", "time s", "/ reference", "speed-up", "per worker", "peak RSS MB")]
+        rows = [
+            (
+                "processes",
+                "time s",
+                "/ reference",
+                "speed-up",
+                "per worker",
+                "peak RSS MB",
+                "CPU s: worker, S3",
+            )
+        ]
         if reference is not None:
-            rows.append(("reference (one task)", f"{reference:.1f}", "1.00", "-", "-", "-"))
+            rows.append(("reference (one task)", f"{reference:.1f}", "1.00", "-", "-", "-", "-"))
+        server_pid = listening_pid(endpoint)
         one = None
         for size in sizes:
             restore(state, index, models, before.fleet_digest)
             reset_store(s3, args.models)
-            elapsed, rss = run_worker(
-                size, env, FleetRuns(state), after.fleet_digest, root / f"worker-{size}.log"
+            elapsed, rss, worker_cpu, server_cpu = run_worker(
+                size,
+                env,
+                FleetRuns(state),
+                after.fleet_digest,
+                root / f"worker-{size}.log",
+                server_pid,
             )
             one = one or elapsed * sizes[0]  # one process's time, or the first size's x size
             rows.append(
@@ -362,6 +410,7 @@ def fan_out(
                     f"{one / elapsed:.2f}",
                     f"{one / elapsed / size:.2f}",
                     " ".join(f"{r:.0f}" for r in rss),
+                    f"{worker_cpu:.1f}, {server_cpu:.1f}",
                 )
             )
             print(f"  {size} process(es): {elapsed:.1f} s", flush=True)
@@ -383,7 +432,7 @@ def fan_out(
             f"fleet change fanned out, {args.models:,} models x {consumers} consumers, "
             f"{line[0]} process(es)",
             f"{line[1]} s, {line[2]} x reference; speed-up {line[3]} ({line[4]} per worker); "
-            f"peak RSS MB {line[5]}",
+            f"peak RSS MB {line[5]}; CPU s worker, S3 server {line[6]}",
             f"one task, one process: {reference:.1f} s" if reference else "(reference skipped)",
         )
     print("peak RSS: the worker's main process first, then each pool process")
