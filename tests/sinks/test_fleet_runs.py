@@ -82,3 +82,26 @@ def test_a_redelivered_plan_finds_the_stored_units(client: redis.Redis) -> None:
 def test_a_change_with_nothing_to_do_is_applied_at_once(client: redis.Redis) -> None:
     FleetRuns(client).start("d1", "fleet.yaml", [])
     assert client.get(FLEET_APPLIED) == b"d1"
+
+
+def test_changed_models_count_once_per_unit_whatever_its_reports(client: redis.Redis) -> None:
+    runs = FleetRuns(client)
+    other = Unit("objects:b", "objects", ("b/four", "b/five"))
+    runs.start("d1", "fleet.yaml", [CHUNK, other, VERSION])
+    runs.complete("d1", CHUNK, ok=True, changed=2)
+    runs.complete("d1", CHUNK, ok=True, changed=0)  # redelivered: found nothing left to do
+    runs.complete("d1", other, ok=False)
+    assert (runs.progress().done, runs.progress().changed) == (3, 2)
+    runs.complete("d1", other, ok=True, changed=1)  # the dead letter re-driven
+    runs.complete("d1", VERSION, ok=True)
+    progress = runs.progress()
+    assert (progress.state, progress.done, progress.changed, progress.failed) == (
+        "applied",
+        6,
+        3,
+        0,
+    )
+    runs.start("d2", "fleet.yaml", [CHUNK])  # a new run starts from nothing
+    assert runs.progress().changed == 0
+    runs.complete("d2", CHUNK, ok=True, changed=3)
+    assert runs.progress().changed == 3

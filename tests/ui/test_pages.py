@@ -445,9 +445,9 @@ def test_a_running_fleet_change_shows_its_counts_in_one_line(
     runs = FleetRuns(index.redis_client)
     chunk = Unit("objects:a", "objects", ("models/a", "models/b"))
     runs.start("f1eetd1ge5t0", "fleet.yaml", [chunk, Unit("mlflow:x", "mlflow", ("m", "1"))])
-    runs.complete("f1eetd1ge5t0", chunk, ok=True)
+    runs.complete("f1eetd1ge5t0", chunk, ok=True, changed=1)
     try:
         page = text(client.get("/ui").text)
-        assert "Fleet change f1eetd1ge5t0: running, 2 of 3 done, 0 failed." in page
+        assert "Fleet change f1eetd1ge5t0: running, 2 of 3 examined (1 changed), 0 failed." in page
     finally:
         index.redis_client.delete(RUN)

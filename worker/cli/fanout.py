@@ -79,7 +79,8 @@ def cmd_fleet_status(args: argparse.Namespace) -> int:
             state += f" ({progress.resent} units sent again, last {_when(progress.resent_at)})"
     print(
         f"fleet change {progress.digest} ({progress.fleet}): {state}\n"
-        f"  planned {progress.planned}  done {progress.done}  failed {progress.failed}"
+        f"  planned {progress.planned}  done {progress.done} ({progress.changed} changed)"
+        f"  failed {progress.failed}"
         f"  (units: {progress.units}, {progress.remaining} outstanding)\n"
         f"  started {_when(progress.started)}  finished {_when(progress.finished)}\n"
         f"  applied fleet: {applied_text or '-'}  dead letters: {letters}"

@@ -30,8 +30,8 @@ from worker.pipeline.app import (
     settings_of,
 )
 from worker.pipeline.fanout import (
-    changed_fields,
     digest_of,
+    index_fields,
     object_units,
     plan_units,
     retag_chunk,
@@ -92,8 +92,8 @@ class FanoutTask(RetryingTask):
             log.error("fleet.dead_letter_lost", task=self.name, cause=cause, error=str(error))
 
 
-def _report(runs: FleetRuns, digest: str, unit: Unit, ok: bool) -> None:
-    done = runs.complete(digest, unit, ok)
+def _report(runs: FleetRuns, digest: str, unit: Unit, ok: bool, changed: int = 0) -> None:
+    done = runs.complete(digest, unit, ok, changed)
     if done.remaining < 0:
         return  # a reconciler's unit, or a run a newer fleet change replaced
     progress = runs.progress()
@@ -102,6 +102,7 @@ def _report(runs: FleetRuns, digest: str, unit: Unit, ok: bool) -> None:
         digest=digest,
         planned=progress.planned,
         done=progress.done,
+        changed=progress.changed,
         failed=progress.failed,
         remaining_units=done.remaining,
     )
@@ -121,7 +122,7 @@ def fleet_changed(self: Task[Any, Any], fleet_path: str) -> dict[str, Any]:
     runs = FleetRuns(services.index.redis_client)
     units = runs.planned(digest)
     if units is None:
-        fields = changed_fields(services.index, checker)
+        fields = index_fields(services.index)
         units = plan_units(fields, registered_versions(settings), settings.fleet_chunk_size)
         runs.start(digest, fleet_path, units)
         FLEET_MODELS.labels("planned").inc(sum(u.size for u in units))
@@ -169,7 +170,8 @@ def fleet_chunk(self: Task[Any, Any], payload: dict[str, Any]) -> dict[str, Any]
         notify=notify,
     )
     FLEET_MODELS.labels("done").inc(unit.size)
-    _report(FleetRuns(services.index.redis_client), str(payload["digest"]), unit, ok=True)
+    runs = FleetRuns(services.index.redis_client)
+    _report(runs, str(payload["digest"]), unit, ok=True, changed=result.rewritten)
     return {"examined": result.examined, "rewritten": result.rewritten}
 
 

@@ -40,6 +40,7 @@ from worker.sinks.index import FLEET_APPLIED, redis_errors
 RUN = "tfcompat:fleet:run"  # hash: the current (or last) run's counters
 UNITS = "tfcompat:fleet:run:units"  # hash: unit id -> "pending" | "ok" | "failed"
 PLAN = "tfcompat:fleet:run:plan"  # list: the planned units, as JSON (a redelivered plan reuses it)
+CHANGED = "tfcompat:fleet:run:changed"  # hash: unit id -> models it found changed (once ok)
 
 _COMPLETE = """
 if redis.call('HGET', KEYS[1], 'digest') ~= ARGV[1] then return {-1, -1, 0} end
@@ -49,6 +50,17 @@ if not before then return {-1, -1, 0} end
 if before == ARGV[3] then
   return {tonumber(redis.call('HGET', KEYS[1], 'remaining')),
           tonumber(redis.call('HGET', KEYS[1], 'failed_units')), 0}
+end
+local had = tonumber(redis.call('HGET', KEYS[4], ARGV[2]) or '0')
+local has = 0
+if ARGV[3] == 'ok' then
+  has = tonumber(ARGV[6])
+  redis.call('HSET', KEYS[4], ARGV[2], has)
+else
+  redis.call('HDEL', KEYS[4], ARGV[2])
+end
+if has ~= had then
+  redis.call('HINCRBY', KEYS[1], 'changed', has - had)
 end
 if before == 'pending' then
   redis.call('HINCRBY', KEYS[1], 'remaining', -1)
@@ -107,7 +119,7 @@ class Progress:
     digest: str | None
     fleet: str | None
     state: str  # none, running, applied, failed (finished with failed units)
-    planned: int
+    planned: int  # models the run examines (every indexed model, every registry version)
     done: int
     failed: int
     units: int
@@ -117,6 +129,7 @@ class Progress:
     progressed: float | None = None  # the last new outcome (or the start)
     resent: int = 0  # units the reconciler sent again
     resent_at: float | None = None
+    changed: int = 0  # of the models done, those whose verdicts changed (re-tagged)
 
     def idle(self, now: float) -> float | None:
         """Seconds since the run last made progress; None when it is not running."""
@@ -141,6 +154,7 @@ class Progress:
             "state": self.state,
             "planned": self.planned,
             "done": self.done,
+            "changed": self.changed,
             "failed": self.failed,
             "units": self.units,
             "remaining_units": self.remaining,
@@ -181,7 +195,7 @@ class FleetRuns:
         now = time.time()
         with redis_errors("starting the fleet run"):
             pipe = self._redis.pipeline(transaction=True)
-            pipe.delete(RUN, UNITS, PLAN)
+            pipe.delete(RUN, UNITS, PLAN, CHANGED)
             if units:
                 pipe.rpush(PLAN, *[json.dumps(u.to_json()) for u in units])
                 pipe.hset(UNITS, mapping={u.id: "pending" for u in units})
@@ -193,6 +207,7 @@ class FleetRuns:
                     "state": "running" if units else "applied",
                     "planned": planned,
                     "done": 0,
+                    "changed": 0,
                     "failed": 0,
                     "failed_units": 0,
                     "units": len(units),
@@ -207,21 +222,24 @@ class FleetRuns:
                 pipe.set(FLEET_APPLIED, digest)
             pipe.execute()
 
-    def complete(self, digest: str, unit: Unit, ok: bool) -> Completion:
-        """Report a unit's outcome; records the digest as applied when this was the last
-        outstanding unit and none is failing."""
+    def complete(self, digest: str, unit: Unit, ok: bool, changed: int = 0) -> Completion:
+        """Report a unit's outcome (and, when ok, how many of its models it found changed);
+        records the digest as applied when this was the last outstanding unit and none is
+        failing."""
         with redis_errors("recording a unit of the fleet run"):
             remaining, failing, applied = self._redis.eval(
                 _COMPLETE,
-                3,
+                4,
                 RUN,
                 UNITS,
                 FLEET_APPLIED,
+                CHANGED,
                 digest,
                 unit.id,
                 "ok" if ok else "failed",
                 unit.size,
                 time.time(),
+                changed if ok else 0,
             )
         return Completion(int(remaining), int(failing), bool(applied))
 
@@ -243,6 +261,7 @@ class FleetRuns:
             state=run.get("state") or "none",
             planned=number("planned"),
             done=number("done"),
+            changed=number("changed"),
             failed=number("failed"),
             units=number("units"),
             remaining=number("remaining"),
