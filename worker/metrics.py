@@ -43,7 +43,8 @@ READ_DECISIONS = Counter(
 )
 FLEET_MODELS = Counter(
     "tfcompat_fleet_change_models_total",
-    "Models and registry versions of fleet changes, by outcome (planned, done, failed)",
+    "Models and registry versions of fleet changes, by outcome (planned, done, failed; "
+    "changed: indexed models re-tagged)",
     ["outcome"],
 )
 DEAD_LETTERS = Counter(

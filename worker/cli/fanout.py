@@ -36,7 +36,8 @@ def _age(seconds: float) -> str:
 
 
 def cmd_fleet_status(args: argparse.Namespace) -> int:
-    """The current (or last) fleet change: planned / done / failed, and the applied digest.
+    """The current (or last) fleet change: planned / done / changed / failed, and the
+    applied digest.
     A running change with no unit reported for TFCOMPAT_FLEET_STALL_AFTER is shown as
     stalled, with how long it has been idle (the reconciler sends its pending units
     again)."""

@@ -271,7 +271,7 @@ def add_fleet_commands(sub: Subparsers) -> None:
     )
     p.set_defaults(func=cmd_index_rebuild)
     p = fleet.add_parser(
-        "status", help="the running (or last) fleet change: planned, done, failed, applied"
+        "status", help="the running (or last) fleet change: planned, done, changed, failed, applied"
     )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_fleet_status)

@@ -170,6 +170,7 @@ def fleet_chunk(self: Task[Any, Any], payload: dict[str, Any]) -> dict[str, Any]
         notify=notify,
     )
     FLEET_MODELS.labels("done").inc(unit.size)
+    FLEET_MODELS.labels("changed").inc(result.rewritten)
     runs = FleetRuns(services.index.redis_client)
     _report(runs, str(payload["digest"]), unit, ok=True, changed=result.rewritten)
     return {"examined": result.examined, "rewritten": result.rewritten}
