@@ -334,9 +334,17 @@ NOTES = """\
   row, every served row with outputs answers the same within 1e-6 but the
   `tests/fixtures/tf-shapes` meta graphs, whose loader runs a fresh
   `global_variables_initializer` (no checkpoint): random weights in every release.
-- The TFLite converter and real-file matrices' kernel cells under the sensitivity
-  tolerance (a candidate, not the default): there the 40 `dense_int16x8` cells are
-  within rounding.
+- The TFLite kernel cells under the sensitivity tolerance (a candidate, not the
+  default): there the 40 `dense_int16x8` cells are within rounding.
+- Fixtures that are tables' sources or single cases, not truth a verdict is scored on:
+  `tests/fixtures/tflite-features/types.jsonl` (the file-feature table's own source),
+  `tests/fixtures/kernel-sweep/fixture_ops.json` (which ops the kernel table covers; its
+  xfails are ops the sweep could not build, `tests/catalog/test_kernel_coverage.py`),
+  `tests/fixtures/tflite-kernel-sweep` (one file the CLI's `same_answer: strict` test
+  reads), `tests/fixtures/unsafe` (what the ops did when called: flagged by
+  `tests/compat/test_unsafe.py`, not a load or a request the rules predict) and
+  `tests/fixtures/tf-real/hazard_probes.jsonl` (evidence for at-risk cells,
+  `tests/compat/test_at_risk_evidence.py`).
 """
 
 
