@@ -72,6 +72,7 @@ from rows import row  # noqa: E402
 from worker.catalog.catalog import load_catalog  # noqa: E402
 from worker.fleet.checker import Checker  # noqa: E402
 from worker.fleet.fleet import load_fleet  # noqa: E402
+from worker.model.events import ObjectEvent  # noqa: E402
 from worker.model.index import IndexedModel  # noqa: E402
 from worker.pipeline.fanout import retag_chunk  # noqa: E402
 from worker.pipeline.process import ReportLocation  # noqa: E402
@@ -157,14 +158,27 @@ def restore(
     client_.set(FLEET_APPLIED, digest)
 
 
-def reset_store(s3: Any, n: int) -> None:
+def reset_store(s3: Any, n: int, location: ReportLocation) -> None:
     """The object store as before any run: no report, no tags on the n objects (a run that
-    found its tags already written would skip their PUT and look faster)."""
-    pages = s3.get_paginator("list_objects_v2").paginate(Bucket="reports")
-    for page in pages:
-        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-        if keys:
-            s3.delete_objects(Bucket="reports", Delete={"Objects": keys, "Quiet": True})
+    found its tags already written would skip their PUT and look faster). The reports are
+    deleted by their keys, not listed: s3rver failed to list 100,000 of them."""
+    keys = [
+        location.of(ObjectEvent("models", f"m{i}/saved_model.pb", "ObjectCreated:Put"))[1]
+        for i in range(n)
+    ]
+    batches = [keys[start : start + 1000] for start in range(0, n, 1000)]
+    with ThreadPoolExecutor(4) as pool:
+        list(
+            pool.map(
+                lambda batch: s3.delete_objects(
+                    Bucket="reports",
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                ),
+                batches,
+            )
+        )
+    left = s3.list_objects_v2(Bucket="reports", MaxKeys=1).get("KeyCount", 0)
+    assert left == 0, "reports left after the reset: their keys are not where the bench looked"
     with ThreadPoolExecutor(16) as pool:
         list(
             pool.map(
@@ -358,7 +372,7 @@ def fan_out(
         reference = None
         if not args.no_reference:
             restore(state, index, models, before.fleet_digest)
-            reset_store(s3, args.models)
+            reset_store(s3, args.models, location)
             t0 = time.perf_counter()
             result = reevaluate(index, store, after, location)
             reference = time.perf_counter() - t0
@@ -392,7 +406,7 @@ def fan_out(
         one = None
         for size in sizes:
             restore(state, index, models, before.fleet_digest)
-            reset_store(s3, args.models)
+            reset_store(s3, args.models, location)
             elapsed, rss, worker_cpu, server_cpu = run_worker(
                 size,
                 env,
