@@ -67,11 +67,42 @@ def verdict_class(
     ):
         return None
     history = history or NO_HISTORY
-    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
-    strict = same_answer_strict(consumer, policy or DEFAULT_POLICY)
+    policy = policy or DEFAULT_POLICY
+    key = (identity(history), _consumer_token(consumer, policy))
+    memo = _CLASSES.of(artifact)
+    hit = memo.get(key)
+    if hit is not None:
+        if not hit[1]:
+            return hit[0]
+        hit = memo.get((key, consumer.tensorflow))
+        if hit is not None:
+            return hit[0]
+    banned = policy.banned(consumer.graph_def_version) is not None
+    strict = same_answer_strict(consumer, policy)
+    found, by_release = _class_of(artifact, consumer, history, (banned, strict))
+    memo[key] = (found, by_release)
+    if by_release:
+        memo[key, consumer.tensorflow] = (found, by_release)
+    return found
+
+
+_TOKENS: ObjectTable[Identity, Identity] = ObjectTable("verdict_class_token")
+_TOKEN_OF: dict[Hashable, Identity] = remembered({})
+
+
+def _consumer_token(consumer: Consumer, policy: Policy) -> Identity:
+    """One token per distinct value of what a class reads of a consumer under a policy,
+    its release aside (`verdict_class`'s memo key with the history's identity), kept on
+    the consumer per policy: a check at upload asks it of 79 releases."""
+    tokens = _TOKENS.of(consumer)
+    policy_id = identity(policy)
+    token = tokens.get(policy_id)
+    if token is not None:
+        return token
+    registry = consumer.registry
+    assert registry is not None
     ops, kernels, revived = registry_identities(registry)
-    key = (
-        identity(history),
+    value = (
         ops,
         consumer.loader,
         consumer.rejects_unknown_attrs,
@@ -82,25 +113,19 @@ def verdict_class(
         consumer.graph_def_min_producer,
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
-        banned,
-        strict,
+        policy.banned(consumer.graph_def_version) is not None,
+        same_answer_strict(consumer, policy),
         kernels,
         revived,
         consumer.gpu,
     )
-    memo = _CLASSES.of(artifact)
-    hit = memo.get(key)
-    if hit is not None:
-        if not hit[1]:
-            return hit[0]
-        hit = memo.get((key, consumer.tensorflow))
-        if hit is not None:
-            return hit[0]
-    found, by_release = _class_of(artifact, consumer, history, (banned, strict))
-    memo[key] = (found, by_release)
-    if by_release:
-        memo[key, consumer.tensorflow] = (found, by_release)
-    return found
+    token = _TOKEN_OF.get(value)
+    if token is None:
+        if len(_TOKEN_OF) >= 4096:
+            _TOKEN_OF.clear()
+        token = _TOKEN_OF[value] = Identity()
+    tokens[policy_id] = token
+    return token
 
 
 def _class_of(
