@@ -152,9 +152,7 @@ def _class_of(
         identity(history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
-        consumer.validates_library,
-        consumer.looks_up_op_list_first,
-        consumer.lifted_reads_empty,
+        *_loader_traits(artifact, graph, consumer),
         deprecation,
         ids,
         graph_versions,
@@ -169,6 +167,21 @@ def _class_of(
         _device_signature(graph, consumer),
     )
     return found, by_release
+
+
+def _loader_traits(
+    artifact: Artifact, graph: Graph | None, consumer: Consumer
+) -> tuple[bool | None, bool | None, bool | None]:
+    """What the consumer's loader does that the artifact can meet, None where it cannot:
+    checking function bodies at load (`order.place`: findings in a library function), the
+    stripped op list looked up first (`order.phases`: a SavedModel), a lifted variable
+    read unfilled (`runs`: tf.saved_model.load). A frozen graph without functions meets
+    none, so releases that differ only there (1.13-1.15, 2.5-2.8) are of one class."""
+    return (
+        consumer.validates_library if graph is not None and graph.functions else None,
+        consumer.looks_up_op_list_first if artifact.format == "savedmodel" else None,
+        consumer.lifted_reads_empty if consumer.loader == Loader.SAVED_MODEL_V2 else None,
+    )
 
 
 def _device_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
