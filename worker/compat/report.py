@@ -22,7 +22,7 @@ from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
 from worker.compat.tflite import applies
-from worker.compat.verdict_class import verdict_class
+from worker.compat.verdict_class import release_classes
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.findings import Finding, FixKind, Severity
@@ -126,9 +126,8 @@ def release_verdicts(
     model: bench/pipeline_throughput.py), where a check cost about four classes."""
     outcomes = []
     judged: dict[Hashable, ReleaseOutcome] = {}
-    for consumer in releases:
+    for consumer, key in zip(releases, release_classes(artifact, releases, history), strict=True):
         assert consumer.tensorflow is not None
-        key = verdict_class(artifact, consumer, history)
         first = judged.get(key) if key is not None else None
         if first is None:
             shared = check_artifact(artifact, consumer, history)

@@ -7,7 +7,7 @@ the promise against every release and loader."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import cast
 
 from worker.compat.data_types import data_type_uses
@@ -83,6 +83,34 @@ def verdict_class(
     memo[key] = (found, by_release)
     if by_release:
         memo[key, consumer.tensorflow] = (found, by_release)
+    return found
+
+
+def release_classes(
+    artifact: Artifact, releases: Sequence[Consumer], history: History | None = None
+) -> list[Hashable | None]:
+    """`verdict_class` of each release (the default policy), in order: an upload's check
+    asks it of all 79. A release with its predecessor's consumer token (the patch releases
+    of a minor) takes its class, as `verdict_class` would from its memo, unless that class
+    read the release (an op of the graph the registry lacks)."""
+    found: list[Hashable | None] = []
+    policy = identity(DEFAULT_POLICY)
+    shared = identity(history or NO_HISTORY)
+    last: tuple[Identity, Hashable] | None = None
+    for consumer in releases:
+        if (
+            last is not None
+            and consumer.registry is not None
+            and _TOKENS.of(consumer).get(policy) is last[0]
+            and applies(artifact, consumer)
+        ):
+            found.append(last[1])
+            continue
+        key = verdict_class(artifact, consumer, history)
+        found.append(key)
+        token = _TOKENS.of(consumer).get(policy) if key is not None else None
+        hit = _CLASSES.of(artifact).get((shared, token)) if token is not None else None
+        last = (token, key) if token is not None and hit is not None and not hit[1] else None
     return found
 
 
