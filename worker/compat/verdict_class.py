@@ -94,37 +94,42 @@ def release_classes(
     of a minor) takes its class, as `verdict_class` would from its memo, unless that class
     read the release (an op of the graph the registry lacks)."""
     found: list[Hashable | None] = []
-    policy = identity(DEFAULT_POLICY)
     shared = identity(history or NO_HISTORY)
     last: tuple[Identity, Hashable] | None = None
     for consumer in releases:
         if (
             last is not None
             and consumer.registry is not None
-            and _TOKENS.of(consumer).get(policy) is last[0]
+            and _known_token(consumer, DEFAULT_POLICY) is last[0]
             and applies(artifact, consumer)
         ):
             found.append(last[1])
             continue
         key = verdict_class(artifact, consumer, history)
         found.append(key)
-        token = _TOKENS.of(consumer).get(policy) if key is not None else None
+        token = _known_token(consumer, DEFAULT_POLICY) if key is not None else None
         hit = _CLASSES.of(artifact).get((shared, token)) if token is not None else None
         last = (token, key) if token is not None and hit is not None and not hit[1] else None
     return found
 
 
-_TOKENS: ObjectTable[Identity, Identity] = ObjectTable("verdict_class_token")
+# id(consumer), id(policy) -> (that consumer, that policy, its token): kept beside them,
+# not on them (a consumer's attributes are read throughout every check, and an instance
+# whose __dict__ was asked for reads them slower)
+_TOKENS: dict[tuple[int, int], tuple[Consumer, Policy, Identity]] = remembered({})
 _TOKEN_OF: dict[Hashable, Identity] = remembered({})
+
+
+def _known_token(consumer: Consumer, policy: Policy) -> Identity | None:
+    hit = _TOKENS.get((id(consumer), id(policy)))
+    return hit[2] if hit is not None and hit[0] is consumer and hit[1] is policy else None
 
 
 def _consumer_token(consumer: Consumer, policy: Policy) -> Identity:
     """One token per distinct value of what a class reads of a consumer under a policy,
-    its release aside (`verdict_class`'s memo key with the history's identity), kept on
-    the consumer per policy: a check at upload asks it of 79 releases."""
-    tokens = _TOKENS.of(consumer)
-    policy_id = identity(policy)
-    token = tokens.get(policy_id)
+    its release aside (`verdict_class`'s memo key with the history's identity), kept per
+    consumer and policy: a check at upload asks it of 79 releases."""
+    token = _known_token(consumer, policy)
     if token is not None:
         return token
     registry = consumer.registry
@@ -152,7 +157,9 @@ def _consumer_token(consumer: Consumer, policy: Policy) -> Identity:
         if len(_TOKEN_OF) >= 4096:
             _TOKEN_OF.clear()
         token = _TOKEN_OF[value] = Identity()
-    tokens[policy_id] = token
+    if len(_TOKENS) >= 4096:
+        _TOKENS.clear()
+    _TOKENS[id(consumer), id(policy)] = (consumer, policy, token)
     return token
 
 
