@@ -27,6 +27,7 @@ from worker.compat.verdict_class import (
     _kernel_signature,
     _kind_set,
     _typed,
+    release_classes,
     verdict_class,
 )
 from worker.model.artifact import ArgDef, Artifact, Graph, MetaGraph, NodeKind, OpDef, VersionDef
@@ -142,6 +143,25 @@ def test_a_remembered_class_is_the_class_computed_anew() -> None:
                 artifact.path,
                 consumer.name,
             )
+            compared += 1
+    assert compared > 10_000
+
+
+def test_release_classes_are_each_release_s_own_class() -> None:
+    """An upload's 79 releases, classed in a pass that skips a minor's patch releases
+    where it can: each class is the one `verdict_class` gives that release."""
+    catalog = load_catalog()
+    releases = catalog.range_consumers()
+    compared = 0
+    forget_all()
+    for artifact in fixture_artifacts():
+        found = release_classes(artifact, releases, catalog)
+        for consumer, key in zip(releases, found, strict=True):
+            if verdict_class(artifact, consumer, catalog) is None:
+                assert key is None, (artifact.path, consumer.name)
+                continue
+            fresh = _class_of(artifact, consumer, catalog, (False, False))[0]
+            assert key == fresh, (artifact.path, consumer.name)
             compared += 1
     assert compared > 10_000
 

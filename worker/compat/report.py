@@ -22,7 +22,7 @@ from worker.compat.check import History, check_artifact
 from worker.compat.policy import Policy
 from worker.compat.ranges import compress
 from worker.compat.tflite import applies
-from worker.compat.verdict_class import verdict_class
+from worker.compat.verdict_class import release_classes
 from worker.model.artifact import Artifact
 from worker.model.consumer import Consumer
 from worker.model.findings import Finding, FixKind, Severity
@@ -36,11 +36,21 @@ class ReleaseOutcome:
 
     Releases of one verdict class (`worker.compat.verdict_class`) share a status and
     their error messages, so only the first release of each class is checked: the
-    others take `status`, `serves`, `refused` and `errors` from it. `verdict` is the
-    release's own, every finding's text naming this release, computed from the
-    artifact when first read (the range notes and a record's causes read a few)."""
+    others take `status`, `serves`, `refused` and `errors` from it (`first`), which
+    works them out once for the class. `verdict` is the release's own, every finding's
+    text naming this release, computed from the artifact when first read (the range
+    notes and a record's causes read a few)."""
 
-    __slots__ = ("_judge", "_own", "_shared", "graph_def_version", "release")
+    __slots__ = (
+        "_errors",
+        "_first",
+        "_judge",
+        "_own",
+        "_shared",
+        "_status",
+        "graph_def_version",
+        "release",
+    )
 
     def __init__(
         self,
@@ -48,12 +58,16 @@ class ReleaseOutcome:
         graph_def_version: int,
         shared: Verdict | RecordedState,
         judge: Callable[[], Verdict] | None = None,
+        first: ReleaseOutcome | None = None,
     ) -> None:
         self.release = release
         self.graph_def_version = graph_def_version
         self._shared = shared  # this release's verdict, its class's first's, or a record's
         self._own = shared if judge is None and isinstance(shared, Verdict) else None
         self._judge = judge
+        self._first = first  # the first release of its class, whose verdict is `shared`
+        self._status: Status | None = None
+        self._errors: list[str] | None = None
 
     @property
     def serves(self) -> bool:
@@ -66,14 +80,22 @@ class ReleaseOutcome:
 
     @property
     def status(self) -> Status:
-        return self._shared.status
+        if self._first is not None:
+            return self._first.status
+        if self._status is None:
+            self._status = self._shared.status
+        return self._status
 
     @property
     def errors(self) -> list[str]:
         """The messages of its error findings, in order (a recorded state keeps none: its
         release is judged again)."""
-        shared = self._shared if isinstance(self._shared, Verdict) else self.verdict
-        return [f.message for f in shared.findings if f.severity == Severity.ERROR]
+        if self._first is not None:
+            return self._first.errors
+        if self._errors is None:
+            shared = self._shared if isinstance(self._shared, Verdict) else self.verdict
+            self._errors = [f.message for f in shared.findings if f.severity == Severity.ERROR]
+        return list(self._errors)
 
     @property
     def verdict(self) -> Verdict:
@@ -103,19 +125,20 @@ def release_verdicts(
     verdict class of the artifact (79 releases fall in a handful of classes of a
     model: bench/pipeline_throughput.py), where a check cost about four classes."""
     outcomes = []
-    judged: dict[Hashable, Verdict] = {}
-    for consumer in releases:
+    judged: dict[Hashable, ReleaseOutcome] = {}
+    for consumer, key in zip(releases, release_classes(artifact, releases, history), strict=True):
         assert consumer.tensorflow is not None
-        key = verdict_class(artifact, consumer, history)
-        shared = judged.get(key) if key is not None else None
-        if shared is None:
+        first = judged.get(key) if key is not None else None
+        if first is None:
             shared = check_artifact(artifact, consumer, history)
-            if key is not None:
-                judged[key] = shared
             outcome = ReleaseOutcome(consumer.tensorflow, consumer.graph_def_version, shared)
+            if key is not None:
+                judged[key] = outcome
         else:
             judge = partial(check_artifact, artifact, consumer, history)
-            outcome = ReleaseOutcome(consumer.tensorflow, consumer.graph_def_version, shared, judge)
+            outcome = ReleaseOutcome(
+                consumer.tensorflow, consumer.graph_def_version, first._shared, judge, first
+            )
         outcomes.append(outcome)
     return outcomes
 

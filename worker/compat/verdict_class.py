@@ -7,7 +7,7 @@ the promise against every release and loader."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from typing import cast
 
 from worker.compat.data_types import data_type_uses
@@ -67,11 +67,75 @@ def verdict_class(
     ):
         return None
     history = history or NO_HISTORY
-    banned = (policy or DEFAULT_POLICY).banned(consumer.graph_def_version) is not None
-    strict = same_answer_strict(consumer, policy or DEFAULT_POLICY)
+    policy = policy or DEFAULT_POLICY
+    key = (identity(history), _consumer_token(consumer, policy))
+    memo = _CLASSES.of(artifact)
+    hit = memo.get(key)
+    if hit is not None:
+        if not hit[1]:
+            return hit[0]
+        hit = memo.get((key, consumer.tensorflow))
+        if hit is not None:
+            return hit[0]
+    banned = policy.banned(consumer.graph_def_version) is not None
+    strict = same_answer_strict(consumer, policy)
+    found, by_release = _class_of(artifact, consumer, history, (banned, strict))
+    memo[key] = (found, by_release)
+    if by_release:
+        memo[key, consumer.tensorflow] = (found, by_release)
+    return found
+
+
+def release_classes(
+    artifact: Artifact, releases: Sequence[Consumer], history: History | None = None
+) -> list[Hashable | None]:
+    """`verdict_class` of each release (the default policy), in order: an upload's check
+    asks it of all 79. A release with its predecessor's consumer token (the patch releases
+    of a minor) takes its class, as `verdict_class` would from its memo, unless that class
+    read the release (an op of the graph the registry lacks)."""
+    found: list[Hashable | None] = []
+    shared = identity(history or NO_HISTORY)
+    last: tuple[Identity, Hashable] | None = None
+    for consumer in releases:
+        if (
+            last is not None
+            and consumer.registry is not None
+            and _known_token(consumer, DEFAULT_POLICY) is last[0]
+            and applies(artifact, consumer)
+        ):
+            found.append(last[1])
+            continue
+        key = verdict_class(artifact, consumer, history)
+        found.append(key)
+        token = _known_token(consumer, DEFAULT_POLICY) if key is not None else None
+        hit = _CLASSES.of(artifact).get((shared, token)) if token is not None else None
+        last = (token, key) if token is not None and hit is not None and not hit[1] else None
+    return found
+
+
+# id(consumer), id(policy) -> (that consumer, that policy, its token): kept beside them,
+# not on them (a consumer's attributes are read throughout every check, and an instance
+# whose __dict__ was asked for reads them slower)
+_TOKENS: dict[tuple[int, int], tuple[Consumer, Policy, Identity]] = remembered({})
+_TOKEN_OF: dict[Hashable, Identity] = remembered({})
+
+
+def _known_token(consumer: Consumer, policy: Policy) -> Identity | None:
+    hit = _TOKENS.get((id(consumer), id(policy)))
+    return hit[2] if hit is not None and hit[0] is consumer and hit[1] is policy else None
+
+
+def _consumer_token(consumer: Consumer, policy: Policy) -> Identity:
+    """One token per distinct value of what a class reads of a consumer under a policy,
+    its release aside (`verdict_class`'s memo key with the history's identity), kept per
+    consumer and policy: a check at upload asks it of 79 releases."""
+    token = _known_token(consumer, policy)
+    if token is not None:
+        return token
+    registry = consumer.registry
+    assert registry is not None
     ops, kernels, revived = registry_identities(registry)
-    key = (
-        identity(history),
+    value = (
         ops,
         consumer.loader,
         consumer.rejects_unknown_attrs,
@@ -82,25 +146,21 @@ def verdict_class(
         consumer.graph_def_min_producer,
         consumer.checkpoint_version,
         consumer.checkpoint_min_producer,
-        banned,
-        strict,
+        policy.banned(consumer.graph_def_version) is not None,
+        same_answer_strict(consumer, policy),
         kernels,
         revived,
         consumer.gpu,
     )
-    memo = _CLASSES.of(artifact)
-    hit = memo.get(key)
-    if hit is not None:
-        if not hit[1]:
-            return hit[0]
-        hit = memo.get((key, consumer.tensorflow))
-        if hit is not None:
-            return hit[0]
-    found, by_release = _class_of(artifact, consumer, history, (banned, strict))
-    memo[key] = (found, by_release)
-    if by_release:
-        memo[key, consumer.tensorflow] = (found, by_release)
-    return found
+    token = _TOKEN_OF.get(value)
+    if token is None:
+        if len(_TOKEN_OF) >= 4096:
+            _TOKEN_OF.clear()
+        token = _TOKEN_OF[value] = Identity()
+    if len(_TOKENS) >= 4096:
+        _TOKENS.clear()
+    _TOKENS[id(consumer), id(policy)] = (consumer, policy, token)
+    return token
 
 
 def _class_of(
@@ -127,9 +187,7 @@ def _class_of(
         identity(history),
         consumer.loader,
         consumer.rejects_unknown_attrs,
-        consumer.validates_library,
-        consumer.looks_up_op_list_first,
-        consumer.lifted_reads_empty,
+        *_loader_traits(artifact, graph, consumer),
         deprecation,
         ids,
         graph_versions,
@@ -144,6 +202,21 @@ def _class_of(
         _device_signature(graph, consumer),
     )
     return found, by_release
+
+
+def _loader_traits(
+    artifact: Artifact, graph: Graph | None, consumer: Consumer
+) -> tuple[bool | None, bool | None, bool | None]:
+    """What the consumer's loader does that the artifact can meet, None where it cannot:
+    checking function bodies at load (`order.place`: findings in a library function), the
+    stripped op list looked up first (`order.phases`: a SavedModel), a lifted variable
+    read unfilled (`runs`: tf.saved_model.load). A frozen graph without functions meets
+    none, so releases that differ only there (1.13-1.15, 2.5-2.8) are of one class."""
+    return (
+        consumer.validates_library if graph is not None and graph.functions else None,
+        consumer.looks_up_op_list_first if artifact.format == "savedmodel" else None,
+        consumer.lifted_reads_empty if consumer.loader == Loader.SAVED_MODEL_V2 else None,
+    )
 
 
 def _device_signature(graph: Graph | None, consumer: Consumer) -> Hashable:
