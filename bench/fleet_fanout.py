@@ -166,8 +166,8 @@ def reset_store(s3: Any, n: int, location: ReportLocation) -> None:
         location.of(ObjectEvent("models", f"m{i}/saved_model.pb", "ObjectCreated:Put"))[1]
         for i in range(n)
     ]
-    batches = [keys[start : start + 1000] for start in range(0, n, 1000)]
-    with ThreadPoolExecutor(4) as pool:
+    batches = [keys[start : start + 200] for start in range(0, n, 200)]
+    with ThreadPoolExecutor(2) as pool:
         list(
             pool.map(
                 lambda batch: s3.delete_objects(

@@ -75,7 +75,10 @@ def running(
 
 
 def client(endpoint: str, env: dict[str, str] = AWS_ENV) -> Any:
+    """The benches' own S3 client: patient (s3rver took over a minute to delete 1,000
+    keys at once while it held 100,000 objects)."""
     import boto3
+    from botocore.config import Config
 
     return boto3.client(
         "s3",
@@ -83,6 +86,7 @@ def client(endpoint: str, env: dict[str, str] = AWS_ENV) -> Any:
         region_name=env["AWS_DEFAULT_REGION"],
         aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        config=Config(read_timeout=600, retries={"max_attempts": 5, "mode": "standard"}),
     )
 
 
