@@ -427,7 +427,12 @@ def fan_out(
                     f"{worker_cpu:.1f}, {server_cpu:.1f}",
                 )
             )
-            print(f"  {size} process(es): {elapsed:.1f} s", flush=True)
+            print(  # each size as it ends: a later failure loses none of it
+                f"  {size} process(es): {elapsed:.1f} s; peak RSS MB "
+                f"{' '.join(f'{r:.0f}' for r in rss)}; CPU s worker {worker_cpu:.1f}, "
+                f"S3 server {server_cpu:.1f}",
+                flush=True,
+            )
     consumers = args.consumers or 3
     print(
         f"\n{args.models} models ({args.distinct or args.models} distinct), {consumers} "
