@@ -6,8 +6,8 @@ This runs what a pool process runs for each upload, in one process, on distinct 
 frozen graphs (the bench's 519-byte graph, each with a Const of its own shape added):
 Celery's tracer around `tfcompat.check_object` (the task_prerun/postrun signals, the
 task's body, its hooks: the index's write to Redis and the metrics, the log lines), as
-`tfcompat worker` configures it (JSON logs at INFO, `quiet_task_successes`, the example
-fleet, notifications off), and counts:
+`tfcompat worker` configures it (JSON logs at INFO, the example fleet, notifications
+off), and counts:
 
   instructions   under `valgrind --tool=callgrind`, twice: once stopping just before
                  the measured uploads (after as many warm-up uploads, which load the op
@@ -131,10 +131,9 @@ def ours(uploads: int, stop_before: bool, store_kind: str) -> dict[str, Any]:
 
     lines = Lines()
     sys.stderr = lines  # type: ignore[assignment]
-    from worker.logs import configure_logging, quiet_task_successes
+    from worker.logs import configure_logging
 
     configure_logging("INFO", "json")  # as `tfcompat worker` logs
-    quiet_task_successes("INFO")
     from celery.app.trace import build_tracer
 
     from worker.pipeline import services

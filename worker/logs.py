@@ -99,12 +99,3 @@ def configure_logging(level: str = "INFO", fmt: Format = "json") -> None:
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(number)
-
-
-def quiet_task_successes(level: str) -> None:
-    """A worker's tasks log what they did (`task.done` and the like): Celery's own line
-    per successful task ("Task ... succeeded in ...s: {...}", which repeats it, costing
-    a pool process a rendered JSON line and a repr of the result per upload) is kept for
-    DEBUG. Failures and retries are logged as before (Celery's at ERROR, `task.retry`)."""
-    if logging.getLevelName(level.upper()) != logging.DEBUG:
-        logging.getLogger("celery.app.trace").setLevel(logging.WARNING)

@@ -10,12 +10,11 @@ from worker.cli.errors import UsageError
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from worker.logs import configure_logging, quiet_task_successes
+    from worker.logs import configure_logging
     from worker.settings import load_settings
 
     settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
-    quiet_task_successes(settings.log_level)
     port = settings.metrics_port if args.metrics_port is None else args.metrics_port
     if port:
         from worker.exporter import use_multiprocess_dir
