@@ -130,6 +130,9 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (None, "bad marshal data", Code.KERAS_LAMBDA_PYTHON),
     (None, "variables during loading", Code.KERAS_ARCHIVE_MINOR),
     (None, "Unknown layer: Functional", Code.KERAS_CLASS_UNKNOWN),
+    # a Sequential rebuilt without an input shape holds no weights when they load
+    (None, "Model expected 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
+    (None, "into a model with 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed
@@ -311,7 +314,6 @@ NEWER_KERAS3 = (
 )
 COMPILE_30 = "Keras 3.0.5 fails these H5 files with compile=False too (not understood)"
 REDUCTION = "Keras 2 loss objects carry reduction='auto', which Keras 3 rejects (not a rule yet)"
-TF113 = "TF 1.13's Sequential H5 rebuilds with 0 layers elsewhere (not a rule yet)"
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{
         ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
@@ -325,11 +327,6 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     },
     ("keras-3.0.5", "tf2.8/sgd.h5"): REDUCTION,
     ("keras-3.15.1", "tf2.8/sgd.h5"): REDUCTION,
-    **{
-        (consumer, f"tf1.13/{name}.h5"): TF113
-        for consumer in ("1.15.5", "2.8.4", *(f"{TF_KERAS}{minor}" for minor in TF_KERAS_RELEASE))
-        for name in ("adam", "loss_fn")
-    },
 }  # fmt: skip
 
 

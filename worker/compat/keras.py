@@ -119,6 +119,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("keras.archive-minor", checks.archive_minor),
     ("keras.lambda-python", checks.lambda_python),
     ("keras.nested-call", checks.nested_calls),
+    ("keras.unbuilt-sequential", checks.unbuilt_sequential),
     ("keras.compile-argument", checks.compile_objects),
     ("keras.compile-only", checks.compile_only),
 )

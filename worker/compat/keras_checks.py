@@ -15,6 +15,7 @@ from worker.compat.keras_inputs import input_findings
 from worker.compat.keras_layer_configs import layer_config_findings
 from worker.compat.keras_names import name_findings
 from worker.compat.keras_objects import (
+    MODEL_CLASSES,
     fails_only_in_compile,
     object_findings,
     training_config_findings,
@@ -331,6 +332,55 @@ def nested_calls(load: KerasLoad) -> None:
             "either has loops or disconnected nodes'), the other Keras 3 minors loop in "
             "functional_from_config and the load never returns.",
             fix=Fix(FixKind.RENUMBER_NESTED_CALLS, name=name),
+        )
+    )
+
+
+def unbuilt_sequential(load: KerasLoad) -> None:
+    """A Sequential H5 whose config gives no input shape (keras.unbuilt-sequential): met when
+    the weights load, after the rebuild. Read in Keras's code: Sequential.from_config adds
+    the layers and builds the model only from an InputLayer, a first layer's
+    `batch_input_shape` (`batch_shape`) or the config's `build_input_shape`; with none, no
+    layer holds weights yet, and the H5 weights loader (tf.keras's hdf5_format, tf-keras's
+    and Keras 3's legacy_h5_format alike) counts only the layers that hold weights
+    (`[l for l in model.layers if l.weights]`) against the file's, and fails on the
+    difference. TF 1.13's Keras 2.2.4-tf drops the first layer's `batch_input_shape` from a
+    Sequential's config, so every Keras fails its files (tests/fixtures/keras tf1.13: 1.15.5,
+    2.8.4 and tf-keras 2.16-2.21). A layer holds weights when its config names an
+    initializer; a model of no such layer, or holding a nested model, is not judged."""
+    model = load.model
+    if model.container != "hdf5" or model.model_class != "Sequential":
+        return
+    top = [layer for layer in model.layers if layer.depth == 1]
+    if not top or model.build_input_shape:
+        return
+    first = top[0]
+    declared = {"batch_input_shape", "batch_shape"} & set(first.config_keys)
+    if first.class_name == "InputLayer" or declared:
+        return
+    if any(layer.class_name in MODEL_CLASSES for layer in top):
+        return
+    weighted = [
+        layer for layer in top if any(key.endswith("_initializer") for key in layer.config_keys)
+    ]
+    if not weighted:
+        return
+    runs = ".".join(map(str, load.runs))
+    count = len(weighted)
+    message = (
+        "'Layer count mismatch when loading weights from file. Model expected 0 layers, "
+        f"found {count} saved layers'; the Keras of TensorFlow 1.x: 'You are trying to load a "
+        f"weight file containing {count} layers into a model with 0 layers'"
+    )
+    written = f" (Keras {load.written} wrote it so)" if load.written else ""
+    load.findings.append(
+        error(
+            Code.KERAS_UNBUILT_SEQUENTIAL,
+            f"The model is a Sequential whose config declares no input shape{written}: no "
+            f"InputLayer, no batch_input_shape on its first layer '{first.name}' and no "
+            f"build_input_shape. Keras {runs} rebuilds it unbuilt, so none of its layers "
+            f"holds weights yet, and loading the file's weights fails ({message}).",
+            fix=Fix(FixKind.REBUILD_WITH_INPUT, name=first.name or None),
         )
     )
 

@@ -68,6 +68,7 @@ MODEL_FIXES = frozenset(
         FixKind.FLOAT_LAYER_DTYPE,
         FixKind.RENAME_LAYERS,
         FixKind.RENUMBER_NESTED_CALLS,
+        FixKind.REBUILD_WITH_INPUT,
         FixKind.CONVERT_WITH,
         FixKind.CONVERT_WITHOUT,
         FixKind.EXPORT_SERVE_TAG,

@@ -216,7 +216,9 @@ def keras_model(
     if training is None:
         training = config.get("compile_config")
     compiled = isinstance(training, dict) and bool(training)
+    own = config.get("config")
     return KerasModel(
+        build_input_shape=isinstance(own, dict) and own.get("build_input_shape") is not None,
         compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
         objects=(*walker.objects, *compile_object_refs(training)),
         compiled=compiled,

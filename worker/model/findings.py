@@ -103,6 +103,7 @@ class Code(StrEnum):
     KERAS_LAYER_UNMEASURED = "keras.layer-unmeasured"  # a Keras 2 H5 layer config nobody measured
     KERAS_LAYER_NAME = "keras.layer-name"  # a layer or model name Keras 3 refuses ('/')
     KERAS_NESTED_CALL = "keras.nested-call"  # a nested model's call Keras 3 never resolves
+    KERAS_UNBUILT_SEQUENTIAL = "keras.unbuilt-sequential"  # no input shape: weights fail
     UNSAFE_FILE_IO = "unsafe.file-io"  # reads, writes or lists files outside the saver
     UNSAFE_PYTHON = "unsafe.python"  # runs Python: PyFunc ops, marshalled Lambda code
     UNSAFE_NETWORK = "unsafe.network"  # opens connections to addresses the graph names
@@ -159,6 +160,9 @@ class FixKind(StrEnum):
     # Rebuild it there with names without '/', load the weights by order, save it again
     RENAME_LAYERS = "rename_layers"
     RENUMBER_NESTED_CALLS = "renumber_nested_calls"  # name: the nested model
+    # name: the first layer; rebuild the model in code with its input declared, load the
+    # file's weights into it and save it again
+    REBUILD_WITH_INPUT = "rebuild_with_input"
     # name: pass it in load_model(custom_objects=...), or re-save it registered
     REGISTER_CUSTOM_OBJECT = "register_custom_object"
     LOAD_WITHOUT_COMPILE = "load_without_compile"  # name: load_model(path, compile=False)

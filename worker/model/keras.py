@@ -114,6 +114,9 @@ class KerasModel:
     compile_keys: tuple[str, ...] = ()  # the H5 training_config's keys
     compiled: bool = False  # carries a compile configuration (H5 training_config, .keras
     # compile_config): load_model(path) compiles it unless compile=False
+    # a Sequential's config names the shape it was built on (`build_input_shape`, written by
+    # Keras 2.3+ and 3 for a model built without an input layer); False: absent or null
+    build_input_shape: bool = False
 
     @property
     def major(self) -> int | None:

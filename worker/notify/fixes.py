@@ -243,6 +243,14 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
             f"rebuild it in Keras 3 on {quote(f'keras.Input(batch_shape={shape})')}; or "
             f"serve it to {who} with Keras 2 ({quote('tf_keras')})"
         )
+    if kind == "rebuild_with_input":
+        first = quote(str(fix["name"])) if fix.get("name") else "the first layer"
+        return (
+            "Rebuild the model in code with its input declared (an "
+            f"{quote('keras.Input(shape=...)')} first, or {quote('input_shape=')} on layer "
+            f"{first}), load the file's weights into it ({quote('model.load_weights(path)')}) "
+            "and save it again"
+        )
     if kind == "declare_keras":
         return f"Declare {quote('keras:')} and {quote('python:')} in {who}'s fleet entry"
     name = fix.get("name") or "the object"
