@@ -140,6 +140,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Could not locate class 'Functional'", Code.KERAS_CLASS_UNKNOWN),
     # objects named by name (the `objects` family)
     (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
+    (3, "Invalid value for argument `reduction`", Code.KERAS_COMPILE_ARGUMENT),
     (2, "KeyError: 'sample_weight_mode'", Code.KERAS_COMPILE_ARGUMENT),
     (3, "because it is not a KerasSaveable", Code.KERAS_UNKNOWN_OBJECT),
     (3, "Expected 'config' to be a dict", Code.KERAS_UNKNOWN_OBJECT),
@@ -313,7 +314,6 @@ NEWER_KERAS3 = (
     " older Keras 3 lacks is met first (not understood)"
 )
 COMPILE_30 = "Keras 3.0.5 fails these H5 files with compile=False too (not understood)"
-REDUCTION = "Keras 2 loss objects carry reduction='auto', which Keras 3 rejects (not a rule yet)"
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{
         ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
@@ -323,10 +323,8 @@ KNOWN_MISSES: dict[tuple[str, str], str] = {
     },
     **{
         ("keras-3.0.5", f"tf2.8/{name}.h5"): COMPILE_30
-        for name in ("adam", "adam_functional", "loss_fn", "metric_fn")
+        for name in ("adam", "adam_functional", "loss_fn", "metric_fn", "sgd")
     },
-    ("keras-3.0.5", "tf2.8/sgd.h5"): REDUCTION,
-    ("keras-3.15.1", "tf2.8/sgd.h5"): REDUCTION,
 }  # fmt: skip
 
 

@@ -177,6 +177,25 @@ def _optimizer_arguments(
     )
 
 
+# Loss reductions Keras 2 writes that no Keras 3 takes: Keras 2's default
+# (losses_utils.ReductionV2.AUTO, written by every built-in loss object), which Keras 3's
+# standardize_reduction (keras/src/losses/loss.py) refuses: it takes "sum_over_batch_size",
+# "sum", "none" and None (3.0), and "mean" and "mean_with_sample_weight" later.
+KERAS2_ONLY_REDUCTIONS = frozenset({"auto"})
+
+
+def _loss_reduction(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) -> Finding:
+    return error(
+        Code.KERAS_COMPILE_ARGUMENT,
+        f"The compile configuration's loss {ref.name} has reduction='{ref.reduction}', "
+        f"Keras 2's default (the file was written by Keras {model.keras_version or '2'}), "
+        f"which Keras {consumer.keras} refuses ('Invalid value for argument `reduction`. "
+        f"Expected one of {{...}}. Received: reduction={ref.reduction}').{_compile_note()}",
+        attr="losses",
+        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+    )
+
+
 def object_findings(
     model: KerasModel,
     consumer: Consumer,
@@ -237,6 +256,14 @@ def object_findings(
             if rejected_layer is not None:
                 findings.append((ref.where, rejected_layer))
                 continue
+        if (
+            major >= 3
+            and ref.kind == "losses"
+            and ref.where == "compile"
+            and ref.reduction in KERAS2_ONLY_REDUCTIONS
+        ):
+            findings.append((ref.where, _loss_reduction(ref, model, consumer)))
+            continue
         if major >= 3 and ref.kind == "optimizers" and ref.where == "compile":
             rejected = [_optimizer_arguments(ref, model, consumer, t) for t in tables]
             if all(r is not None for r in rejected):

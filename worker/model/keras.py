@@ -93,6 +93,7 @@ class KerasObjectRef:
     registered_name: str = ""  # register_keras_serializable's "Package>Name", when written
     config_keys: tuple[str, ...] = ()  # a class entry's config keys (an optimizer's arguments)
     nested: bool = False  # a compile entry inside a list or per-output dict (not the one loss)
+    reduction: str = ""  # a loss class entry's `reduction` as written ("auto", "sum", ...)
 
 
 @dataclass(frozen=True)
