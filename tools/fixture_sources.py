@@ -246,6 +246,25 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
             + [f"writer {w}" for w in dict.fromkeys(r["writer"] for r in _lines(p))]
         ),
     ),
+    "keras-reduction/models.json": (
+        "tools/keras/reduction_models.py",
+        "tiny Keras models compiled with loss objects of several reductions, a loss by name, "
+        "per-output losses and metric objects, saved as H5 (and .keras from 2.12) by each "
+        "producer's tf.keras",
+        lambda p: [
+            f"producer tensorflow {t}"
+            for t in dict.fromkeys(e["tensorflow"] for e in _doc(p).values())
+        ],
+    ),
+    "keras-reduction/matrix.jsonl": (
+        "tools/keras/reduction_models.py",
+        "each keras-reduction file loaded by Keras 3 wheels and a Keras 2 control as "
+        "build_matrix.py loads its compiled files (load_model compiling, then compile=False)",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "

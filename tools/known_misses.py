@@ -150,6 +150,21 @@ def keras() -> Iterator[RowSet]:
         main.KNOWN_MISSES,
         _keras_kind,
     )
+    from tests.compat import test_keras_reduction as reduction
+
+    yield matrix(
+        "tests/fixtures/keras-reduction",
+        "tests/compat/test_keras_reduction.py",
+        reduction.rows(),
+        reduction.disagreement,
+        lambda r: reduction.artifact(r["model"]),
+        {
+            (r["consumer"], r["model"]): w
+            for r in reduction.rows()
+            if (w := reduction.known_miss(r))
+        },
+        _keras_kind,
+    )
     yield matrix(
         "tests/fixtures/keras-real",
         "tests/compat/test_keras_real_agreement.py",
