@@ -267,6 +267,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
             registered_name=o.get("registered_name", ""),
             config_keys=tuple(o.get("config_keys", ())),
             nested=o.get("nested", False),
+            reduction=o.get("reduction", ""),
         )
         for o in data.get("objects", ())
     )
