@@ -133,3 +133,13 @@ def test_a_loss_reduction_survives_the_json_round_trip() -> None:
     back = artifact_from_json(json.loads(json.dumps(found.to_json())))
     assert found.keras is not None and back.keras is not None
     assert [o.reduction for o in back.keras.objects if o.kind == "losses"] == ["sum", "auto"]
+
+
+def test_the_first_measured_figure_is_recorded() -> None:
+    from tests.held_out import held_out_set
+
+    found = held_out_set(REDUCTION)
+    assert found is not None and found.first_measured["against"] == "15f4347"
+    assert found.first_measured["figures"]["rows"][1] == len(rows())
+    agree = sum(1 for r in rows() if disagreement(r) is None)
+    assert found.after_tuning is not None and found.after_tuning["figures"]["rows"][0] == agree
