@@ -196,6 +196,51 @@ def _loss_reduction(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) 
     )
 
 
+# The config key Keras 2.13+ loss objects write (LossFunctionWrapper.get_config: the wrapped
+# function's name), which no Keras 3 loss class takes: Keras 3's H5 loader passes the config
+# to the class and fails ("__init__() got an unexpected keyword argument 'fn'") before the
+# reduction is judged. Measured: tests/fixtures/keras-reduction, TF 2.15.1's files in Keras
+# 3.0.5, 3.3.3, 3.8.0 and 3.15.1.
+KERAS2_LOSS_FUNCTION_KEY = "fn"
+
+
+def _loss_function_key(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) -> Finding:
+    return error(
+        Code.KERAS_ARGUMENT_REMOVED,
+        f"The compile configuration's loss {ref.name} carries `fn`, which Keras "
+        f"{model.keras_version or '2.13+'}'s loss objects write and no Keras 3 loss class "
+        f"takes: Keras {consumer.keras} fails it ('{ref.name}.__init__() got an unexpected "
+        f"keyword argument 'fn'').{_compile_note()}",
+        attr="losses",
+        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+    )
+
+
+def _resolved_by_config_name(
+    ref: KerasObjectRef, model: KerasModel, tables: list[KerasObjects], major: int
+) -> bool:
+    """Keras 3 reading H5 takes an optimizer class entry it does not know (Keras 2.11+'s
+    "Custom>Adam") by its config's `name` instead, with its defaults
+    (keras/src/legacy/saving/saving_utils.py `_resolve_compile_arguments_compat`:
+    `optimizers.get(config["name"])`): resolved when every table knows that name."""
+    if (
+        major < 3
+        or model.container != "hdf5"
+        or ref.where != "compile"
+        or ref.kind != "optimizers"
+        or ref.form != "class"
+        or not ref.config_name
+    ):
+        return False
+    for table in tables:
+        kind = table.kind(ref.kind)
+        if kind is None or _known(ref, table, major):
+            return False
+        if not (kind.knows(ref.config_name) or kind.knows(ref.config_name.lower())):
+            return False
+    return True
+
+
 def object_findings(
     model: KerasModel,
     consumer: Consumer,
@@ -244,6 +289,8 @@ def object_findings(
             continue
         if _resolved_lazily(ref, model, major):
             continue
+        if _resolved_by_config_name(ref, model, tables, major):
+            continue
         lacking = [t for t in tables if not _known(ref, t, major)]
         if len(lacking) == len(tables):
             findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major)))
@@ -256,6 +303,16 @@ def object_findings(
             if rejected_layer is not None:
                 findings.append((ref.where, rejected_layer))
                 continue
+        if (
+            major >= 3
+            and model.container == "hdf5"
+            and ref.kind == "losses"
+            and ref.where == "compile"
+            and ref.form == "class"
+            and KERAS2_LOSS_FUNCTION_KEY in ref.config_keys
+        ):
+            findings.append((ref.where, _loss_function_key(ref, model, consumer)))
+            continue
         if (
             major >= 3
             and ref.kind == "losses"

@@ -68,8 +68,9 @@ def object_ref(kind: str, value: Any, where: str, nested: bool = False) -> Keras
         return KerasObjectRef(kind, "<lambda>", "lambda", where, module, nested=nested)
     keys = tuple(sorted(str(k) for k in inner)) if isinstance(inner, dict) else ()
     reduction = _text(inner.get("reduction")) if isinstance(inner, dict) else ""
+    named = _text(inner.get("name")) if isinstance(inner, dict) else ""
     return KerasObjectRef(
-        kind, class_name, "class", where, module, registered, keys, nested, reduction
+        kind, class_name, "class", where, module, registered, keys, nested, reduction, named
     )
 
 

@@ -94,6 +94,7 @@ class KerasObjectRef:
     config_keys: tuple[str, ...] = ()  # a class entry's config keys (an optimizer's arguments)
     nested: bool = False  # a compile entry inside a list or per-output dict (not the one loss)
     reduction: str = ""  # a loss class entry's `reduction` as written ("auto", "sum", ...)
+    config_name: str = ""  # a class entry's config `name` ("Adam" under "Custom>Adam")
 
 
 @dataclass(frozen=True)
@@ -268,6 +269,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
             config_keys=tuple(o.get("config_keys", ())),
             nested=o.get("nested", False),
             reduction=o.get("reduction", ""),
+            config_name=o.get("config_name", ""),
         )
         for o in data.get("objects", ())
     )
