@@ -21,7 +21,8 @@ H5 file whatever compile= says (worker/compat/keras_checks.py KERAS_H5_COMPILES_
 Keras 3.0.5's saving_api.py): 665 of 912. Then: Keras 3 reading H5 takes an optimizer class
 it does not know ("Custom>Adam", Keras 2.11+) by its config's name, and Keras 2.13+ loss
 objects' `fn` fails every Keras 3 first (keras_objects.py `_resolved_by_config_name`,
-KERAS2_LOSS_FUNCTION_KEY): 793 of 912.
+KERAS2_LOSS_FUNCTION_KEY): 793 of 912. Keras 2.13.1 and 2.14.1 were loaded after that, a
+second round (SECOND_ROUND): 296 of 304 agreed first, with the rules of 742d056.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ KERAS2_ARCHIVE = (
 )
 METRIC_REDUCTION = (
     "a loss class used as a metric: Keras 2 writes it among the metrics with reduction='auto', "
-    "and Keras 2.12 and 2.15 deserialize it as metrics.MeanSquaredError, which takes no "
+    "and Keras 2.12 to 2.15 deserialize it as metrics.MeanSquaredError, which takes no "
     "`reduction`; the product reads reductions of losses only"
 )
 LOSS_FN_212 = (
@@ -77,6 +78,7 @@ LOSS_FN_212 = (
     "loss classes refuse ('unexpected keyword argument 'fn''); no rule reads it"
 )
 KERAS3 = ("keras-3.0.5", "keras-3.3.3", "keras-3.8.0", "keras-3.15.1")
+KERAS2 = ("2.12.1", "2.13.1", "2.14.1", "2.15.1")
 
 
 def known_miss(row: dict[str, Any]) -> str | None:
@@ -87,7 +89,7 @@ def known_miss(row: dict[str, Any]) -> str | None:
         return NEWER_KERAS3
     if consumer in ("2.12.1", "2.15.1") and ext == "keras" and row["ok"]:
         return KERAS2_ARCHIVE if producer == "tf" + consumer[:4] else None
-    if consumer in ("2.12.1", "2.15.1") and model == "loss_as_metric" and ext == "h5":
+    if consumer in KERAS2 and model == "loss_as_metric" and ext == "h5":
         return METRIC_REDUCTION if producer.startswith("tf") else None
     if consumer == "2.12.1" and producer == "tf2.15" and ext == "h5" and not row["ok"]:
         return LOSS_FN_212 if "'fn'" in row.get("cause", row["error"]) else None
@@ -125,14 +127,21 @@ def test_a_loss_reduction_survives_the_json_round_trip() -> None:
     assert back.keras.objects == found.keras.objects  # config names (Custom>Adam's) too
 
 
+# Consumers loaded after 742d056 (a second round, not read to write the rules before it).
+SECOND_ROUND = ("2.13.1", "2.14.1")
+
+
+def family(row: dict[str, Any]) -> str:
+    return "second-round" if row["consumer"] in SECOND_ROUND else "first-round"
+
+
 def test_the_first_measured_figure_is_recorded() -> None:
     from tests.held_out import held_out_set
 
-    found = held_out_set(REDUCTION)
+    found = held_out_set(REDUCTION, family="first-round")
+    picked = [r for r in rows() if family(r) == "first-round"]
     assert found is not None and found.first_measured["against"] == "15f4347"
-    assert found.first_measured["figures"]["rows"][1] == len(rows())
-    agree = sum(1 for r in rows() if disagreement(r) is None)
-    assert found.after_tuning is not None and found.after_tuning["figures"]["rows"][1] == len(
-        rows()
-    )
-    assert found.after_tuning["figures"]["rows"][0] == agree
+    assert found.first_measured["figures"]["rows"][1] == len(picked)
+    agree = sum(1 for r in picked if disagreement(r) is None)
+    assert found.after_tuning is not None
+    assert found.after_tuning["figures"]["rows"] == [agree, len(picked)]
