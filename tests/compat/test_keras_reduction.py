@@ -145,3 +145,12 @@ def test_the_first_measured_figure_is_recorded() -> None:
     agree = sum(1 for r in picked if disagreement(r) is None)
     assert found.after_tuning is not None
     assert found.after_tuning["figures"]["rows"] == [agree, len(picked)]
+
+
+def test_the_second_round_figure_is_recorded() -> None:
+    from tests.held_out import held_out_set
+
+    found = held_out_set(REDUCTION, family="second-round")
+    picked = [r for r in rows() if family(r) == "second-round"]
+    assert found is not None and found.first_measured["against"] == "742d056"
+    assert found.first_measured["figures"]["rows"][1] == len(picked)
