@@ -22,7 +22,9 @@ Keras 3.0.5's saving_api.py): 665 of 912. Then: Keras 3 reading H5 takes an opti
 it does not know ("Custom>Adam", Keras 2.11+) by its config's name, and Keras 2.13+ loss
 objects' `fn` fails every Keras 3 first (keras_objects.py `_resolved_by_config_name`,
 KERAS2_LOSS_FUNCTION_KEY): 793 of 912. Keras 2.13.1 and 2.14.1 were loaded after that, a
-second round (SECOND_ROUND): 296 of 304 agreed first, with the rules of 742d056.
+second round (SECOND_ROUND): 296 of 304 agreed first, with the rules of 742d056. Then, tuned
+on both rounds (2.12 refuses `fn`, 2.13 and 2.14 take it): Keras 2 before 2.13 refuses a
+loss's `fn` (KERAS2_TAKES_LOSS_FUNCTION_KEY): 809 of 912, 296 of 304.
 """
 
 from __future__ import annotations
@@ -69,13 +71,10 @@ KERAS2_ARCHIVE = (
     "takes the archive's optimizer 'adam' for unknown to that Keras; it loads"
 )
 METRIC_REDUCTION = (
-    "a loss class used as a metric: Keras 2 writes it among the metrics with reduction='auto', "
-    "and Keras 2.12 to 2.15 deserialize it as metrics.MeanSquaredError, which takes no "
-    "`reduction`; the product reads reductions of losses only"
-)
-LOSS_FN_212 = (
-    "Keras 2.13+ loss objects write `fn` (LossFunctionWrapper.get_config), which Keras 2.12's "
-    "loss classes refuse ('unexpected keyword argument 'fn''); no rule reads it"
+    "a loss class used as a metric: Keras 2 writes it among the metrics with reduction='auto' "
+    "(2.8+: inside a MeanMetricWrapper's `fn`), and Keras 2.12 to 2.15 deserialize it as "
+    "metrics.MeanSquaredError, which takes no `reduction`; the product reads reductions of "
+    "losses only"
 )
 KERAS3 = ("keras-3.0.5", "keras-3.3.3", "keras-3.8.0", "keras-3.15.1")
 KERAS2 = ("2.12.1", "2.13.1", "2.14.1", "2.15.1")
@@ -91,8 +90,6 @@ def known_miss(row: dict[str, Any]) -> str | None:
         return KERAS2_ARCHIVE if producer == "tf" + consumer[:4] else None
     if consumer in KERAS2 and model == "loss_as_metric" and ext == "h5":
         return METRIC_REDUCTION if producer.startswith("tf") else None
-    if consumer == "2.12.1" and producer == "tf2.15" and ext == "h5" and not row["ok"]:
-        return LOSS_FN_212 if "'fn'" in row.get("cause", row["error"]) else None
     return None
 
 
@@ -144,7 +141,8 @@ def test_the_first_measured_figure_is_recorded() -> None:
     assert found.first_measured["figures"]["rows"][1] == len(picked)
     agree = sum(1 for r in picked if disagreement(r) is None)
     assert found.after_tuning is not None
-    assert found.after_tuning["figures"]["rows"] == [agree, len(picked)]
+    assert found.after_tuning["figures"]["rows"][1] == len(picked)
+    assert found.after_tuning["figures"]["rows"][0] <= agree  # later tuning lost no row
 
 
 def test_the_second_round_figure_is_recorded() -> None:

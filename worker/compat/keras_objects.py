@@ -37,6 +37,7 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
+from worker.compat.keras_rules import keras_version_tuple
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
@@ -204,13 +205,28 @@ def _loss_reduction(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) 
 KERAS2_LOSS_FUNCTION_KEY = "fn"
 
 
-def _loss_function_key(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) -> Finding:
+# The Keras 2 before which a loss class refuses `fn` in an H5 file's compile configuration:
+# Keras 2.12 passes the config whole to the class (measured: TF 2.12.1 fails TF 2.15.1's
+# files, 'unexpected keyword argument 'fn''; 2.8.4's Loss.from_config is cls(**config)),
+# 2.13 to 2.15 pop it (measured: TF 2.13.1, 2.14.1 and 2.15.1 load them).
+KERAS2_TAKES_LOSS_FUNCTION_KEY = (2, 13)
+
+
+def _refuses_loss_function_key(consumer: Consumer) -> bool:
+    runs = keras_version_tuple(consumer.keras)
+    return runs is not None and runs[0] == 2 and runs < KERAS2_TAKES_LOSS_FUNCTION_KEY
+
+
+def _loss_function_key(
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, major: int
+) -> Finding:
+    which = "no Keras 3 loss class takes" if major >= 3 else "Keras 2 before 2.13 does not take"
     return error(
-        Code.KERAS_ARGUMENT_REMOVED,
+        Code.KERAS_ARGUMENT_REMOVED if major >= 3 else Code.KERAS_ARGUMENT_UNKNOWN,
         f"The compile configuration's loss {ref.name} carries `fn`, which Keras "
-        f"{model.keras_version or '2.13+'}'s loss objects write and no Keras 3 loss class "
-        f"takes: Keras {consumer.keras} fails it ('{ref.name}.__init__() got an unexpected "
-        f"keyword argument 'fn'').{_compile_note()}",
+        f"{model.keras_version or '2.13+'}'s loss objects write and {which}: Keras "
+        f"{consumer.keras} fails it ('{ref.name}.__init__() got an unexpected keyword "
+        f"argument 'fn'').{_compile_note()}",
         attr="losses",
         fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
     )
@@ -304,14 +320,14 @@ def object_findings(
                 findings.append((ref.where, rejected_layer))
                 continue
         if (
-            major >= 3
-            and model.container == "hdf5"
+            model.container == "hdf5"
             and ref.kind == "losses"
             and ref.where == "compile"
             and ref.form == "class"
             and KERAS2_LOSS_FUNCTION_KEY in ref.config_keys
+            and (major >= 3 or _refuses_loss_function_key(consumer))
         ):
-            findings.append((ref.where, _loss_function_key(ref, model, consumer)))
+            findings.append((ref.where, _loss_function_key(ref, model, consumer, major)))
             continue
         if (
             major >= 3
