@@ -155,6 +155,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "string indices must be integers", Code.KERAS_UNKNOWN_OBJECT),
     (2, "Keyword argument not understood", Code.KERAS_ARGUMENT_UNKNOWN),
     (2, "got an unexpected keyword argument 'fn'", Code.KERAS_ARGUMENT_UNKNOWN),  # a loss
+    (2, "got an unexpected keyword argument 'reduction'", Code.KERAS_ARGUMENT_UNKNOWN),
     # an integer layer dtype the layer's float initializer fills (real files, Keras 2.0)
     (2, "to EagerTensor of dtype int", Code.KERAS_LAYER_DTYPE),
     (2, "Expected int32, got", Code.KERAS_LAYER_DTYPE),

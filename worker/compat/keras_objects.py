@@ -232,6 +232,22 @@ def _loss_function_key(
     )
 
 
+def _metric_reduction(ref: KerasObjectRef, consumer: Consumer) -> Finding:
+    """A loss object used as a metric: Keras 2 writes it among the metrics with its
+    `reduction`, and reads it back as the metric class of that name, which takes none
+    (measured: TF 2.12.1 to 2.15.1 fail TF 2.4.4 to 2.15.1's files, "__init__() got an
+    unexpected keyword argument 'reduction'")."""
+    return error(
+        Code.KERAS_ARGUMENT_UNKNOWN,
+        f"The compile configuration's metrics hold the loss object {ref.name} with its "
+        f"reduction='{ref.reduction}': Keras {consumer.keras} reads it back as its metric "
+        f"{ref.name}, which takes no `reduction` ('{ref.name}.__init__() got an unexpected "
+        f"keyword argument 'reduction'').{_compile_note()}",
+        attr="metrics",
+        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+    )
+
+
 def _resolved_by_config_name(
     ref: KerasObjectRef, model: KerasModel, tables: list[KerasObjects], major: int
 ) -> bool:
@@ -328,6 +344,15 @@ def object_findings(
             and (major >= 3 or _refuses_loss_function_key(consumer))
         ):
             findings.append((ref.where, _loss_function_key(ref, model, consumer, major)))
+            continue
+        if (
+            major == 2
+            and ref.kind == "metrics"
+            and ref.where == "compile"
+            and ref.form == "class"
+            and "reduction" in ref.config_keys
+        ):
+            findings.append((ref.where, _metric_reduction(ref, consumer)))
             continue
         if (
             major >= 3

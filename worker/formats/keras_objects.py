@@ -104,6 +104,12 @@ def _nested(kind: str, value: Any, out: list[KerasObjectRef], depth: int = 0) ->
         inner = value.get("config") if isinstance(value, dict) else None
         if isinstance(inner, dict) and isinstance(inner.get("fn"), str) and inner["fn"]:
             out.append(KerasObjectRef(kind, inner["fn"], "string", "compile", nested=True))
+        # Keras 2.8+ writes a loss object used as a metric as a MeanMetricWrapper whose `fn`
+        # is the loss's own entry (passive serialization), deserialized as that kind
+        elif isinstance(inner, dict) and isinstance(inner.get("fn"), dict):
+            wrapped = object_ref(kind, inner["fn"], "compile", nested=True)
+            if wrapped is not None:
+                out.append(wrapped)
     elif isinstance(value, dict):
         for item in value.values():
             _nested(kind, item, out, depth + 1)
