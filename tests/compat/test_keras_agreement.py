@@ -313,17 +313,12 @@ NEWER_KERAS3 = (
     "a Keras 3.15 H5 file in Keras 3.0: another object is named first, the argument the"
     " older Keras 3 lacks is met first (not understood)"
 )
-COMPILE_30 = "Keras 3.0.5 fails these H5 files with compile=False too (not understood)"
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     **{
         ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
         for name in (
             "adam.h5", "fn_act.h5", "loss_fn.h5", "metric_fn.h5", "sgd.h5",
         )
-    },
-    **{
-        ("keras-3.0.5", f"tf2.8/{name}.h5"): COMPILE_30
-        for name in ("adam", "adam_functional", "loss_fn", "metric_fn", "sgd")
     },
 }  # fmt: skip
 

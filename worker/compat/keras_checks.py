@@ -31,6 +31,7 @@ from worker.compat.keras_rules import (
     REJECTED_IN_KERAS3_ARCHIVES,
     REMOVED_IN_KERAS3,
     archive_layout,
+    h5_compiles_anyway,
     keras_version_tuple,
     python_versions,
     shown_keras,
@@ -394,6 +395,8 @@ def compile_only(load: KerasLoad) -> None:
     """compile=False loads it: only the compile configuration fails and nothing the
     rebuild meets is unknown (an unmeasured layer config would make that a guess)."""
     unknown = any(f.code == Code.KERAS_LAYER_UNMEASURED for f in load.findings)
+    if h5_compiles_anyway(load.model, [t.keras for t in load.tables]):
+        return  # Keras 3.0-3.2 compile an H5 file whatever compile= says
     if fails_only_in_compile(load.findings) and not unknown:
         load.findings.append(
             info(

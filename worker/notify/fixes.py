@@ -260,6 +260,13 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
             f"{who}'s {quote('custom_objects')} when its process registers it), or re-save the "
             f"model with it registered ({quote('@keras.saving.register_keras_serializable()')})"
         )
+    if kind == "load_without_compile" and keras:
+        return (
+            f"Upgrade {who} to Keras {keras} or later and load it with "
+            f"{quote('load_model(path, compile=False)')} (older Keras 3 compile an H5 file "
+            f"whatever {quote('compile')} says), or re-save the model compiled with {name} as "
+            f"{who}'s Keras takes it"
+        )
     if kind == "load_without_compile":
         return (
             f"Load it with {quote('load_model(path, compile=False)')} and compile in code, or "
