@@ -267,6 +267,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
             registered_name=o.get("registered_name", ""),
             config_keys=tuple(o.get("config_keys", ())),
             nested=o.get("nested", False),
+            reduction=o.get("reduction", ""),
         )
         for o in data.get("objects", ())
     )
@@ -275,6 +276,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         objects=objects,
         compiled=data.get("compiled", False),
         compile_keys=tuple(data.get("compile_keys", ())),
+        build_input_shape=data.get("build_input_shape", False),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],
