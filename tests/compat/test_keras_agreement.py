@@ -309,18 +309,7 @@ def test_the_matrix_covers_both_families() -> None:
 
 # Held-out `objects` rows no rule explains yet, each with why (strict: a row that starts
 # agreeing fails here until it is taken off the list).
-NEWER_KERAS3 = (
-    "a Keras 3.15 H5 file in Keras 3.0: another object is named first, the argument the"
-    " older Keras 3 lacks is met first (not understood)"
-)
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{
-        ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
-        for name in (
-            "adam.h5", "fn_act.h5", "loss_fn.h5", "metric_fn.h5", "sgd.h5",
-        )
-    },
-}  # fmt: skip
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _marked(row: dict[str, Any]) -> Any:

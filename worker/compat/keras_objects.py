@@ -376,8 +376,11 @@ def _layer_arguments(
     """A built-in layer of a Keras 3 file with constructor arguments its writer's Keras
     takes and every Keras 3 the consumer may run lacks (a newer Keras 3 added them), as
     the measured constructor chains say. Keys the writer's own chain lacks are handled
-    by the class's from_config (InputLayer, Sequential's input) and are not judged."""
-    if not (ref.module == "keras.layers" or ref.module.startswith("keras.layers.")):
+    by the class's from_config (InputLayer, Sequential's input) and are not judged. A
+    Keras 3 H5 file names no module: its layers are looked up among the built-ins
+    (legacy_h5_format's model_from_config), then built from their config the same way."""
+    built_in = ref.module == "keras.layers" or ref.module.startswith("keras.layers.")
+    if not (built_in or (model.container == "hdf5" and not ref.module)):
         return None
     layer = next((x for x in model.layers if x.name == ref.where), None)
     if layer is None or layer.wrapped or ref.name in MODEL_CLASSES | {"InputLayer"}:
