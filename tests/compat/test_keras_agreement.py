@@ -123,6 +123,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Kernel shape must have the same length", Code.KERAS_INPUT_SHAPE),
     (3, "Shapes used to initialize variables must be fully-defined", Code.KERAS_INPUT_SHAPE),
     (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
+    (3, "pop expected at most 1 argument", Code.KERAS_FORMAT),  # a list Sequential config
     (None, "file signature not found", Code.KERAS_FORMAT),
     (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
     (None, "EOF read where object expected", Code.KERAS_LAMBDA_PYTHON),

@@ -113,6 +113,21 @@ def version_unknown(
 def format_unsupported(
     s: Subject, model: KerasModel, runs: tuple[int, int] | None
 ) -> list[Finding] | None:
+    if runs is not None and runs[0] >= 3 and model.layer_list and model.container == "hdf5":
+        # Keras 3's legacy saving_utils.model_from_config pops `batch_input_shape` from the
+        # top-level config as from a dict (3.0.5-3.15.1 alike): a list fails there
+        return [
+            error(
+                Code.KERAS_FORMAT,
+                "The file's model_config is a Sequential whose config is the bare list of its "
+                f"layers, as Keras before 2.2.3 wrote it (written by "
+                f"{shown_keras(model.keras_version)}); "
+                f"Keras {s.consumer.keras}'s H5 loader reads the config as a dictionary and "
+                "fails before any layer is made ('TypeError: pop expected at most 1 argument, "
+                "got 2'). Keras 2 reads it.",
+                fix=Fix(FixKind.RESAVE_AS_H5, keras="2.15"),
+            )
+        ]
     if runs is None or not (model.container == "keras-zip" and runs < FIRST_ZIP_KERAS):
         return None
     written = model.keras_version

@@ -219,6 +219,7 @@ def keras_model(
     own = config.get("config")
     return KerasModel(
         build_input_shape=isinstance(own, dict) and own.get("build_input_shape") is not None,
+        layer_list=isinstance(own, list),
         compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
         objects=(*walker.objects, *compile_object_refs(training)),
         compiled=compiled,

@@ -118,6 +118,8 @@ class KerasModel:
     # a Sequential's config names the shape it was built on (`build_input_shape`, written by
     # Keras 2.3+ and 3 for a model built without an input layer); False: absent or null
     build_input_shape: bool = False
+    # the top-level config is the bare list of a Sequential's layers (Keras before 2.2.3)
+    layer_list: bool = False
 
     @property
     def major(self) -> int | None:
@@ -277,6 +279,7 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         compiled=data.get("compiled", False),
         compile_keys=tuple(data.get("compile_keys", ())),
         build_input_shape=data.get("build_input_shape", False),
+        layer_list=data.get("layer_list", False),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],
