@@ -320,6 +320,11 @@ def lambda_python(load: KerasLoad) -> None:
     load.findings.extend(_lambda_python(load.s, load.model))
 
 
+# Keras 3.0-3.2's functional_from_config reads output_layers' node indexes as written;
+# 3.3.0 lowers a nested Functional's by one (keras/src/models/functional.py get_tensor).
+LAST_UNLOWERED_OUTPUTS = (3, 2)
+
+
 def nested_calls(load: KerasLoad) -> None:
     """A model used as a layer whose call Keras 3's H5 loader never resolves
     (keras.nested-call): met once every layer is made, when functional_from_config wires
@@ -333,6 +338,19 @@ def nested_calls(load: KerasLoad) -> None:
     model = load.model
     if not (load.runs[0] >= 3 and load.major == 2 and model.container == "hdf5"):
         return
+    outputs = [n for n in model.unreached_outputs if n not in model.unreached_calls]
+    if outputs and load.runs <= LAST_UNLOWERED_OUTPUTS:
+        load.findings.append(
+            error(
+                Code.KERAS_NESTED_CALL,
+                f"'{outputs[0]}' is a functional model used as a layer, and the model's "
+                "output_layers reads its call as node 1, as Keras 2 numbers it (its "
+                f"construction is node 0); Keras {load.s.consumer.keras}'s H5 loader looks "
+                "that node up as is and fails ('IndexError: list index out of range'); Keras "
+                "3.3 and later lower a nested Functional's index there by one and load it.",
+                fix=Fix(FixKind.RENUMBER_NESTED_CALLS, name=outputs[0], keras="3.3"),
+            )
+        )
     if not model.unreached_calls:
         return
     name = model.unreached_calls[0]

@@ -109,6 +109,8 @@ class KerasModel:
     # models used as a layer that a layer reads at a call node the config does not list
     # (Keras 2 numbers a nested model's first call 1: formats.keras.unreached_calls)
     unreached_calls: tuple[str, ...] = ()
+    # nested Functionals the model's output_layers reads at such a node (Keras 3.0-3.2 fail)
+    unreached_outputs: tuple[str, ...] = ()
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
@@ -288,4 +290,5 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         model_module=data.get("model_module", ""),
         model_name=data.get("model_name", ""),
         unreached_calls=tuple(data.get("unreached_calls", ())),
+        unreached_outputs=tuple(data.get("unreached_outputs", ())),
     )

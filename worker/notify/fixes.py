@@ -210,6 +210,12 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
                 f" as {quote('[name, 0, 0, {}]')})"
             )
         return text
+    if kind == "renumber_nested_calls" and keras:
+        name = str(fix.get("name") or "the nested model")
+        return (
+            f"Upgrade {who} to Keras {keras} or later, which reads the model's "
+            f"{quote('output_layers')} reference to {quote(name)} as Keras 2 numbers it"
+        )
     if kind == "renumber_nested_calls":
         name = str(fix.get("name") or "the nested model")
         return (
