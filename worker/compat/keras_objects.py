@@ -37,7 +37,7 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
-from worker.compat.keras_rules import h5_compiles_anyway
+from worker.compat.keras_rules import h5_compiles_anyway, keras_version_tuple
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
@@ -77,8 +77,31 @@ def _known(ref: KerasObjectRef, table: KerasObjects, major: int) -> bool:
             (t := table.kind(k)) is not None and t.knows(ref.name) for k in BUILTIN_FUNCTION_KINDS
         )
     if ref.module == "keras" or ref.module.startswith("keras."):
-        return kind.knows(ref.name) or (ref.kind == "optimizers" and kind.knows(ref.name.lower()))
+        if kind.knows(ref.name) or (ref.kind == "optimizers" and kind.knows(ref.name.lower())):
+            return True
+        return _layer_as_activation(ref, table)
     return False  # a module of the user's own: only a custom object resolves it
+
+
+# Keras 3.10.0 on, activations.get deserializes a dict entry with
+# serialization_lib.deserialize_keras_object (keras/src/activations/__init__.py), which
+# builds any class its module names, so a built-in layer (a LeakyReLU as a Dense's
+# activation) is a callable activation; before, `deserialize` took activations only.
+ANY_CLASS_ACTIVATIONS_FROM = (3, 10)
+
+
+def _layer_as_activation(ref: KerasObjectRef, table: KerasObjects) -> bool:
+    version = keras_version_tuple(table.keras)
+    layers = table.kind("layers")
+    return (
+        ref.kind == "activations"
+        and ref.form == "class"
+        and (ref.module == "keras.layers" or ref.module.startswith("keras.layers."))
+        and version is not None
+        and version >= ANY_CLASS_ACTIVATIONS_FROM
+        and layers is not None
+        and layers.knows(ref.name)
+    )
 
 
 def _deserialize_fails(

@@ -110,10 +110,17 @@ def _integer_dtype(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
 
 
 def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
-    """Nested objects (initializers, regularizers, constraints) whose config has `dtype`."""
+    """Nested objects (initializers, regularizers, constraints) whose config has `dtype`.
+    A layer given as an object (a LeakyReLU as an activation: its entry names
+    `keras.layers`) takes `dtype` as its own argument and is not one of them."""
     found = []
     for key, value in config.items():
         if key in NESTED_LAYER_KEYS or key == "layers" or not isinstance(value, dict):
+            continue
+        module = value.get("module")
+        if isinstance(module, str) and (
+            module == "keras.layers" or module.startswith("keras.layers.")
+        ):
             continue
         inner = value.get("config")
         if (
