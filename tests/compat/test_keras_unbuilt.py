@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.compat.test_keras_agreement import consumer_of, expected_codes
+from tests.held_out import held_out_set
 from worker.catalog.catalog import load_catalog
 from worker.compat.check import check_artifact
 from worker.formats.read import read_path
@@ -164,3 +165,9 @@ def test_what_each_file_says_is_recorded() -> None:
 @pytest.mark.parametrize("row", [_param(r) for r in rows()])
 def test_verdict_agrees_with_real_keras_on_held_out_sequentials(row: dict[str, Any]) -> None:
     assert disagreement(row) is None
+
+
+def test_the_first_measured_figure_is_recorded() -> None:
+    found = held_out_set(UNBUILT)
+    assert found is not None and found.first_measured["against"] == "1ec2da0"
+    assert found.first_measured["figures"]["loads"][1] == len(rows())
