@@ -105,15 +105,16 @@ def main() -> None:
         for row in picked:
             if (why := nested_disagreement(row)) is not None:
                 print(f"          {row['consumer']} {row['writer']}/{row['model']}: {why}")
-    picked = unbuilt_rows()
-    found = unbuilt_figures(picked)
-    shown = ", ".join(f"{k} {a}/{n}" for k, (a, n) in found.items())
-    print(f"{'unbuilt':>13}: {shown} agree (Sequentials with and without an input)")
-    print(f"               {label(held_out_set(KERAS_UNBUILT))}")
-    if verbose:
-        for row in picked:
-            if (why := unbuilt_disagreement(row)) is not None:
-                print(f"          {row['consumer']} {row['model']}: {why}")
+    for round_ in (1, 2):
+        picked = unbuilt_rows(round_)
+        found = unbuilt_figures(picked)
+        shown = ", ".join(f"{k} {a}/{n}" for k, (a, n) in found.items())
+        print(f"{f'unbuilt-{round_}':>13}: {shown} agree (Sequentials with and without an input)")
+        print(f"               {label(held_out_set(KERAS_UNBUILT, round=round_))}")
+        if verbose:
+            for row in picked:
+                if (why := unbuilt_disagreement(row)) is not None:
+                    print(f"          {row['consumer']} {row['model']}: {why}")
 
 
 if __name__ == "__main__":
