@@ -212,7 +212,7 @@ def test_verdict_agrees_with_real_keras_on_held_out_sequentials(row: dict[str, A
     assert disagreement(row) is None
 
 
-@pytest.mark.parametrize("round_", [1])
+@pytest.mark.parametrize("round_", [1, 2])
 def test_the_first_measured_figure_is_recorded(round_: int) -> None:
     found = held_out_set(UNBUILT, round=round_)
     assert found is not None and found.first_measured["against"] == "1ec2da0"
