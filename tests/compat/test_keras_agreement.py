@@ -123,6 +123,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Kernel shape must have the same length", Code.KERAS_INPUT_SHAPE),
     (3, "Shapes used to initialize variables must be fully-defined", Code.KERAS_INPUT_SHAPE),
     (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
+    (3, "pop expected at most 1 argument", Code.KERAS_FORMAT),  # a list Sequential config
     (None, "file signature not found", Code.KERAS_FORMAT),
     (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
     (None, "EOF read where object expected", Code.KERAS_LAMBDA_PYTHON),
@@ -140,6 +141,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Could not locate class 'Functional'", Code.KERAS_CLASS_UNKNOWN),
     # objects named by name (the `objects` family)
     (None, "Argument(s) not recognized", Code.KERAS_COMPILE_ARGUMENT),
+    (3, "Invalid value for argument `reduction`", Code.KERAS_COMPILE_ARGUMENT),
     (2, "KeyError: 'sample_weight_mode'", Code.KERAS_COMPILE_ARGUMENT),
     (3, "because it is not a KerasSaveable", Code.KERAS_UNKNOWN_OBJECT),
     (3, "Expected 'config' to be a dict", Code.KERAS_UNKNOWN_OBJECT),
@@ -308,26 +310,7 @@ def test_the_matrix_covers_both_families() -> None:
 
 # Held-out `objects` rows no rule explains yet, each with why (strict: a row that starts
 # agreeing fails here until it is taken off the list).
-NEWER_KERAS3 = (
-    "a Keras 3.15 H5 file in Keras 3.0: another object is named first, the argument the"
-    " older Keras 3 lacks is met first (not understood)"
-)
-COMPILE_30 = "Keras 3.0.5 fails these H5 files with compile=False too (not understood)"
-REDUCTION = "Keras 2 loss objects carry reduction='auto', which Keras 3 rejects (not a rule yet)"
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{
-        ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
-        for name in (
-            "adam.h5", "fn_act.h5", "loss_fn.h5", "metric_fn.h5", "sgd.h5",
-        )
-    },
-    **{
-        ("keras-3.0.5", f"tf2.8/{name}.h5"): COMPILE_30
-        for name in ("adam", "adam_functional", "loss_fn", "metric_fn")
-    },
-    ("keras-3.0.5", "tf2.8/sgd.h5"): REDUCTION,
-    ("keras-3.15.1", "tf2.8/sgd.h5"): REDUCTION,
-}  # fmt: skip
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _marked(row: dict[str, Any]) -> Any:

@@ -31,6 +31,7 @@ from worker.compat.keras_rules import (
     REJECTED_IN_KERAS3_ARCHIVES,
     REMOVED_IN_KERAS3,
     archive_layout,
+    h5_compiles_anyway,
     keras_version_tuple,
     python_versions,
     shown_keras,
@@ -112,6 +113,21 @@ def version_unknown(
 def format_unsupported(
     s: Subject, model: KerasModel, runs: tuple[int, int] | None
 ) -> list[Finding] | None:
+    if runs is not None and runs[0] >= 3 and model.layer_list and model.container == "hdf5":
+        # Keras 3's legacy saving_utils.model_from_config pops `batch_input_shape` from the
+        # top-level config as from a dict (3.0.5-3.15.1 alike): a list fails there
+        return [
+            error(
+                Code.KERAS_FORMAT,
+                "The file's model_config is a Sequential whose config is the bare list of its "
+                f"layers, as Keras before 2.2.3 wrote it (written by "
+                f"{shown_keras(model.keras_version)}); "
+                f"Keras {s.consumer.keras}'s H5 loader reads the config as a dictionary and "
+                "fails before any layer is made ('TypeError: pop expected at most 1 argument, "
+                "got 2'). Keras 2 reads it.",
+                fix=Fix(FixKind.RESAVE_AS_H5, keras="2.15"),
+            )
+        ]
     if runs is None or not (model.container == "keras-zip" and runs < FIRST_ZIP_KERAS):
         return None
     written = model.keras_version
@@ -304,6 +320,11 @@ def lambda_python(load: KerasLoad) -> None:
     load.findings.extend(_lambda_python(load.s, load.model))
 
 
+# Keras 3.0-3.2's functional_from_config reads output_layers' node indexes as written;
+# 3.3.0 lowers a nested Functional's by one (keras/src/models/functional.py get_tensor).
+LAST_UNLOWERED_OUTPUTS = (3, 2)
+
+
 def nested_calls(load: KerasLoad) -> None:
     """A model used as a layer whose call Keras 3's H5 loader never resolves
     (keras.nested-call): met once every layer is made, when functional_from_config wires
@@ -317,6 +338,19 @@ def nested_calls(load: KerasLoad) -> None:
     model = load.model
     if not (load.runs[0] >= 3 and load.major == 2 and model.container == "hdf5"):
         return
+    outputs = [n for n in model.unreached_outputs if n not in model.unreached_calls]
+    if outputs and load.runs <= LAST_UNLOWERED_OUTPUTS:
+        load.findings.append(
+            error(
+                Code.KERAS_NESTED_CALL,
+                f"'{outputs[0]}' is a functional model used as a layer, and the model's "
+                "output_layers reads its call as node 1, as Keras 2 numbers it (its "
+                f"construction is node 0); Keras {load.s.consumer.keras}'s H5 loader looks "
+                "that node up as is and fails ('IndexError: list index out of range'); Keras "
+                "3.3 and later lower a nested Functional's index there by one and load it.",
+                fix=Fix(FixKind.RENUMBER_NESTED_CALLS, name=outputs[0], keras="3.3"),
+            )
+        )
     if not model.unreached_calls:
         return
     name = model.unreached_calls[0]
@@ -407,6 +441,8 @@ def compile_only(load: KerasLoad) -> None:
     """compile=False loads it: only the compile configuration fails and nothing the
     rebuild meets is unknown (an unmeasured layer config would make that a guess)."""
     unknown = any(f.code == Code.KERAS_LAYER_UNMEASURED for f in load.findings)
+    if h5_compiles_anyway(load.model, [t.keras for t in load.tables]):
+        return  # Keras 3.0-3.2 compile an H5 file whatever compile= says
     if fails_only_in_compile(load.findings) and not unknown:
         load.findings.append(
             info(

@@ -37,6 +37,7 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
+from worker.compat.keras_rules import h5_compiles_anyway
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
@@ -108,15 +109,36 @@ def _resolved_lazily(ref: KerasObjectRef, model: KerasModel, major: int) -> bool
     return ref.kind in ("losses", "metrics")
 
 
-def _compile_note() -> str:
+def _compile_note(anyway: bool, consumer: Consumer) -> str:
+    """How to skip the compile configuration; `anyway`: the consumer's Keras compiles
+    this file whatever compile= says (h5_compiles_anyway)."""
+    if anyway:
+        return (
+            f" Keras {consumer.keras}'s load_model compiles an H5 file even with "
+            "compile=False (Keras 3.0-3.2 pass neither compile nor custom_objects to the H5 "
+            "loader); from Keras 3.3, load_model(path, compile=False) skips the compile "
+            "configuration."
+        )
     return (
         " load_model compiles by default; load_model(path, compile=False) skips the "
         "compile configuration."
     )
 
 
+def _compile_fix(name: str, anyway: bool) -> Fix:
+    """compile=False, which Keras 3.0-3.2 ignore for an H5 file: there, from Keras 3.3."""
+    if anyway:
+        return Fix(FixKind.LOAD_WITHOUT_COMPILE, name=name, keras="3.3")
+    return Fix(FixKind.LOAD_WITHOUT_COMPILE, name=name)
+
+
 def _unknown(
-    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects, major: int
+    ref: KerasObjectRef,
+    model: KerasModel,
+    consumer: Consumer,
+    table: KerasObjects,
+    major: int,
+    anyway: bool,
 ) -> Finding:
     kind = table.kind(ref.kind)
     assert kind is not None
@@ -141,15 +163,15 @@ def _unknown(
         "register_keras_serializable)."
     )
     if ref.where == "compile":
-        message += _compile_note()
-        fix = Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name)
+        message += _compile_note(anyway, consumer)
+        fix = _compile_fix(ref.name, anyway)
     else:
         fix = Fix(FixKind.REGISTER_CUSTOM_OBJECT, name=ref.registered_name or ref.name)
     return error(Code.KERAS_UNKNOWN_OBJECT, message, attr=ref.kind, fix=fix)
 
 
 def _optimizer_arguments(
-    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects, anyway: bool
 ) -> Finding | None:
     """Keras 3: an optimizer argument its class (and base class) does not take."""
     kind = table.kind("optimizers")
@@ -171,9 +193,31 @@ def _optimizer_arguments(
         f"The compile configuration's optimizer {ref.name} has argument(s) "
         f"{', '.join(rejected)}, which Keras {consumer.keras} does not take ('Argument(s) "
         f"not recognized: {shown}'; the file was written by Keras "
-        f"{model.keras_version or 'unknown'}).{_compile_note()}",
+        f"{model.keras_version or 'unknown'}).{_compile_note(anyway, consumer)}",
         attr="optimizers",
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
+    )
+
+
+# Loss reductions Keras 2 writes that no Keras 3 takes: Keras 2's default
+# (losses_utils.ReductionV2.AUTO, written by every built-in loss object), which Keras 3's
+# standardize_reduction (keras/src/losses/loss.py) refuses: it takes "sum_over_batch_size",
+# "sum", "none" and None (3.0), and "mean" and "mean_with_sample_weight" later.
+KERAS2_ONLY_REDUCTIONS = frozenset({"auto"})
+
+
+def _loss_reduction(
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, anyway: bool
+) -> Finding:
+    return error(
+        Code.KERAS_COMPILE_ARGUMENT,
+        f"The compile configuration's loss {ref.name} has reduction='{ref.reduction}', "
+        f"Keras 2's default (the file was written by Keras {model.keras_version or '2'}), "
+        f"which Keras {consumer.keras} refuses ('Invalid value for argument `reduction`. "
+        f"Expected one of {{...}}. Received: reduction={ref.reduction}')."
+        f"{_compile_note(anyway, consumer)}",
+        attr="losses",
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -208,6 +252,7 @@ def object_findings(
             )
         ]
     findings: list[tuple[str, Finding]] = []
+    anyway = h5_compiles_anyway(model, [t.keras for t in tables])
     for ref in model.objects:
         if ref.kind == "layers" and ref.name in MODEL_CLASSES:
             continue
@@ -221,13 +266,13 @@ def object_findings(
             continue
         failed = _deserialize_fails(ref, model, tables, major)
         if failed is not None:
-            findings.append((ref.where, _deserialize_failure(ref, consumer, failed)))
+            findings.append((ref.where, _deserialize_failure(ref, consumer, failed, anyway)))
             continue
         if _resolved_lazily(ref, model, major):
             continue
         lacking = [t for t in tables if not _known(ref, t, major)]
         if len(lacking) == len(tables):
-            findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major)))
+            findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major, anyway)))
             continue
         if lacking:
             findings.append((ref.where, _unknown_in_some(ref, consumer, lacking)))
@@ -237,21 +282,32 @@ def object_findings(
             if rejected_layer is not None:
                 findings.append((ref.where, rejected_layer))
                 continue
+        if (
+            major >= 3
+            and ref.kind == "losses"
+            and ref.where == "compile"
+            and ref.reduction in KERAS2_ONLY_REDUCTIONS
+        ):
+            findings.append((ref.where, _loss_reduction(ref, model, consumer, anyway)))
+            continue
         if major >= 3 and ref.kind == "optimizers" and ref.where == "compile":
-            rejected = [_optimizer_arguments(ref, model, consumer, t) for t in tables]
+            rejected = [_optimizer_arguments(ref, model, consumer, t, anyway) for t in tables]
             if all(r is not None for r in rejected):
                 findings.append((ref.where, rejected[0]))  # type: ignore[arg-type]
     return findings
 
 
-def _deserialize_failure(ref: KerasObjectRef, consumer: Consumer, said: str) -> Finding:
+def _deserialize_failure(
+    ref: KerasObjectRef, consumer: Consumer, said: str, anyway: bool
+) -> Finding:
     what = SHOWN.get(ref.kind, ref.kind)
     return error(
         Code.KERAS_UNKNOWN_OBJECT,
         f"The compile configuration's {what} '{ref.name}' is a built-in name that Keras "
-        f"{consumer.keras}'s H5 loader cannot deserialize ('{said}').{_compile_note()}",
+        f"{consumer.keras}'s H5 loader cannot deserialize ('{said}')."
+        f"{_compile_note(anyway, consumer)}",
         attr=ref.kind,
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -284,7 +340,8 @@ def training_config_findings(model: KerasModel, consumer: Consumer) -> list[Find
             Code.KERAS_COMPILE_ARGUMENT,
             f"The file's training_config has no '{missing[0]}', which the H5 loader of "
             f"TensorFlow {release}'s Keras reads without a default (KeyError: "
-            f"'{missing[0]}'); Keras 2.3 and later do not write it.{_compile_note()}",
+            f"'{missing[0]}'); Keras 2.3 and later do not write it."
+            f"{_compile_note(False, consumer)}",
             attr="training_config",
             fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=missing[0]),
         )
@@ -319,8 +376,11 @@ def _layer_arguments(
     """A built-in layer of a Keras 3 file with constructor arguments its writer's Keras
     takes and every Keras 3 the consumer may run lacks (a newer Keras 3 added them), as
     the measured constructor chains say. Keys the writer's own chain lacks are handled
-    by the class's from_config (InputLayer, Sequential's input) and are not judged."""
-    if not (ref.module == "keras.layers" or ref.module.startswith("keras.layers.")):
+    by the class's from_config (InputLayer, Sequential's input) and are not judged. A
+    Keras 3 H5 file names no module: its layers are looked up among the built-ins
+    (legacy_h5_format's model_from_config), then built from their config the same way."""
+    built_in = ref.module == "keras.layers" or ref.module.startswith("keras.layers.")
+    if not (built_in or (model.container == "hdf5" and not ref.module)):
         return None
     layer = next((x for x in model.layers if x.name == ref.where), None)
     if layer is None or layer.wrapped or ref.name in MODEL_CLASSES | {"InputLayer"}:

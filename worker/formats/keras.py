@@ -219,6 +219,7 @@ def keras_model(
     own = config.get("config")
     return KerasModel(
         build_input_shape=isinstance(own, dict) and own.get("build_input_shape") is not None,
+        layer_list=isinstance(own, list),
         compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
         objects=(*walker.objects, *compile_object_refs(training)),
         compiled=compiled,
@@ -229,6 +230,7 @@ def keras_model(
         model_name=_model_name(config.get("config")),
         layers=tuple(walker.layers),
         unreached_calls=unreached_calls(config),
+        unreached_outputs=unreached_outputs(config),
         **extra,
     )
 
@@ -276,6 +278,47 @@ def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
                     found.append(name)
         if entry.get("class_name") in MODEL_CLASSES:
             found += [n for n in unreached_calls(entry, depth + 1) if n not in found]
+    return tuple(found)
+
+
+def _output_refs(value: Any) -> list[list[Any]]:
+    """A functional config's `output_layers`: one [name, node, tensor] or a list of them."""
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return [value]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, list)]
+    return [v for v in value if isinstance(v, list)] if isinstance(value, list) else []
+
+
+def unreached_outputs(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Nested Functionals a functional config's `output_layers` reads at a call node the
+    config does not list (Keras 2's numbering, see `unreached_calls`): Keras 3.0-3.2's
+    functional_from_config looks that node up as is (an IndexError); 3.3 and later lower a
+    Functional's index there by one. Every functional config in the file, names once."""
+    found: list[str] = []
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list) or depth > MAX_DEPTH:
+        return ()
+    entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
+    calls = {}
+    for entry in entries:
+        nodes = entry.get("inbound_nodes")
+        calls[_text(entry["config"].get("name"))] = (
+            entry.get("class_name"),
+            len(nodes) if isinstance(nodes, list) else 0,
+        )
+    assert isinstance(inner, dict)
+    for ref in _output_refs(inner.get("output_layers")):
+        if len(ref) < 3 or not isinstance(ref[1], int) or isinstance(ref[1], bool):
+            continue
+        name = _text(ref[0])
+        target = calls.get(name)
+        if target and target[0] in ("Functional", "Model") and ref[1] >= target[1]:
+            found += [name] if name not in found else []
+    for entry in entries:
+        if entry.get("class_name") in MODEL_CLASSES:
+            found += [n for n in unreached_outputs(entry, depth + 1) if n not in found]
     return tuple(found)
 
 

@@ -67,7 +67,10 @@ def object_ref(kind: str, value: Any, where: str, nested: bool = False) -> Keras
     if class_name == "__lambda__":
         return KerasObjectRef(kind, "<lambda>", "lambda", where, module, nested=nested)
     keys = tuple(sorted(str(k) for k in inner)) if isinstance(inner, dict) else ()
-    return KerasObjectRef(kind, class_name, "class", where, module, registered, keys, nested)
+    reduction = _text(inner.get("reduction")) if isinstance(inner, dict) else ""
+    return KerasObjectRef(
+        kind, class_name, "class", where, module, registered, keys, nested, reduction
+    )
 
 
 def layer_object_refs(config: Any, where: str) -> list[KerasObjectRef]:
