@@ -147,6 +147,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Expected 'config' to be a dict", Code.KERAS_UNKNOWN_OBJECT),
     (3, "Unknown `config` as a `dict`", Code.KERAS_UNKNOWN_OBJECT),
     (3, "got an unexpected keyword argument", Code.KERAS_ARGUMENT_REMOVED),
+    (3, "takes no arguments", Code.KERAS_ARGUMENT_REMOVED),  # Zeros(dtype=...), TF 1.x's
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (None, "Unknown ", Code.KERAS_UNKNOWN_OBJECT),
     (2, "Cannot deserialize object of type", Code.KERAS_UNKNOWN_OBJECT),  # tf-keras archives

@@ -115,11 +115,6 @@ def figures(found: list[dict[str, Any]]) -> dict[str, list[int]]:
 # files Keras 3.0.5 failed with compile=False agree since abc4529 (Keras 3.0-3.2 compile an
 # H5 file whatever compile= says), a rule read in Keras's code on other sets' rows: held out
 # for it, and the adapter keeps a compile error whose fix names a Keras to upgrade to.
-ZEROS = (
-    "Keras 3 says 'Zeros() takes no arguments' for a Zeros initializer carrying dtype "
-    "(BatchNormalization's, PReLU's; TF 1.13-1.15 write it), which the verdict names "
-    "keras.argument-removed; the error table has no pattern for it"
-)
 ORTHOGONAL = (
     "Keras 3.0.5 cannot interpret the initializer 'Orthogonal' (an LSTM's "
     "recurrent_initializer), met before LSTM's time_major, which the verdict names first"
@@ -152,16 +147,12 @@ KNOWN_2: dict[tuple[str, tuple[str, ...] | None], str] = {
     },
     ("tf2.0/in_nested.h5", KERAS_3): NESTED,
     ("tf1.13/in_bn.h5", ("1.15.5",)): BN_V1,
-    **{(f"tf{w}/in_prelu.h5", KERAS_3): ZEROS for w in ("1.13", "1.14", "1.15")},
-    **{(f"tf{w}/in_bn.h5", KERAS_3): ZEROS for w in ("1.14", "1.15")},
     **{(f"tf2.{m}/in_lstm.h5", ("keras-3.0.5",)): ORTHOGONAL for m in ("0", "3", "8")},
     ("tf2.0/in_prelu.h5", KERAS_3): PRELU_SHAPE,
 }
 KNOWN: dict[tuple[str, tuple[str, ...] | None], str] = {
     **KNOWN_2,
     ("tf1.13/bn_first.h5", ("1.15.5",)): BN_V1,
-    ("tf1.14/bn_first.h5", ("keras-3.0.5", "keras-3.15.1")): ZEROS,
-    ("tf1.15/bn_first.h5", ("keras-3.0.5", "keras-3.15.1")): ZEROS,
     **{(f"tf2.{minor}/lstm_first.h5", ("keras-3.0.5",)): ORTHOGONAL for minor in ("0", "3", "8")},
 }
 
