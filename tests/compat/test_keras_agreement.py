@@ -134,6 +134,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     # a Sequential rebuilt without an input shape holds no weights when they load
     (None, "Model expected 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
     (None, "into a model with 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
+    (None, "have not yet been created", Code.KERAS_UNBUILT_SEQUENTIAL),  # a nested one
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed

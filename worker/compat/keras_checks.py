@@ -387,6 +387,8 @@ def unbuilt_sequential(load: KerasLoad) -> None:
     fails those files whatever the first layer; a wrapper alone was missed as first
     measured (tuned on that round's in_timedist and in_bidir)."""
     model = load.model
+    if model.container == "hdf5" and model.unbuilt_nested:
+        _unbuilt_nested(load)
     if model.container != "hdf5" or model.model_class != "Sequential":
         return
     top = [layer for layer in model.layers if layer.depth == 1]
@@ -428,6 +430,31 @@ def unbuilt_sequential(load: KerasLoad) -> None:
             f"build_input_shape. Keras {runs} rebuilds it unbuilt, so none of its layers "
             f"holds weights yet, and loading the file's weights fails ({message}).",
             fix=Fix(FixKind.REBUILD_WITH_INPUT, name=first.name or None),
+        )
+    )
+
+
+def _unbuilt_nested(load: KerasLoad) -> None:
+    """A Sequential used as a layer whose own config gives no input shape (TF 1.13-2.0 write
+    a nested Sequential so, its input on the Sequential's own config, which from_config
+    does not read): it stays unbuilt whatever the outer model's input. Measured after the
+    rule below was written (tests/fixtures/keras-unbuilt in_nested by TF 1.13-2.0: every
+    tf.keras and tf-keras fails; Keras 3 fails TF 2.0's file on the weights count): tuned
+    on those rows."""
+    name = load.model.unbuilt_nested[0]
+    said = (
+        f"'Weights for model {name} have not yet been created'"
+        if load.runs[0] < 3
+        else "'Layer count mismatch when loading weights from file'"
+    )
+    load.findings.append(
+        error(
+            Code.KERAS_UNBUILT_SEQUENTIAL,
+            f"'{name}' is a Sequential used as a layer whose own config declares no input "
+            "shape (no InputLayer, no batch_input_shape on its first layer, no "
+            f"build_input_shape); Keras {'.'.join(map(str, load.runs))} rebuilds it unbuilt "
+            f"whatever the outer model's input, and loading the file's weights fails ({said}).",
+            fix=Fix(FixKind.REBUILD_WITH_INPUT, name=name or None),
         )
     )
 

@@ -238,6 +238,7 @@ def keras_model(
         layers=tuple(walker.layers),
         unreached_calls=unreached_calls(config),
         unreached_outputs=unreached_outputs(config),
+        unbuilt_nested=unbuilt_nested(config),
         **extra,
     )
 
@@ -285,6 +286,59 @@ def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
                     found.append(name)
         if entry.get("class_name") in MODEL_CLASSES:
             found += [n for n in unreached_calls(entry, depth + 1) if n not in found]
+    return tuple(found)
+
+
+def _declares_input(config: dict[str, Any]) -> bool:
+    """Whether a Sequential's own config gives Sequential.from_config an input shape: an
+    InputLayer first, a first layer's `batch_input_shape` (`batch_shape`), or a
+    `build_input_shape` (a `batch_input_shape` on the Sequential's own config is not read)."""
+    if config.get("build_input_shape") is not None:
+        return True
+    layers = config.get("layers")
+    first = layers[0] if isinstance(layers, list) and layers else None
+    if not isinstance(first, dict):
+        return False
+    inner = first.get("config")
+    return first.get("class_name") == "InputLayer" or (
+        isinstance(inner, dict) and ("batch_input_shape" in inner or "batch_shape" in inner)
+    )
+
+
+def _names_initializer(entry: Any, depth: int = 0) -> bool:
+    """Whether a layer entry, or any layer it holds, names an initializer (holds weights)."""
+    config = entry.get("config") if isinstance(entry, dict) else None
+    if not isinstance(config, dict) or depth > MAX_DEPTH:
+        return False
+    if any(str(k).endswith("_initializer") for k in config):
+        return True
+    held = [config.get(k) for k in NESTED_LAYER_KEYS] + list(config.get("layers") or [])
+    return any(_names_initializer(e, depth + 1) for e in held)
+
+
+def unbuilt_nested(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Sequentials used as a layer whose own config gives no input shape and that hold
+    weights: Sequential.from_config leaves them unbuilt whatever the outer model's input,
+    and loading the H5 weights fails (tf.keras: 'Weights for model ... have not yet been
+    created'). Every model config in the file, names once each."""
+    found: list[str] = []
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list) or depth > MAX_DEPTH:
+        return ()
+    for entry in layers:
+        if not isinstance(entry, dict) or entry.get("class_name") not in MODEL_CLASSES:
+            continue
+        own = entry.get("config")
+        if (
+            entry.get("class_name") == "Sequential"
+            and isinstance(own, dict)
+            and not _declares_input(own)
+            and _names_initializer(entry)
+        ):
+            name = _text(own.get("name"))
+            found += [name] if name not in found else []
+        found += [n for n in unbuilt_nested(entry, depth + 1) if n not in found]
     return tuple(found)
 
 

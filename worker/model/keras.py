@@ -111,6 +111,8 @@ class KerasModel:
     unreached_calls: tuple[str, ...] = ()
     # nested Functionals the model's output_layers reads at such a node (Keras 3.0-3.2 fail)
     unreached_outputs: tuple[str, ...] = ()
+    # Sequentials used as a layer with no input shape of their own (formats.keras)
+    unbuilt_nested: tuple[str, ...] = ()
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
@@ -291,4 +293,5 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         model_name=data.get("model_name", ""),
         unreached_calls=tuple(data.get("unreached_calls", ())),
         unreached_outputs=tuple(data.get("unreached_outputs", ())),
+        unbuilt_nested=tuple(data.get("unbuilt_nested", ())),
     )
