@@ -128,17 +128,9 @@ BN_V1 = (
 # tf-keras), missed then, agree since the rule counts a wrapped layer's initializers; its 22
 # rows of a nested Sequential with no input of its own (in_nested by TF 1.13-2.0) agree since
 # the rule judges nested Sequentials (formats.keras.unbuilt_nested, tuned on those rows).
-PRELU_SHAPE = (
-    "Keras 3 builds TF 2.0's Sequential on its first layer's batch_input_shape read without "
-    "the batch axis, (None, None, 4): PReLU's alpha gets a None dim ('Shapes used to "
-    "initialize variables must be fully-defined'); keras.input-shape does not say PReLU "
-    "fails the load"
-)
-KERAS_3 = ("keras-3.0.5", "keras-3.15.1")
 KNOWN_2: dict[tuple[str, tuple[str, ...] | None], str] = {
     ("tf1.13/in_bn.h5", ("1.15.5",)): BN_V1,
     **{(f"tf2.{m}/in_lstm.h5", ("keras-3.0.5",)): ORTHOGONAL for m in ("0", "3", "8")},
-    ("tf2.0/in_prelu.h5", KERAS_3): PRELU_SHAPE,
 }
 KNOWN: dict[tuple[str, tuple[str, ...] | None], str] = {
     **KNOWN_2,
