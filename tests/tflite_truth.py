@@ -62,6 +62,7 @@ ERROR_CLASSES = [
     ("lacks data", Code.TFLITE_FILE_FEATURE),
     ("invalidly specified in schema", Code.TFLITE_FILE_FEATURE),  # a sparse tensor read dense
     ("the process died", Code.TFLITE_FILE_FEATURE),
+    ("failed to invoke", Code.TFLITE_KERNEL_INVOKE),  # a kernel refusing a type when run
 ]
 
 Outcome = tuple[bool | None, bool | None, Code | None]

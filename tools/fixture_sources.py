@@ -265,6 +265,21 @@ RULES: dict[str, tuple[str, str, Callable[[Path], list[str]]]] = {
             + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
         ),
     ),
+    "keras-unbuilt/models.json": (
+        "tools/keras/unbuilt_models.py",
+        "Sequential models with and without a declared input, built with fixed seeds, run "
+        "once (predict, or compile and fit) and saved as H5 by each producer's tf.keras",
+        lambda p: [f"producer {x}" for x in _prefixes(_doc(p))],
+    ),
+    "keras-unbuilt/matrix.jsonl": (
+        "tools/keras/unbuilt_models.py",
+        "each keras-unbuilt file loaded by each consumer (load_model, compile=False) and run "
+        "on its input, as build_matrix.py loads",
+        lambda p: (
+            [f"consumer {c}" for c in releases_read(_lines(p), "consumer")]
+            + [f"files of {x}" for x in _prefixes(r["model"] for r in _lines(p))]
+        ),
+    ),
     "keras-real/artifacts.json": (
         "tools/keras/real_models.py",
         "where each real Keras file comes from (pinned wheel, SHA-256, member) and whether it "

@@ -116,6 +116,9 @@ def keras() -> Iterator[RowSet]:
     from tests.compat import (
         test_keras_real_agreement as real,
     )
+    from tests.compat import (
+        test_keras_unbuilt as unbuilt,
+    )
     from worker.catalog.catalog import load_catalog
     from worker.compat.check import check_artifact
 
@@ -201,6 +204,20 @@ def keras() -> Iterator[RowSet]:
         "tests/fixtures/keras-nested",
         "tests/compat/test_keras_nested.py",
         len(record),
+        tuple(misses),
+    )
+    misses = []
+    found = unbuilt.rows()
+    for row in found:
+        if unbuilt.disagreement(row) is None:
+            continue
+        loads, _ = unbuilt.ours(row)
+        misses.append(Miss(_kind((loads,), (bool(row["ok"]),)), unbuilt.known(row)))
+    yield RowSet(
+        "Keras",
+        "tests/fixtures/keras-unbuilt",
+        "tests/compat/test_keras_unbuilt.py",
+        len(found),
         tuple(misses),
     )
     yield _keras_rename()

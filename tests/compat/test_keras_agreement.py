@@ -124,6 +124,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Kernel shape must have the same length", Code.KERAS_INPUT_SHAPE),
     (3, "Shapes used to initialize variables must be fully-defined", Code.KERAS_INPUT_SHAPE),
     (None, "SavedModel file does not exist", Code.KERAS_FORMAT),
+    (3, "pop expected at most 1 argument", Code.KERAS_FORMAT),  # a list Sequential config
     (None, "file signature not found", Code.KERAS_FORMAT),
     (None, "Requested the deserialization of a", Code.KERAS_LAMBDA_SAFE_MODE),
     (None, "EOF read where object expected", Code.KERAS_LAMBDA_PYTHON),
@@ -134,6 +135,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     # a Sequential rebuilt without an input shape holds no weights when they load
     (None, "Model expected 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
     (None, "into a model with 0 layers", Code.KERAS_UNBUILT_SEQUENTIAL),
+    (None, "have not yet been created", Code.KERAS_UNBUILT_SEQUENTIAL),  # a nested one
     (None, "because its parent module", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'LSTM'", Code.KERAS_CLASS_UNKNOWN),
     (3, "Could not locate class 'Dense'", Code.KERAS_CLASS_UNKNOWN),  # in TimeDistributed
@@ -147,6 +149,7 @@ ERROR_CLASSES: list[tuple[int | None, str, Code]] = [
     (3, "Expected 'config' to be a dict", Code.KERAS_UNKNOWN_OBJECT),
     (3, "Unknown `config` as a `dict`", Code.KERAS_UNKNOWN_OBJECT),
     (3, "got an unexpected keyword argument", Code.KERAS_ARGUMENT_REMOVED),
+    (3, "takes no arguments", Code.KERAS_ARGUMENT_REMOVED),  # Zeros(dtype=...), TF 1.x's
     (3, "Unrecognized keyword arguments passed to", Code.KERAS_ARGUMENT_REMOVED),
     (None, "Unknown ", Code.KERAS_UNKNOWN_OBJECT),
     (2, "Cannot deserialize object of type", Code.KERAS_UNKNOWN_OBJECT),  # tf-keras archives
@@ -312,18 +315,7 @@ def test_the_matrix_covers_both_families() -> None:
 
 # Held-out `objects` rows no rule explains yet, each with why (strict: a row that starts
 # agreeing fails here until it is taken off the list).
-NEWER_KERAS3 = (
-    "a Keras 3.15 H5 file in Keras 3.0: another object is named first, the argument the"
-    " older Keras 3 lacks is met first (not understood)"
-)
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{
-        ("keras-3.0.5", f"keras3.15/{name}"): NEWER_KERAS3
-        for name in (
-            "adam.h5", "fn_act.h5", "loss_fn.h5", "metric_fn.h5", "sgd.h5",
-        )
-    },
-}  # fmt: skip
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _marked(row: dict[str, Any]) -> Any:

@@ -67,14 +67,8 @@ UNMEASURED_30 = (
     "Keras 3.0.5 fails the Orthogonal initializer entry; the table had no file with that"
     " setting on Dense: we say unknown"
 )
-LEAKY_OBJECT = (
-    "keras.unknown-object (the object table) says a LeakyReLU activation entry with a module"
-    " is unknown to Keras 3.10+, which loads it"
-)
 KNOWN_MISSES: dict[tuple[str, str], str] = {
     ("keras-3.0.5", "tf2.15.1/nonneg_unit"): UNMEASURED_30,
-    ("keras-3.10.0", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,
-    ("keras-3.15.1", "tf2.15.1/leaky_cnn"): LEAKY_OBJECT,
 }
 
 

@@ -69,20 +69,7 @@ def test_every_consumer_and_file_is_a_row() -> None:
 
 # Rows no rule explains yet, each with why (strict: a row that starts agreeing fails here
 # until it is taken off the list). Every one was a miss at the first measurement.
-LIST_SEQUENTIAL = (
-    "Keras 3 fails a Sequential whose config is a list of layers (Keras before 2.2.3) in"
-    " its own code ('pop expected at most 1 argument'): we say it fails, no code names why"
-)
-KERAS2 = ("1.15.5", "2.8.4", "2.15.1", "tf-keras-2.16", "tf-keras-2.21")
-KERAS3 = ("2.16.2", "2.21.0", "keras-3.0.5", "keras-3.15.1")
-OLD_ETHNICOLR = ("census2000_ln_lstm_old", "fl_all_name_lstm_old")
-KNOWN_MISSES: dict[tuple[str, str], str] = {
-    **{
-        (c, f"ethnicolr-0.4.0/{m}"): LIST_SEQUENTIAL
-        for c in KERAS3
-        for m in (*OLD_ETHNICOLR, "wiki_ln_lstm")
-    },
-}
+KNOWN_MISSES: dict[tuple[str, str], str] = {}
 
 
 def _marked(row: dict[str, Any]) -> Any:

@@ -26,6 +26,8 @@ second round (SECOND_ROUND): 296 of 304 agreed first, with the rules of 742d056.
 on both rounds (2.12 refuses `fn`, 2.13 and 2.14 take it): Keras 2 before 2.13 refuses a
 loss's `fn` (KERAS2_TAKES_LOSS_FUNCTION_KEY): 809 of 912, 296 of 304; and Keras 2 refuses a
 loss object used as a metric, with its reduction (`_metric_reduction`): 817 of 912, 304 of 304.
+With main's rules of the same days merged in (Keras 3.0-3.2 compile H5 files anyway, and what
+older Keras 3 refuse in a Keras 3.15 H5 file): 874 of 912, 304 of 304.
 """
 
 from __future__ import annotations
@@ -62,24 +64,16 @@ def disagreement(row: dict[str, Any]) -> str | None:
 
 # Why the product disagrees, each with the rows it covers (strict: a row that starts agreeing
 # fails here until its cause is narrowed). As first measured against the rules of 15f4347.
-NEWER_KERAS3 = (
-    "a Keras 3.15 H5 file in Keras 3.0-3.8: its layer configs hold what the older Keras 3 "
-    "lacks (a DTypePolicy dtype, newer Dense arguments), which the product judges in .keras "
-    "archives only, or it names another object first"
-)
 KERAS2_ARCHIVE = (
     "a Keras 2.12 or 2.15 .keras archive loaded by the Keras 2 that wrote it: the product "
     "takes the archive's optimizer 'adam' for unknown to that Keras; it loads"
 )
-KERAS3 = ("keras-3.0.5", "keras-3.3.3", "keras-3.8.0", "keras-3.15.1")
 
 
 def known_miss(row: dict[str, Any]) -> str | None:
     """Why the product disagrees with the row, where that is known (None: it agrees)."""
     consumer, (producer, name) = row["consumer"], row["model"].split("/")
     ext = name.split(".")[1]
-    if consumer in KERAS3[:3] and producer == "keras3.15" and not row["ok"] and ext == "h5":
-        return NEWER_KERAS3
     if consumer in ("2.12.1", "2.15.1") and ext == "keras" and row["ok"]:
         return KERAS2_ARCHIVE if producer == "tf" + consumer[:4] else None
     return None
@@ -134,7 +128,7 @@ def test_the_first_measured_figure_is_recorded() -> None:
     agree = sum(1 for r in picked if disagreement(r) is None)
     assert found.after_tuning is not None
     assert found.after_tuning["figures"]["rows"][1] == len(picked)
-    assert found.after_tuning["figures"]["rows"][0] == agree
+    assert found.after_tuning["figures"]["rows"][0] <= agree  # later rules lost no row
 
 
 def test_the_second_round_figure_is_recorded() -> None:

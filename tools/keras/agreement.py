@@ -9,7 +9,9 @@ apart, held-out and tuned files apart again, and the whole Keras 2 models loaded
 Keras 3 (tests/fixtures/keras-apps and, second round, keras-apps-2), and the Keras 2
 layer and model names loaded by Keras 3 (keras-names, keras-names-2), and the Keras 2
 models used as layers loaded by Keras 3 (keras-nested: loads, and the first error's
-code where both fail). Under
+code where both fail), and Sequential H5 files with and without a declared input
+(keras-unbuilt: loads, the first error's code, and the rows whose error is the 0-layers
+weights mismatch). Under
 each figure: whether those rows are held-out or in-sample now, and the held-out figure
 as first measured (tests/fixtures/held_out.json): a family tuned on is in-sample after its tuning.
 """
@@ -35,6 +37,9 @@ from tests.compat.test_keras_nested import figures as nested_figures
 from tests.compat.test_keras_nested import record as nested_rows
 from tests.compat.test_keras_real_agreement import held_out, real_disagreement
 from tests.compat.test_keras_real_agreement import rows as real_rows
+from tests.compat.test_keras_unbuilt import disagreement as unbuilt_disagreement
+from tests.compat.test_keras_unbuilt import figures as unbuilt_figures
+from tests.compat.test_keras_unbuilt import rows as unbuilt_rows
 from tests.held_out import HeldOutSet, held_out_set
 
 KERAS = Path("tests/fixtures/keras")
@@ -44,6 +49,7 @@ KERAS_APPS_2 = Path("tests/fixtures/keras-apps-2")
 KERAS_NAMES = Path("tests/fixtures/keras-names")
 KERAS_NAMES_2 = Path("tests/fixtures/keras-names-2")
 KERAS_NESTED = Path("tests/fixtures/keras-nested")
+KERAS_UNBUILT = Path("tests/fixtures/keras-unbuilt")
 
 
 def label(found: HeldOutSet | None) -> str:
@@ -99,6 +105,16 @@ def main() -> None:
         for row in picked:
             if (why := nested_disagreement(row)) is not None:
                 print(f"          {row['consumer']} {row['writer']}/{row['model']}: {why}")
+    for round_ in (1, 2):
+        picked = unbuilt_rows(round_)
+        found = unbuilt_figures(picked)
+        shown = ", ".join(f"{k} {a}/{n}" for k, (a, n) in found.items())
+        print(f"{f'unbuilt-{round_}':>13}: {shown} agree (Sequentials with and without an input)")
+        print(f"               {label(held_out_set(KERAS_UNBUILT, round=round_))}")
+        if verbose:
+            for row in picked:
+                if (why := unbuilt_disagreement(row)) is not None:
+                    print(f"          {row['consumer']} {row['model']}: {why}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ For every kernel change in worker/catalog/data/tflite_kernels.json, the converte
 models (tests/fixtures/tflite) and the in-sample real files (tests/fixtures/tflite-real,
 never the held-out ones) whose operators show its feature, and per runtime
 family the rows of those models that got far enough to tell: a runtime lacks the
-change where such a model fails to prepare (`prepare-fails`) or runs and answers
-wrong (`wrong-values`), and has it where it runs right. `lacks_through` is the
+change where such a model fails to prepare (`prepare-fails`), fails to invoke that op
+(`invoke-fails`) or runs and answers wrong (`wrong-values`), and has it where it runs
+right. `lacks_through` is the
 newest runtime that lacks it and `from` the oldest that has it above every one
 that lacks it; a family with a runtime that has it below one that lacks it is
 refused (the measurements contradict a single change). Rows where the model failed
@@ -51,6 +52,10 @@ def shows(row: Row, change: dict[str, str]) -> bool:
 
 def verdict(row: Row, change: dict[str, str]) -> bool | None:
     """True: the runtime has the change; False: it lacks it; None: the row cannot tell."""
+    if change["without"] == "invoke-fails":
+        if row.stage == "allocated" and f"({change['op']}) failed to invoke" in row.error:
+            return False
+        return True if row.stage == "invoked" and row.matches is not False else None
     if change["without"] == "prepare-fails":
         if row.stage == "built" and f"({change['op']})" in row.error and "prepare" in row.error:
             return False

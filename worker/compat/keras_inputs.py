@@ -81,6 +81,11 @@ WEIGHTS_FROM_LAST_AXIS = frozenset(
 # weights have an unknown shape and the load fails ("Shapes used to initialize variables
 # must be fully-defined ... shape=(None,)").
 POSITIVE_AXIS = frozenset({"BatchNormalization", "LayerNormalization"})
+# PReLU (keras/src/layers/activations/prelu.py) makes `alpha` of the input's shape but the
+# batch axis, each shared axis 1: unless `shared_axes` is written (a list), the added
+# unknown axis is in it and the load fails the same way (tuned on keras-unbuilt's
+# tf2.0/in_prelu rows).
+ALPHA_FROM_ALL_AXES = frozenset({"PReLU"})
 FIRST_KERAS3 = (3, 0)
 
 
@@ -112,6 +117,10 @@ def _load_failure(model: KerasModel) -> tuple[KerasLayer | None, bool]:
     rank behaviour came first, so whether the load fails is not verified)."""
     flattened = False
     for layer in (layer for layer in model.layers if layer.depth == 1):
+        if layer.class_name in ALPHA_FROM_ALL_AXES:
+            if "shared_axes" in layer.list_valued:
+                return None, False  # which axes it shares decides: not judged
+            return layer, True
         if layer.class_name in POSITIVE_AXIS or (
             flattened and layer.class_name in WEIGHTS_FROM_LAST_AXIS
         ):
@@ -127,6 +136,11 @@ def _load_failure(model: KerasModel) -> tuple[KerasLayer | None, bool]:
 
 
 def _why(layer: KerasLayer) -> str:
+    if layer.class_name in ALPHA_FROM_ALL_AXES:
+        return (
+            "its alpha takes the shape of every axis but the batch one, the added unknown "
+            "one included: 'Shapes used to initialize variables must be fully-defined'"
+        )
     if layer.class_name in POSITIVE_AXIS:
         return (
             "its axis, written as a positive index, now names the added unknown axis: "

@@ -37,7 +37,7 @@ legacy arguments in ways this table does not measure): not verified, not "fine".
 
 from __future__ import annotations
 
-from worker.compat.keras_rules import keras_version_tuple
+from worker.compat.keras_rules import h5_compiles_anyway, keras_version_tuple
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
 from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
@@ -77,8 +77,31 @@ def _known(ref: KerasObjectRef, table: KerasObjects, major: int) -> bool:
             (t := table.kind(k)) is not None and t.knows(ref.name) for k in BUILTIN_FUNCTION_KINDS
         )
     if ref.module == "keras" or ref.module.startswith("keras."):
-        return kind.knows(ref.name) or (ref.kind == "optimizers" and kind.knows(ref.name.lower()))
+        if kind.knows(ref.name) or (ref.kind == "optimizers" and kind.knows(ref.name.lower())):
+            return True
+        return _layer_as_activation(ref, table)
     return False  # a module of the user's own: only a custom object resolves it
+
+
+# Keras 3.10.0 on, activations.get deserializes a dict entry with
+# serialization_lib.deserialize_keras_object (keras/src/activations/__init__.py), which
+# builds any class its module names, so a built-in layer (a LeakyReLU as a Dense's
+# activation) is a callable activation; before, `deserialize` took activations only.
+ANY_CLASS_ACTIVATIONS_FROM = (3, 10)
+
+
+def _layer_as_activation(ref: KerasObjectRef, table: KerasObjects) -> bool:
+    version = keras_version_tuple(table.keras)
+    layers = table.kind("layers")
+    return (
+        ref.kind == "activations"
+        and ref.form == "class"
+        and (ref.module == "keras.layers" or ref.module.startswith("keras.layers."))
+        and version is not None
+        and version >= ANY_CLASS_ACTIVATIONS_FROM
+        and layers is not None
+        and layers.knows(ref.name)
+    )
 
 
 def _deserialize_fails(
@@ -109,15 +132,36 @@ def _resolved_lazily(ref: KerasObjectRef, model: KerasModel, major: int) -> bool
     return ref.kind in ("losses", "metrics")
 
 
-def _compile_note() -> str:
+def _compile_note(anyway: bool, consumer: Consumer) -> str:
+    """How to skip the compile configuration; `anyway`: the consumer's Keras compiles
+    this file whatever compile= says (h5_compiles_anyway)."""
+    if anyway:
+        return (
+            f" Keras {consumer.keras}'s load_model compiles an H5 file even with "
+            "compile=False (Keras 3.0-3.2 pass neither compile nor custom_objects to the H5 "
+            "loader); from Keras 3.3, load_model(path, compile=False) skips the compile "
+            "configuration."
+        )
     return (
         " load_model compiles by default; load_model(path, compile=False) skips the "
         "compile configuration."
     )
 
 
+def _compile_fix(name: str, anyway: bool) -> Fix:
+    """compile=False, which Keras 3.0-3.2 ignore for an H5 file: there, from Keras 3.3."""
+    if anyway:
+        return Fix(FixKind.LOAD_WITHOUT_COMPILE, name=name, keras="3.3")
+    return Fix(FixKind.LOAD_WITHOUT_COMPILE, name=name)
+
+
 def _unknown(
-    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects, major: int
+    ref: KerasObjectRef,
+    model: KerasModel,
+    consumer: Consumer,
+    table: KerasObjects,
+    major: int,
+    anyway: bool,
 ) -> Finding:
     kind = table.kind(ref.kind)
     assert kind is not None
@@ -142,15 +186,15 @@ def _unknown(
         "register_keras_serializable)."
     )
     if ref.where == "compile":
-        message += _compile_note()
-        fix = Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name)
+        message += _compile_note(anyway, consumer)
+        fix = _compile_fix(ref.name, anyway)
     else:
         fix = Fix(FixKind.REGISTER_CUSTOM_OBJECT, name=ref.registered_name or ref.name)
     return error(Code.KERAS_UNKNOWN_OBJECT, message, attr=ref.kind, fix=fix)
 
 
 def _optimizer_arguments(
-    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, table: KerasObjects, anyway: bool
 ) -> Finding | None:
     """Keras 3: an optimizer argument its class (and base class) does not take."""
     kind = table.kind("optimizers")
@@ -172,9 +216,9 @@ def _optimizer_arguments(
         f"The compile configuration's optimizer {ref.name} has argument(s) "
         f"{', '.join(rejected)}, which Keras {consumer.keras} does not take ('Argument(s) "
         f"not recognized: {shown}'; the file was written by Keras "
-        f"{model.keras_version or 'unknown'}).{_compile_note()}",
+        f"{model.keras_version or 'unknown'}).{_compile_note(anyway, consumer)}",
         attr="optimizers",
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -185,15 +229,18 @@ def _optimizer_arguments(
 KERAS2_ONLY_REDUCTIONS = frozenset({"auto"})
 
 
-def _loss_reduction(ref: KerasObjectRef, model: KerasModel, consumer: Consumer) -> Finding:
+def _loss_reduction(
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, anyway: bool
+) -> Finding:
     return error(
         Code.KERAS_COMPILE_ARGUMENT,
         f"The compile configuration's loss {ref.name} has reduction='{ref.reduction}', "
         f"Keras 2's default (the file was written by Keras {model.keras_version or '2'}), "
         f"which Keras {consumer.keras} refuses ('Invalid value for argument `reduction`. "
-        f"Expected one of {{...}}. Received: reduction={ref.reduction}').{_compile_note()}",
+        f"Expected one of {{...}}. Received: reduction={ref.reduction}')."
+        f"{_compile_note(anyway, consumer)}",
         attr="losses",
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -218,7 +265,7 @@ def _refuses_loss_function_key(consumer: Consumer) -> bool:
 
 
 def _loss_function_key(
-    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, major: int
+    ref: KerasObjectRef, model: KerasModel, consumer: Consumer, major: int, anyway: bool
 ) -> Finding:
     which = "no Keras 3 loss class takes" if major >= 3 else "Keras 2 before 2.13 does not take"
     return error(
@@ -226,13 +273,13 @@ def _loss_function_key(
         f"The compile configuration's loss {ref.name} carries `fn`, which Keras "
         f"{model.keras_version or '2.13+'}'s loss objects write and {which}: Keras "
         f"{consumer.keras} fails it ('{ref.name}.__init__() got an unexpected keyword "
-        f"argument 'fn'').{_compile_note()}",
+        f"argument 'fn'').{_compile_note(anyway, consumer)}",
         attr="losses",
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
-def _metric_reduction(ref: KerasObjectRef, consumer: Consumer) -> Finding:
+def _metric_reduction(ref: KerasObjectRef, consumer: Consumer, anyway: bool) -> Finding:
     """A loss object used as a metric: Keras 2 writes it among the metrics with its
     `reduction`, and reads it back as the metric class of that name, which takes none
     (measured: TF 2.12.1 to 2.15.1 fail TF 2.4.4 to 2.15.1's files, "__init__() got an
@@ -242,9 +289,9 @@ def _metric_reduction(ref: KerasObjectRef, consumer: Consumer) -> Finding:
         f"The compile configuration's metrics hold the loss object {ref.name} with its "
         f"reduction='{ref.reduction}': Keras {consumer.keras} reads it back as its metric "
         f"{ref.name}, which takes no `reduction` ('{ref.name}.__init__() got an unexpected "
-        f"keyword argument 'reduction'').{_compile_note()}",
+        f"keyword argument 'reduction'').{_compile_note(anyway, consumer)}",
         attr="metrics",
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -304,6 +351,7 @@ def object_findings(
             )
         ]
     findings: list[tuple[str, Finding]] = []
+    anyway = h5_compiles_anyway(model, [t.keras for t in tables])
     for ref in model.objects:
         if ref.kind == "layers" and ref.name in MODEL_CLASSES:
             continue
@@ -317,7 +365,7 @@ def object_findings(
             continue
         failed = _deserialize_fails(ref, model, tables, major)
         if failed is not None:
-            findings.append((ref.where, _deserialize_failure(ref, consumer, failed)))
+            findings.append((ref.where, _deserialize_failure(ref, consumer, failed, anyway)))
             continue
         if _resolved_lazily(ref, model, major):
             continue
@@ -325,7 +373,7 @@ def object_findings(
             continue
         lacking = [t for t in tables if not _known(ref, t, major)]
         if len(lacking) == len(tables):
-            findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major)))
+            findings.append((ref.where, _unknown(ref, model, consumer, tables[0], major, anyway)))
             continue
         if lacking:
             findings.append((ref.where, _unknown_in_some(ref, consumer, lacking)))
@@ -343,7 +391,7 @@ def object_findings(
             and KERAS2_LOSS_FUNCTION_KEY in ref.config_keys
             and (major >= 3 or _refuses_loss_function_key(consumer))
         ):
-            findings.append((ref.where, _loss_function_key(ref, model, consumer, major)))
+            findings.append((ref.where, _loss_function_key(ref, model, consumer, major, anyway)))
             continue
         if (
             major == 2
@@ -352,7 +400,7 @@ def object_findings(
             and ref.form == "class"
             and "reduction" in ref.config_keys
         ):
-            findings.append((ref.where, _metric_reduction(ref, consumer)))
+            findings.append((ref.where, _metric_reduction(ref, consumer, anyway)))
             continue
         if (
             major >= 3
@@ -360,23 +408,26 @@ def object_findings(
             and ref.where == "compile"
             and ref.reduction in KERAS2_ONLY_REDUCTIONS
         ):
-            findings.append((ref.where, _loss_reduction(ref, model, consumer)))
+            findings.append((ref.where, _loss_reduction(ref, model, consumer, anyway)))
             continue
         if major >= 3 and ref.kind == "optimizers" and ref.where == "compile":
-            rejected = [_optimizer_arguments(ref, model, consumer, t) for t in tables]
+            rejected = [_optimizer_arguments(ref, model, consumer, t, anyway) for t in tables]
             if all(r is not None for r in rejected):
                 findings.append((ref.where, rejected[0]))  # type: ignore[arg-type]
     return findings
 
 
-def _deserialize_failure(ref: KerasObjectRef, consumer: Consumer, said: str) -> Finding:
+def _deserialize_failure(
+    ref: KerasObjectRef, consumer: Consumer, said: str, anyway: bool
+) -> Finding:
     what = SHOWN.get(ref.kind, ref.kind)
     return error(
         Code.KERAS_UNKNOWN_OBJECT,
         f"The compile configuration's {what} '{ref.name}' is a built-in name that Keras "
-        f"{consumer.keras}'s H5 loader cannot deserialize ('{said}').{_compile_note()}",
+        f"{consumer.keras}'s H5 loader cannot deserialize ('{said}')."
+        f"{_compile_note(anyway, consumer)}",
         attr=ref.kind,
-        fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=ref.name),
+        fix=_compile_fix(ref.name, anyway),
     )
 
 
@@ -409,7 +460,8 @@ def training_config_findings(model: KerasModel, consumer: Consumer) -> list[Find
             Code.KERAS_COMPILE_ARGUMENT,
             f"The file's training_config has no '{missing[0]}', which the H5 loader of "
             f"TensorFlow {release}'s Keras reads without a default (KeyError: "
-            f"'{missing[0]}'); Keras 2.3 and later do not write it.{_compile_note()}",
+            f"'{missing[0]}'); Keras 2.3 and later do not write it."
+            f"{_compile_note(False, consumer)}",
             attr="training_config",
             fix=Fix(FixKind.LOAD_WITHOUT_COMPILE, name=missing[0]),
         )
@@ -444,8 +496,11 @@ def _layer_arguments(
     """A built-in layer of a Keras 3 file with constructor arguments its writer's Keras
     takes and every Keras 3 the consumer may run lacks (a newer Keras 3 added them), as
     the measured constructor chains say. Keys the writer's own chain lacks are handled
-    by the class's from_config (InputLayer, Sequential's input) and are not judged."""
-    if not (ref.module == "keras.layers" or ref.module.startswith("keras.layers.")):
+    by the class's from_config (InputLayer, Sequential's input) and are not judged. A
+    Keras 3 H5 file names no module: its layers are looked up among the built-ins
+    (legacy_h5_format's model_from_config), then built from their config the same way."""
+    built_in = ref.module == "keras.layers" or ref.module.startswith("keras.layers.")
+    if not (built_in or (model.container == "hdf5" and not ref.module)):
         return None
     layer = next((x for x in model.layers if x.name == ref.where), None)
     if layer is None or layer.wrapped or ref.name in MODEL_CLASSES | {"InputLayer"}:

@@ -120,6 +120,24 @@ def keras_version_tuple(text: str | None) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2) or 0)
 
 
+# Keras 3.0-3.2's load_model hands an .h5 path to the H5 loader without `compile` or
+# `custom_objects` (keras/saving/saving_api.py; 3.3.0 passes both): compile=False
+# compiles the file anyway.
+H5_COMPILES_ANYWAY = ((3, 0), (3, 2))
+
+
+def h5_compiles_anyway(model: KerasModel, may_run: list[str]) -> bool:
+    """Whether every Keras the consumer may run (its measured tables' versions) compiles
+    this file even when load_model says compile=False."""
+    first, last = H5_COMPILES_ANYWAY
+    runs = [keras_version_tuple(k) for k in may_run]
+    return (
+        model.container == "hdf5"
+        and bool(runs)
+        and all(v is not None and first <= v <= last for v in runs)
+    )
+
+
 def writer_major(model: KerasModel) -> int | None:
     """The writer's Keras major: from its keras_version, else from Keras 3's InputLayer keys."""
     version = keras_version_tuple(model.keras_version)

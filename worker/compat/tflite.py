@@ -66,7 +66,8 @@ from worker.model.verdict import Verdict
 LOADER = "tflite-interpreter"
 SCHEMA_VERSION = 3  # TFLITE_SCHEMA_VERSION since TensorFlow 1.x
 BYTE_CODES = 127  # codes from here on do not fit the byte field (written as 127)
-PREPARE_FAILS = "prepare-fails"  # KernelChange.without; otherwise "wrong-values"
+PREPARE_FAILS = "prepare-fails"  # KernelChange.without; also "invoke-fails", "wrong-values"
+INVOKE_FAILS = "invoke-fails"
 
 
 def _input(kind: TfliteOperatorKind, index: int) -> TensorSig | None:
@@ -410,6 +411,21 @@ def _kernel_lacking(
                     f"number {kind.position} ({opcode.name}) fails to prepare.",
                     op=opcode.name,
                 ),
+            )
+        )
+        return
+    if change.without == INVOKE_FAILS:
+        run.request.append(
+            error(
+                Code.TFLITE_KERNEL_INVOKE,
+                f"{opcode.name} with {feature}: {table.label()}'s kernel prepares it (the file "
+                f"says version {opcode.version}, which it resolves) and refuses the type "
+                f"when it runs: node number {kind.position} ({opcode.name}) fails every "
+                "invoke ('Type N not supported ... failed to invoke'). It loads, and every "
+                "request fails.",
+                op=opcode.name,
+                fix=Fix(FixKind.CONVERT_WITH, release=change.convert_with),
+                stage=Stage.REQUEST,
             )
         )
         return

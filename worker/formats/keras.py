@@ -110,10 +110,17 @@ def _integer_dtype(config: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
 
 
 def _typed_objects(config: dict[str, Any]) -> tuple[str, ...]:
-    """Nested objects (initializers, regularizers, constraints) whose config has `dtype`."""
+    """Nested objects (initializers, regularizers, constraints) whose config has `dtype`.
+    A layer given as an object (a LeakyReLU as an activation: its entry names
+    `keras.layers`) takes `dtype` as its own argument and is not one of them."""
     found = []
     for key, value in config.items():
         if key in NESTED_LAYER_KEYS or key == "layers" or not isinstance(value, dict):
+            continue
+        module = value.get("module")
+        if isinstance(module, str) and (
+            module == "keras.layers" or module.startswith("keras.layers.")
+        ):
             continue
         inner = value.get("config")
         if (
@@ -219,6 +226,7 @@ def keras_model(
     own = config.get("config")
     return KerasModel(
         build_input_shape=isinstance(own, dict) and own.get("build_input_shape") is not None,
+        layer_list=isinstance(own, list),
         compile_keys=tuple(sorted(str(k) for k in training)) if compiled else (),
         objects=(*walker.objects, *compile_object_refs(training)),
         compiled=compiled,
@@ -229,6 +237,8 @@ def keras_model(
         model_name=_model_name(config.get("config")),
         layers=tuple(walker.layers),
         unreached_calls=unreached_calls(config),
+        unreached_outputs=unreached_outputs(config),
+        unbuilt_nested=unbuilt_nested(config),
         **extra,
     )
 
@@ -276,6 +286,100 @@ def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
                     found.append(name)
         if entry.get("class_name") in MODEL_CLASSES:
             found += [n for n in unreached_calls(entry, depth + 1) if n not in found]
+    return tuple(found)
+
+
+def _declares_input(config: dict[str, Any]) -> bool:
+    """Whether a Sequential's own config gives Sequential.from_config an input shape: an
+    InputLayer first, a first layer's `batch_input_shape` (`batch_shape`), or a
+    `build_input_shape` (a `batch_input_shape` on the Sequential's own config is not read)."""
+    if config.get("build_input_shape") is not None:
+        return True
+    layers = config.get("layers")
+    first = layers[0] if isinstance(layers, list) and layers else None
+    if not isinstance(first, dict):
+        return False
+    inner = first.get("config")
+    return first.get("class_name") == "InputLayer" or (
+        isinstance(inner, dict) and ("batch_input_shape" in inner or "batch_shape" in inner)
+    )
+
+
+def _names_initializer(entry: Any, depth: int = 0) -> bool:
+    """Whether a layer entry, or any layer it holds, names an initializer (holds weights)."""
+    config = entry.get("config") if isinstance(entry, dict) else None
+    if not isinstance(config, dict) or depth > MAX_DEPTH:
+        return False
+    if any(str(k).endswith("_initializer") for k in config):
+        return True
+    held = [config.get(k) for k in NESTED_LAYER_KEYS] + list(config.get("layers") or [])
+    return any(_names_initializer(e, depth + 1) for e in held)
+
+
+def unbuilt_nested(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Sequentials used as a layer whose own config gives no input shape and that hold
+    weights: Sequential.from_config leaves them unbuilt whatever the outer model's input,
+    and loading the H5 weights fails (tf.keras: 'Weights for model ... have not yet been
+    created'). Every model config in the file, names once each."""
+    found: list[str] = []
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list) or depth > MAX_DEPTH:
+        return ()
+    for entry in layers:
+        if not isinstance(entry, dict) or entry.get("class_name") not in MODEL_CLASSES:
+            continue
+        own = entry.get("config")
+        if (
+            entry.get("class_name") == "Sequential"
+            and isinstance(own, dict)
+            and not _declares_input(own)
+            and _names_initializer(entry)
+        ):
+            name = _text(own.get("name"))
+            found += [name] if name not in found else []
+        found += [n for n in unbuilt_nested(entry, depth + 1) if n not in found]
+    return tuple(found)
+
+
+def _output_refs(value: Any) -> list[list[Any]]:
+    """A functional config's `output_layers`: one [name, node, tensor] or a list of them."""
+    if isinstance(value, list) and value and isinstance(value[0], str):
+        return [value]
+    if isinstance(value, dict):
+        return [v for v in value.values() if isinstance(v, list)]
+    return [v for v in value if isinstance(v, list)] if isinstance(value, list) else []
+
+
+def unreached_outputs(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Nested Functionals a functional config's `output_layers` reads at a call node the
+    config does not list (Keras 2's numbering, see `unreached_calls`): Keras 3.0-3.2's
+    functional_from_config looks that node up as is (an IndexError); 3.3 and later lower a
+    Functional's index there by one. Every functional config in the file, names once."""
+    found: list[str] = []
+    inner = config.get("config") if isinstance(config, dict) else None
+    layers = inner.get("layers") if isinstance(inner, dict) else None
+    if not isinstance(layers, list) or depth > MAX_DEPTH:
+        return ()
+    entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
+    calls = {}
+    for entry in entries:
+        nodes = entry.get("inbound_nodes")
+        calls[_text(entry["config"].get("name"))] = (
+            entry.get("class_name"),
+            len(nodes) if isinstance(nodes, list) else 0,
+        )
+    assert isinstance(inner, dict)
+    for ref in _output_refs(inner.get("output_layers")):
+        if len(ref) < 3 or not isinstance(ref[1], int) or isinstance(ref[1], bool):
+            continue
+        name = _text(ref[0])
+        target = calls.get(name)
+        if target and target[0] in ("Functional", "Model") and ref[1] >= target[1]:
+            found += [name] if name not in found else []
+    for entry in entries:
+        if entry.get("class_name") in MODEL_CLASSES:
+            found += [n for n in unreached_outputs(entry, depth + 1) if n not in found]
     return tuple(found)
 
 

@@ -124,6 +124,7 @@ class Code(StrEnum):
     TFLITE_CUSTOM_OP = "tflite.custom-op"
     TFLITE_KERNEL_PREPARE = "tflite.kernel-prepare"
     TFLITE_WRONG_VALUES = "tflite.wrong-values"
+    TFLITE_KERNEL_INVOKE = "tflite.kernel-invoke"  # the kernel fails every invoke
     TFLITE_KERNEL_UNKNOWN = "tflite.kernel-unknown"
     TFLITE_RUNTIME_UNMEASURED = "tflite.runtime-unmeasured"
     TFLITE_ONLY = "tflite.reads-tflite-only"

@@ -110,6 +110,10 @@ class KerasModel:
     # models used as a layer that a layer reads at a call node the config does not list
     # (Keras 2 numbers a nested model's first call 1: formats.keras.unreached_calls)
     unreached_calls: tuple[str, ...] = ()
+    # nested Functionals the model's output_layers reads at such a node (Keras 3.0-3.2 fail)
+    unreached_outputs: tuple[str, ...] = ()
+    # Sequentials used as a layer with no input shape of their own (formats.keras)
+    unbuilt_nested: tuple[str, ...] = ()
     # every object the configuration names (layer classes included), in the order Keras
     # meets them: the layers' first, then the compile configuration's
     objects: tuple[KerasObjectRef, ...] = ()
@@ -119,6 +123,8 @@ class KerasModel:
     # a Sequential's config names the shape it was built on (`build_input_shape`, written by
     # Keras 2.3+ and 3 for a model built without an input layer); False: absent or null
     build_input_shape: bool = False
+    # the top-level config is the bare list of a Sequential's layers (Keras before 2.2.3)
+    layer_list: bool = False
 
     @property
     def major(self) -> int | None:
@@ -278,6 +284,8 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         objects=objects,
         compiled=data.get("compiled", False),
         compile_keys=tuple(data.get("compile_keys", ())),
+        build_input_shape=data.get("build_input_shape", False),
+        layer_list=data.get("layer_list", False),
         keras_version=data["keras_version"],
         backend=data["backend"],
         model_class=data["model_class"],
@@ -286,4 +294,6 @@ def keras_from_json(data: dict[str, Any] | None) -> KerasModel | None:
         model_module=data.get("model_module", ""),
         model_name=data.get("model_name", ""),
         unreached_calls=tuple(data.get("unreached_calls", ())),
+        unreached_outputs=tuple(data.get("unreached_outputs", ())),
+        unbuilt_nested=tuple(data.get("unbuilt_nested", ())),
     )

@@ -146,11 +146,12 @@ class KernelChange:
     """A kernel that learnt something without a new op version (measured on real runtimes).
 
     A runtime without it fails to prepare such an operator (`without` =
-    "prepare-fails") or, worst, runs it and returns wrong values ("wrong-values")."""
+    "prepare-fails"), prepares it and fails every invoke ("invoke-fails": the kernel's
+    Eval refuses the type), or, worst, runs it and returns wrong values ("wrong-values")."""
 
     op: str  # builtin name
     feature: str  # what the operator's tensors show, see worker.compat.tflite.FEATURES
-    without: str  # "prepare-fails" | "wrong-values"
+    without: str  # "prepare-fails" | "invoke-fails" | "wrong-values"
     convert_with: str | None  # a converter release that writes the op without the feature
     evidence: str
 

@@ -210,6 +210,12 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
                 f" as {quote('[name, 0, 0, {}]')})"
             )
         return text
+    if kind == "renumber_nested_calls" and keras:
+        name = str(fix.get("name") or "the nested model")
+        return (
+            f"Upgrade {who} to Keras {keras} or later, which reads the model's "
+            f"{quote('output_layers')} reference to {quote(name)} as Keras 2 numbers it"
+        )
     if kind == "renumber_nested_calls":
         name = str(fix.get("name") or "the nested model")
         return (
@@ -259,6 +265,13 @@ def _keras_fix_text(kind: Any, fix: Mapping[str, Any], who: str, quote: Quote) -
             f"Pass {name} in {quote('load_model(..., custom_objects={...})')} (and list it in "
             f"{who}'s {quote('custom_objects')} when its process registers it), or re-save the "
             f"model with it registered ({quote('@keras.saving.register_keras_serializable()')})"
+        )
+    if kind == "load_without_compile" and keras:
+        return (
+            f"Upgrade {who} to Keras {keras} or later and load it with "
+            f"{quote('load_model(path, compile=False)')} (older Keras 3 compile an H5 file "
+            f"whatever {quote('compile')} says), or re-save the model compiled with {name} as "
+            f"{who}'s Keras takes it"
         )
     if kind == "load_without_compile":
         return (

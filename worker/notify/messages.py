@@ -170,6 +170,7 @@ def reason(finding: Mapping[str, Any]) -> str:
         "tflite.custom-op": f"TFLite custom op `{op}` not registered",
         "tflite.kernel-prepare": f"`{op}` kernel cannot prepare it",
         "tflite.wrong-values": f"`{op}` answers wrong values (requests fail)",
+        "tflite.kernel-invoke": f"`{op}` kernel refuses its type when run (requests fail)",
         "tflite.runtime-unmeasured": "TFLite runtime not measured",
     }.get(code, code.replace(".", " ") or "unknown")
     if finding.get("severity") == "error" and finding.get("stage") == "request":
