@@ -40,7 +40,7 @@ from __future__ import annotations
 from worker.compat.keras_rules import h5_compiles_anyway, keras_version_tuple
 from worker.model.consumer import Consumer
 from worker.model.findings import Code, Finding, Fix, FixKind, error, info, warning
-from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects
+from worker.model.keras import KerasModel, KerasObjectRef, KerasObjects, KindTable
 
 MODEL_CLASSES = frozenset({"Sequential", "Functional", "Model"})
 # Keras 3 `_retrieve_class_or_fn`: a "builtins" function is looked up in these modules
@@ -65,11 +65,23 @@ def _declared(ref: KerasObjectRef, consumer: Consumer) -> bool:
     return ref.name in names or (bool(ref.registered_name) and ref.registered_name in names)
 
 
+def _knows_optimizer(kind: KindTable, name: str) -> bool:
+    """Keras 2 and 3 resolve a built-in optimizer's name in any case: their
+    optimizers.deserialize lowercases a class name it finds among its lowercase keys
+    ('adam', 'Adam', 'ADAM'); the tables hold the names as measured."""
+    if kind.knows(name) or kind.knows(name.lower()):
+        return True
+    lowered = name.lower()
+    return any(known.lower() == lowered for known in kind.objects if ">" not in known)
+
+
 def _known(ref: KerasObjectRef, table: KerasObjects, major: int) -> bool:
     """Whether the consumer's Keras resolves the reference as a built-in."""
     kind = table.kind(ref.kind)
     if kind is None:
         return True  # a kind this Keras was not measured for: not judged here
+    if ref.kind == "optimizers" and (major < 3 or not ref.module or ref.module.startswith("keras")):
+        return _knows_optimizer(kind, ref.name)
     if major < 3 or not ref.module:
         return kind.knows(ref.name)
     if ref.form == "function" and ref.module == "builtins":
@@ -395,6 +407,7 @@ def object_findings(
             continue
         if (
             major == 2
+            and model.container == "hdf5"  # a .keras names the loss's module: read as a loss
             and ref.kind == "metrics"
             and ref.where == "compile"
             and ref.form == "class"
