@@ -249,18 +249,16 @@ def keras_model(
 MEASURED_NESTED = frozenset({"Functional", "Model", "Sequential"})
 
 
-def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
-    """Models used as a layer that another layer of the same functional config reads at a
-    call node the config does not list. Keras 2 counts a nested model's construction as
-    its node 0 and writes its first call as node 1 (`[name, 1, 0, {}]`), listing only the
-    call among its inbound nodes; Keras 3's H5 loader (`functional_from_config`) gives it
-    only the calls it makes, so such a reference is never resolved. Every functional
-    config in the file, nested ones included; layer-first, the names once each."""
-    found: list[str] = []
+def _functional_layers(
+    config: Any, depth: int
+) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, tuple[Any, int]]] | None:
+    """A functional config's own config, its layer entries and, by name, each entry's
+    class and number of listed calls (inbound nodes); None past MAX_DEPTH or with no
+    layer list."""
     inner = config.get("config") if isinstance(config, dict) else None
     layers = inner.get("layers") if isinstance(inner, dict) else None
-    if not isinstance(layers, list) or depth > MAX_DEPTH:
-        return ()
+    if not isinstance(inner, dict) or not isinstance(layers, list) or depth > MAX_DEPTH:
+        return None
     entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
     calls = {}
     for entry in entries:
@@ -269,6 +267,21 @@ def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
             entry.get("class_name"),
             len(nodes) if isinstance(nodes, list) else 0,
         )
+    return inner, entries, calls
+
+
+def unreached_calls(config: Any, depth: int = 0) -> tuple[str, ...]:
+    """Models used as a layer that another layer of the same functional config reads at a
+    call node the config does not list. Keras 2 counts a nested model's construction as
+    its node 0 and writes its first call as node 1 (`[name, 1, 0, {}]`), listing only the
+    call among its inbound nodes; Keras 3's H5 loader (`functional_from_config`) gives it
+    only the calls it makes, so such a reference is never resolved. Every functional
+    config in the file, nested ones included; layer-first, the names once each."""
+    found: list[str] = []
+    read = _functional_layers(config, depth)
+    if read is None:
+        return ()
+    _, entries, calls = read
     for entry in entries:
         nodes = entry.get("inbound_nodes")
         for node in nodes if isinstance(nodes, list) else []:
@@ -357,19 +370,10 @@ def unreached_outputs(config: Any, depth: int = 0) -> tuple[str, ...]:
     functional_from_config looks that node up as is (an IndexError); 3.3 and later lower a
     Functional's index there by one. Every functional config in the file, names once."""
     found: list[str] = []
-    inner = config.get("config") if isinstance(config, dict) else None
-    layers = inner.get("layers") if isinstance(inner, dict) else None
-    if not isinstance(layers, list) or depth > MAX_DEPTH:
+    read = _functional_layers(config, depth)
+    if read is None:
         return ()
-    entries = [e for e in layers if isinstance(e, dict) and isinstance(e.get("config"), dict)]
-    calls = {}
-    for entry in entries:
-        nodes = entry.get("inbound_nodes")
-        calls[_text(entry["config"].get("name"))] = (
-            entry.get("class_name"),
-            len(nodes) if isinstance(nodes, list) else 0,
-        )
-    assert isinstance(inner, dict)
+    inner, entries, calls = read
     for ref in _output_refs(inner.get("output_layers")):
         if len(ref) < 3 or not isinstance(ref[1], int) or isinstance(ref[1], bool):
             continue
